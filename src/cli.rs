@@ -1,0 +1,429 @@
+//! Command-line definitions. Flags become checked values here, once; the rest of the crate
+//! never sees a raw flag.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use clap::{Args, Parser, Subcommand};
+
+use crate::load::{self, LoadConfig, Pacing, Stop};
+use crate::protocol::grpc::{self, Grpc};
+use crate::protocol::http1::{Http1, Http1Request};
+use crate::protocol::http2::Http2;
+use crate::protocol::jsonrpc::JsonRpc;
+use crate::protocol::target::Endpoint;
+use crate::protocol::template::Template;
+use crate::protocol::{Protocol, Reply};
+use crate::report;
+
+#[derive(Debug, Parser)]
+#[command(name = "bakeoff", version, about = "Reproducible side-by-side bake-offs between builds or implementations of a server")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Send load to one server and report latency, throughput and outcomes (like hey or oha).
+    Load(LoadArgs),
+    /// Send one request and print the answer (gRPC answers decoded to JSON).
+    Call(CallArgs),
+}
+
+/// What to call and how: shared by `load` and `call`.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// The HTTP URL (http://host:port/path); for --jsonrpc, the JSON-RPC endpoint.
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+    /// HTTP method [default: GET, or POST when a body is given].
+    #[arg(short = 'm', long = "method")]
+    pub method: Option<String>,
+    /// A request header, `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request body (a template: {seq}, {rand:A..B}, {line:FILE}, {b64:...}).
+    #[arg(short = 'd', long = "data", conflicts_with = "data_file")]
+    pub data: Option<String>,
+    /// Read the request body (a template) from a file.
+    #[arg(short = 'D', long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
+    /// Use HTTP/2 over cleartext (prior knowledge) instead of HTTP/1.1.
+    #[arg(long = "h2")]
+    pub h2: bool,
+    /// gRPC server URL (http://host:port); needs --proto and --call; the request is -d JSON.
+    #[arg(long = "grpc", value_name = "URL", conflicts_with_all = ["url", "h2", "jsonrpc"])]
+    pub grpc: Option<String>,
+    /// A .proto file defining the service (repeatable).
+    #[arg(long = "proto", value_name = "FILE")]
+    pub protos: Vec<PathBuf>,
+    /// An import root for .proto files (repeatable) [default: each file's folder].
+    #[arg(short = 'I', long = "import-path", value_name = "DIR")]
+    pub includes: Vec<PathBuf>,
+    /// The gRPC method, `package.Service/Method`.
+    #[arg(long = "call", value_name = "METHOD")]
+    pub call: Option<String>,
+    /// Call this JSON-RPC 2.0 method at URL.
+    #[arg(long = "jsonrpc", value_name = "METHOD", conflicts_with = "h2")]
+    pub jsonrpc: Option<String>,
+    /// JSON-RPC params (a JSON array or object; a template).
+    #[arg(long = "params", default_value = "[]", requires = "jsonrpc")]
+    pub params: String,
+    /// Seed for {rand:...} placeholders: the same seed sends the same requests.
+    #[arg(long = "seed", default_value_t = 0)]
+    pub seed: u64,
+    /// Give up on a call after this long (e.g. 500ms, 20s).
+    #[arg(long = "timeout", default_value = "20s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Number of requests to send [default: 200 unless -z is given].
+    #[arg(short = 'n', long = "requests", conflicts_with = "duration")]
+    pub requests: Option<u64>,
+    /// Send for this long instead of a count (e.g. 10s, 1m).
+    #[arg(short = 'z', long = "duration", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Concurrent clients, one connection each.
+    #[arg(short = 'c', long = "clients", default_value_t = 50)]
+    pub clients: usize,
+    /// Open loop: send at this total rate (requests/s) whatever the server does; latency is
+    /// then corrected for coordinated omission.
+    #[arg(short = 'q', long = "rate")]
+    pub rate: Option<f64>,
+    /// Worker threads [default: one per CPU this process may use, at most one per client].
+    #[arg(short = 't', long = "threads", default_value_t = 0)]
+    pub threads: usize,
+    /// Pin worker threads to these CPUs (e.g. 0 or 0,1).
+    #[arg(long = "cpus", value_delimiter = ',')]
+    pub cpus: Vec<usize>,
+    /// Send load for this long first and leave it out of the results.
+    #[arg(long = "warmup", value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Print the result as JSON (schema version inside) instead of a summary.
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Print the answer as one JSON object (outcome and messages).
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+/// Parses `250ms`, `10s`, `2m`, `1h`, `1.5s` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration like 500ms, 10s or 2m"))?;
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        u => return Err(format!("`{u}` is not a time unit (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(n * scale).map_err(|_| format!("`{s}` is out of range"))
+}
+
+/// A protocol client chosen and checked from the flags.
+pub enum Target {
+    Http1(Http1),
+    Http2(Http2),
+    Grpc(Grpc),
+    JsonRpc(JsonRpc),
+}
+
+impl TargetArgs {
+    fn headers(&self) -> anyhow::Result<Vec<(String, String)>> {
+        self.headers
+            .iter()
+            .map(|h| match h.split_once(':') {
+                Some((k, v)) if !k.trim().is_empty() => {
+                    Ok((k.trim().to_string(), v.trim().to_string()))
+                }
+                _ => bail!("-H `{h}`: a header is written `Name: value`"),
+            })
+            .collect()
+    }
+
+    fn body(&self) -> anyhow::Result<Option<String>> {
+        match (&self.data, &self.data_file) {
+            (Some(d), _) => Ok(Some(d.clone())),
+            (None, Some(f)) => std::fs::read_to_string(f)
+                .map(Some)
+                .with_context(|| format!("-D: cannot read `{}`", f.display())),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Builds the protocol client the flags describe. `keep_body` keeps answers for printing.
+    pub fn build(&self, keep_body: bool) -> anyhow::Result<Target> {
+        let headers = self.headers()?;
+        let body = self.body()?;
+        if let Some(url) = &self.grpc {
+            let endpoint = Endpoint::parse(url).context("--grpc")?;
+            let call = self
+                .call
+                .as_deref()
+                .context("--grpc needs --call package.Service/Method")?;
+            if self.protos.is_empty() {
+                bail!("--grpc needs --proto FILE (bakeoff builds messages from the .proto at run time)");
+            }
+            let method = grpc::load_method(&self.protos, &self.includes, call)?;
+            let request = Template::parse(body.as_deref().unwrap_or("{}")).context("-d")?;
+            return Ok(Target::Grpc(Grpc::new(
+                endpoint, method, request, self.seed, keep_body,
+            )?));
+        }
+        let url = self
+            .url
+            .as_deref()
+            .context("give a URL to call (or --grpc URL for gRPC)")?;
+        let endpoint = Endpoint::parse(url).with_context(|| format!("URL `{url}`"))?;
+        if let Some(method) = &self.jsonrpc {
+            if body.is_some() {
+                bail!("--jsonrpc builds the body itself; give the arguments with --params, not -d/-D");
+            }
+            return Ok(Target::JsonRpc(JsonRpc::new(
+                endpoint,
+                method,
+                &self.params,
+                headers,
+                self.seed,
+                keep_body,
+            )?));
+        }
+        if self.call.is_some() || !self.protos.is_empty() {
+            bail!("--call and --proto are for gRPC; give the server with --grpc URL");
+        }
+        let method = self
+            .method
+            .clone()
+            .unwrap_or_else(|| if body.is_some() { "POST" } else { "GET" }.to_string());
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            bail!("-m `{method}` is not an HTTP method");
+        }
+        let request = Http1Request {
+            method,
+            path: Template::parse(&endpoint.path).context("URL path")?,
+            headers,
+            body: body
+                .as_deref()
+                .map(Template::parse)
+                .transpose()
+                .context("-d")?,
+        };
+        if self.h2 {
+            let h2 = Http2::new(endpoint, request, self.seed, keep_body).map_err(anyhow::Error::msg)?;
+            Ok(Target::Http2(h2))
+        } else {
+            Ok(Target::Http1(Http1::new(endpoint, request, self.seed, keep_body)))
+        }
+    }
+}
+
+impl LoadArgs {
+    pub fn config(&self) -> anyhow::Result<LoadConfig> {
+        let stop = match (self.requests, self.duration) {
+            (Some(n), _) => Stop::Count(n),
+            (None, Some(d)) => Stop::Duration(d),
+            (None, None) => Stop::Count(200),
+        };
+        let pacing = match self.rate {
+            Some(rate) => Pacing::Open { rate },
+            None => Pacing::Closed,
+        };
+        let allowed = crate::sys::allowed_cpus();
+        if let Some(c) = self.cpus.iter().find(|c| !allowed.contains(c)) {
+            bail!("--cpus: CPU {c} is not available to this process (it may use {allowed:?})");
+        }
+        let warmup = self.warmup.unwrap_or(Duration::ZERO);
+        let threads = if self.threads == 0 && !self.cpus.is_empty() {
+            self.cpus.len()
+        } else {
+            self.threads
+        };
+        let cfg = LoadConfig::new(
+            pacing,
+            stop,
+            self.clients,
+            threads,
+            warmup,
+            self.target.timeout,
+        )?;
+        Ok(cfg.pin_to(self.cpus.clone()))
+    }
+}
+
+/// Runs a parsed command; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Load(args) => run_load(&args),
+        Command::Call(args) => run_call(&args),
+    }
+}
+
+fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
+    let cfg = args.config()?;
+    let target = args.target.build(false)?;
+    install_interrupt_handler();
+    let result = match target {
+        Target::Http1(p) => drive(p, &cfg),
+        Target::Http2(p) => drive(p, &cfg),
+        Target::Grpc(p) => drive(p, &cfg),
+        Target::JsonRpc(p) => drive(p, &cfg),
+    }?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", report::load_summary::render(&result));
+    }
+    Ok(if result.interrupted { 130 } else { 0 })
+}
+
+fn drive<P: Protocol>(p: P, cfg: &LoadConfig) -> anyhow::Result<load::LoadResult> {
+    let mut bar = report::progress::Bar::new(std::io::stderr().is_terminal());
+    let result = load::run(Arc::new(p), cfg, &mut |p| bar.update(p));
+    bar.finish();
+    Ok(result?)
+}
+
+fn run_call(args: &CallArgs) -> anyhow::Result<u8> {
+    let target = args.target.build(true)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let timeout = args.target.timeout;
+    let (reply, messages) = rt.block_on(async {
+        match target {
+            Target::Http1(p) => once(&p, timeout).await.map(|r| text_messages(r)),
+            Target::Http2(p) => once(&p, timeout).await.map(|r| text_messages(r)),
+            Target::JsonRpc(p) => once(&p, timeout).await.map(|r| text_messages(r)),
+            Target::Grpc(p) => {
+                let reply = once(&p, timeout).await?;
+                let out = p.method().output();
+                let msgs = reply
+                    .body
+                    .iter()
+                    .flatten()
+                    .map(|m| grpc::decode_json(&out, m).map_err(anyhow::Error::msg))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                Ok((reply, msgs))
+            }
+        }
+    })?;
+    if args.json {
+        let out = serde_json::json!({
+            "outcome": reply.class.to_string(),
+            "kind": reply.class.kind(),
+            "code": reply.class.code(),
+            "success": reply.class.is_success(),
+            "detail": reply.detail,
+            "messages": messages,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        eprintln!("{}", reply.class);
+        if let Some(d) = &reply.detail {
+            eprintln!("{d}");
+        }
+        for m in &messages {
+            match m {
+                serde_json::Value::String(s) => println!("{s}"),
+                v => println!("{}", serde_json::to_string_pretty(v)?),
+            }
+        }
+    }
+    Ok(if reply.class.is_success() { 0 } else { 1 })
+}
+
+async fn once<P: Protocol>(p: &P, timeout: Duration) -> anyhow::Result<Reply> {
+    let attempt = async {
+        let mut conn = p.connect().await?;
+        p.call(&mut conn, 0).await
+    };
+    let reply = tokio::time::timeout(timeout, attempt)
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer within {timeout:?}"))??;
+    Ok(reply)
+}
+
+fn text_messages(r: Reply) -> (Reply, Vec<serde_json::Value>) {
+    let msgs = r
+        .body
+        .iter()
+        .flatten()
+        .map(|b| serde_json::Value::String(String::from_utf8_lossy(b).into_owned()))
+        .collect();
+    (r, msgs)
+}
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    load::INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// First Ctrl-C or SIGTERM: stop sending, finish what is in flight, report what was
+/// measured. A second one kills as usual (SA_RESETHAND).
+fn install_interrupt_handler() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_interrupt as *const () as usize;
+        sa.sa_flags = libc::SA_RESETHAND;
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_in_the_usual_units() {
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("10 parsecs").unwrap_err().contains("parsecs"));
+        assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn flags_that_do_not_fit_together_are_rejected_by_name() {
+        let parse = |a: &[&str]| Cli::try_parse_from(a.iter().copied());
+        assert!(parse(&["bakeoff", "load", "-n", "5", "-z", "1s", "http://127.0.0.1:1/"]).is_err());
+        assert!(parse(&["bakeoff", "load", "-d", "x", "-D", "f", "http://127.0.0.1:1/"]).is_err());
+        let Command::Load(a) = parse(&["bakeoff", "load", "-c", "0", "http://127.0.0.1:1/"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert!(a.config().unwrap_err().to_string().contains("-c/--clients"));
+        let Command::Load(a) = parse(&["bakeoff", "load", "-H", "nocolon", "http://127.0.0.1:1/"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert!(a.target.build(false).err().unwrap().to_string().contains("nocolon"));
+    }
+}

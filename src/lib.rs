@@ -1,0 +1,11 @@
+//! bakeoff: reproducible side-by-side bake-offs between builds or implementations of a server.
+//!
+//! The pipeline is plain data through plain functions (see `../shared/DESIGN.md`): the
+//! [`protocol`] clients speak to a server, the [`load`] engine drives them and measures, the
+//! [`report`] module turns results into text. [`cli`] parses flags into checked commands once.
+
+pub mod cli;
+pub mod load;
+pub mod protocol;
+pub mod report;
+pub mod sys;

@@ -1,0 +1,424 @@
+//! The load engine: a pacing × a stop condition, driven by N clients (one connection each)
+//! spread over worker threads that each run a single-threaded runtime, optionally pinned to
+//! CPUs. It knows nothing of protocols beyond the [`Protocol`] trait.
+
+pub mod pacing;
+pub mod recorder;
+pub mod result;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant, SystemTime};
+
+pub use pacing::{Dispenser, Pacing, Stop, INTERRUPTED};
+use recorder::Recorder;
+pub use result::LoadResult;
+
+use crate::protocol::{CallError, Protocol, Reply};
+use crate::sys::{self, CpuTime};
+
+/// A checked load configuration; build it with [`LoadConfig::new`].
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pacing: Pacing,
+    stop: Stop,
+    clients: usize,
+    threads: usize,
+    warmup: Duration,
+    timeout: Duration,
+    cpus: Vec<usize>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum LoadError {
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot reach the target: {0}")]
+    Unreachable(String),
+    #[error("a load worker failed: {0}")]
+    Worker(String),
+}
+
+impl LoadConfig {
+    /// Checks the combination once: at least one client, a positive finite rate, a non-zero
+    /// bound, a timeout. `threads` 0 means one per allowed CPU (at most one per client).
+    pub fn new(
+        pacing: Pacing,
+        stop: Stop,
+        clients: usize,
+        threads: usize,
+        warmup: Duration,
+        timeout: Duration,
+    ) -> Result<LoadConfig, LoadError> {
+        let bad = |m: &str| Err(LoadError::Config(m.to_string()));
+        if clients == 0 {
+            return bad("-c/--clients must be at least 1");
+        }
+        if let Pacing::Open { rate } = pacing {
+            if !(rate.is_finite() && rate > 0.0) {
+                return bad("-q/--rate must be a positive number of requests per second");
+            }
+        }
+        match stop {
+            Stop::Count(0) => return bad("-n/--requests must be at least 1"),
+            Stop::Duration(d) if d.is_zero() => return bad("-z/--duration must be longer than 0"),
+            _ => {}
+        }
+        if timeout.is_zero() {
+            return bad("--timeout must be longer than 0");
+        }
+        let threads = if threads == 0 {
+            sys::allowed_cpus().len().max(1)
+        } else {
+            threads
+        };
+        Ok(LoadConfig {
+            pacing,
+            stop,
+            clients,
+            threads: threads.min(clients),
+            warmup,
+            timeout,
+            cpus: Vec::new(),
+        })
+    }
+
+    /// Pins worker thread `i` to `cpus[i % len]`.
+    pub fn pin_to(mut self, cpus: Vec<usize>) -> LoadConfig {
+        self.cpus = cpus;
+        self
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+}
+
+/// What the engine tells its caller while it runs (about five times a second).
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub done: u64,
+    pub elapsed: Duration,
+    pub stop: Stop,
+    pub warming_up: bool,
+}
+
+struct Ready {
+    connected: usize,
+    first_error: Option<CallError>,
+}
+
+struct WorkerOut {
+    recorder: Recorder,
+    cpu: CpuTime,
+}
+
+/// Runs one load and returns its measurements. Fails before measuring when not one
+/// connection can be opened; failures after that are counted, not fatal.
+pub fn run<P: Protocol>(
+    proto: Arc<P>,
+    cfg: &LoadConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<LoadResult, LoadError> {
+    let dispenser = Arc::new(Dispenser::new(cfg.pacing, cfg.stop, cfg.warmup));
+    let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let mut go = Vec::new();
+    let mut handles = Vec::new();
+    let mut counters = Vec::new();
+    for i in 0..cfg.threads {
+        let n = cfg.clients / cfg.threads + usize::from(i < cfg.clients % cfg.threads);
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        go.push(go_tx);
+        let counter = Arc::new(AtomicU64::new(0));
+        counters.push(counter.clone());
+        let pin = (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]);
+        let job = Job {
+            proto: proto.clone(),
+            dispenser: dispenser.clone(),
+            clients: n,
+            timeout: cfg.timeout,
+            pin,
+            open_loop: matches!(cfg.pacing, Pacing::Open { .. }),
+            counter,
+        };
+        let (ready_tx, done_tx) = (ready_tx.clone(), done_tx.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("bakeoff-load-{i}"))
+            .spawn(move || {
+                let out = job.work(ready_tx, go_rx);
+                let _ = done_tx.send(());
+                out
+            })
+            .map_err(|e| LoadError::Worker(e.to_string()))?;
+        handles.push(h);
+    }
+    drop((ready_tx, done_tx));
+
+    let mut connected = 0;
+    let mut first_error = None;
+    for _ in 0..cfg.threads {
+        match ready_rx.recv() {
+            Ok(r) => {
+                connected += r.connected;
+                first_error = first_error.or(r.first_error);
+            }
+            Err(_) => break,
+        }
+    }
+    if connected == 0 {
+        drop(go);
+        for h in handles {
+            let _ = h.join();
+        }
+        let reason = first_error.map_or("no worker started".to_string(), |e| e.to_string());
+        return Err(LoadError::Unreachable(reason));
+    }
+
+    let started_wall = SystemTime::now();
+    let t0 = Instant::now();
+    dispenser.start(t0);
+    for g in &go {
+        let _ = g.send(());
+    }
+    let measure_start = dispenser.measure_start();
+    let mut finished = 0;
+    while finished < cfg.threads {
+        match done_rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(()) => finished += 1,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let now = Instant::now();
+        progress(Progress {
+            done: counters.iter().map(|c| c.load(Relaxed)).sum(),
+            elapsed: now.saturating_duration_since(measure_start),
+            stop: cfg.stop,
+            warming_up: now < measure_start,
+        });
+    }
+
+    let mut merged: Option<Recorder> = None;
+    let mut cpu = CpuTime::default();
+    for h in handles {
+        let out = h
+            .join()
+            .map_err(|_| LoadError::Worker("a worker thread panicked".into()))?
+            .map_err(LoadError::Worker)?;
+        cpu.user += out.cpu.user;
+        cpu.system += out.cpu.system;
+        match &mut merged {
+            None => merged = Some(out.recorder),
+            Some(m) => m.merge(out.recorder),
+        }
+    }
+    let rec = merged.ok_or_else(|| LoadError::Worker("no worker finished".into()))?;
+    Ok(summarize(
+        &*proto,
+        cfg,
+        rec,
+        cpu,
+        measure_start,
+        started_wall,
+        INTERRUPTED.load(Relaxed),
+    ))
+}
+
+struct Job<P> {
+    proto: Arc<P>,
+    dispenser: Arc<Dispenser>,
+    clients: usize,
+    timeout: Duration,
+    pin: Option<usize>,
+    open_loop: bool,
+    counter: Arc<AtomicU64>,
+}
+
+impl<P: Protocol> Job<P> {
+    fn work(self, ready: mpsc::Sender<Ready>, go: mpsc::Receiver<()>) -> Result<WorkerOut, String> {
+        if let Some(cpu) = self.pin {
+            sys::pin_current_thread(&[cpu]).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let local = tokio::task::LocalSet::new();
+        let conns: Vec<Result<P::Conn, CallError>> = local.block_on(&rt, async {
+            let mut v = Vec::with_capacity(self.clients);
+            for _ in 0..self.clients {
+                let c = tokio::time::timeout(self.timeout, self.proto.connect()).await;
+                v.push(c.unwrap_or(Err(CallError::Timeout(self.timeout))));
+            }
+            v
+        });
+        let first_error = conns.iter().find_map(|c| c.as_ref().err().cloned());
+        let connected = conns.iter().filter(|c| c.is_ok()).count();
+        let _ = ready.send(Ready {
+            connected,
+            first_error,
+        });
+        if go.recv().is_err() {
+            return Err("run abandoned before it started".into());
+        }
+        let cpu0 = sys::thread_cpu_time();
+        let rec = Rc::new(RefCell::new(Recorder::new(
+            self.dispenser.measure_start(),
+            self.open_loop,
+        )));
+        local.block_on(&rt, async {
+            let mut tasks = Vec::with_capacity(conns.len());
+            for conn in conns {
+                tasks.push(tokio::task::spawn_local(client(
+                    self.proto.clone(),
+                    self.dispenser.clone(),
+                    rec.clone(),
+                    conn.ok(),
+                    self.timeout,
+                    self.counter.clone(),
+                )));
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
+        });
+        let cpu = sys::thread_cpu_time().since(cpu0);
+        drop(local);
+        let recorder = Rc::try_unwrap(rec)
+            .map_err(|_| "recorder still shared".to_string())?
+            .into_inner();
+        Ok(WorkerOut { recorder, cpu })
+    }
+}
+
+/// One client: the same loop for every pacing and stop condition.
+async fn client<P: Protocol>(
+    proto: Arc<P>,
+    dispenser: Arc<Dispenser>,
+    rec: Rc<RefCell<Recorder>>,
+    mut conn: Option<P::Conn>,
+    timeout: Duration,
+    counter: Arc<AtomicU64>,
+) {
+    while let Some(ticket) = dispenser.next() {
+        // Latency starts when the request was due if this client was already late for it
+        // (the server held it up: coordinated omission), else when it is actually sent, so
+        // the timer's own wake-up lag is not charged to the server.
+        let mut late_from = None;
+        if let Some(due) = ticket.due {
+            if due > Instant::now() {
+                tokio::time::sleep_until(due.into()).await;
+            } else {
+                late_from = Some(due);
+            }
+        }
+        let sent = Instant::now();
+        let result = call_once(&*proto, &mut conn, ticket.seq, timeout).await;
+        let done = Instant::now();
+        let refused = matches!(result, Err(CallError::Connect { .. }));
+        if result.is_err() {
+            conn = None;
+        }
+        if ticket.warmup {
+            rec.borrow_mut().warmup += 1;
+        } else {
+            rec.borrow_mut()
+                .record(late_from.unwrap_or(sent), sent, done, &result);
+            counter.fetch_add(1, Relaxed);
+        }
+        if refused {
+            // Do not spin on a server that refuses connections; each attempt is counted.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+async fn call_once<P: Protocol>(
+    proto: &P,
+    conn: &mut Option<P::Conn>,
+    seq: u64,
+    timeout: Duration,
+) -> Result<Reply, CallError> {
+    let attempt = async {
+        let c = match conn {
+            Some(c) => c,
+            None => conn.insert(proto.connect().await?),
+        };
+        proto.call(c, seq).await
+    };
+    tokio::time::timeout(timeout, attempt)
+        .await
+        .unwrap_or(Err(CallError::Timeout(timeout)))
+}
+
+fn summarize<P: Protocol>(
+    proto: &P,
+    cfg: &LoadConfig,
+    rec: Recorder,
+    cpu: CpuTime,
+    measure_start: Instant,
+    _started: SystemTime,
+    interrupted: bool,
+) -> LoadResult {
+    let wall = rec
+        .last_done
+        .map_or(Duration::ZERO, |d| d.saturating_duration_since(measure_start));
+    let secs = wall.as_secs_f64();
+    let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let cpu_s = cpu.total().as_secs_f64();
+    LoadResult {
+        schema_version: result::SCHEMA_VERSION,
+        target: proto.describe(),
+        pacing: match cfg.pacing {
+            Pacing::Closed => "closed".into(),
+            Pacing::Open { .. } => "open".into(),
+        },
+        rate: match cfg.pacing {
+            Pacing::Open { rate } => Some(rate),
+            Pacing::Closed => None,
+        },
+        clients: cfg.clients,
+        stop_requests: match cfg.stop {
+            Stop::Count(n) => Some(n),
+            Stop::Duration(_) => None,
+        },
+        stop_duration_s: match cfg.stop {
+            Stop::Duration(d) => Some(d.as_secs_f64()),
+            Stop::Count(_) => None,
+        },
+        warmup_s: cfg.warmup.as_secs_f64(),
+        warmup_requests: rec.warmup,
+        interrupted,
+        duration_s: secs,
+        requests: rec.requests,
+        successes: rec.successes,
+        failures: rec.requests - rec.successes,
+        requests_per_s: per_s(rec.requests),
+        items: rec.items,
+        items_per_s: per_s(rec.items),
+        bytes: rec.bytes,
+        bytes_per_s: per_s(rec.bytes),
+        latency_us: result::Latency::from_histogram(&rec.latency),
+        service_time_us: rec.service.as_ref().map(result::Latency::from_histogram),
+        outcomes: rec.outcomes(),
+        timeline: rec.timeline(),
+        generator: result::Generator {
+            threads: cfg.threads,
+            cpus: cfg.cpus.clone(),
+            cpu_user_s: cpu.user.as_secs_f64(),
+            cpu_system_s: cpu.system.as_secs_f64(),
+            cpu_us_per_request: if rec.requests > 0 {
+                cpu_s * 1e6 / rec.requests as f64
+            } else {
+                0.0
+            },
+            utilization: if secs > 0.0 {
+                cpu_s / (secs * cfg.threads as f64)
+            } else {
+                0.0
+            },
+        },
+    }
+}

@@ -1,0 +1,194 @@
+//! When each request may go: a *pacing* (closed loop, or open loop at a fixed total rate)
+//! combined with a *stop condition* (a count or a duration), handed out as tickets by one
+//! shared dispenser. Every client runs the same loop; the dispenser alone knows the mode.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// Each client sends its next request as soon as the previous one is answered.
+    Closed,
+    /// Requests are due at `rate` per second in total, whatever the server does; latency is
+    /// measured from when a request was due, which corrects for coordinated omission.
+    Open { rate: f64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    Count(u64),
+    Duration(Duration),
+}
+
+/// Permission to send request `seq`. `due` is the intended send time in an open loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Ticket {
+    pub seq: u64,
+    pub due: Option<Instant>,
+    pub warmup: bool,
+}
+
+/// Set from a signal handler: stop issuing tickets, finish what is in flight, report.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub struct Dispenser {
+    pacing: Pacing,
+    stop: Stop,
+    warmup: Duration,
+    start: OnceLock<Instant>,
+    issued: AtomicU64,
+    measured: AtomicU64,
+    cancelled: AtomicBool,
+}
+
+impl Dispenser {
+    pub fn new(pacing: Pacing, stop: Stop, warmup: Duration) -> Dispenser {
+        Dispenser {
+            pacing,
+            stop,
+            warmup,
+            start: OnceLock::new(),
+            issued: AtomicU64::new(0),
+            measured: AtomicU64::new(0),
+            cancelled: AtomicBool::new(false),
+        }
+    }
+
+    /// Fixes the start of the run; tickets are handed out only after this.
+    pub fn start(&self, at: Instant) {
+        let _ = self.start.set(at);
+    }
+
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Relaxed);
+    }
+
+    fn started(&self) -> Instant {
+        *self.start.get().expect("dispenser used before start")
+    }
+
+    /// Number of warm-up tickets in an open loop.
+    fn warm_tickets(&self, rate: f64) -> u64 {
+        (self.warmup.as_secs_f64() * rate).ceil() as u64
+    }
+
+    /// When measuring begins: the end of the warm-up.
+    pub fn measure_start(&self) -> Instant {
+        match self.pacing {
+            Pacing::Closed => self.started() + self.warmup,
+            Pacing::Open { rate } => {
+                self.started() + Duration::from_secs_f64(self.warm_tickets(rate) as f64 / rate)
+            }
+        }
+    }
+
+    pub fn next(&self) -> Option<Ticket> {
+        if self.cancelled.load(Relaxed) || INTERRUPTED.load(Relaxed) {
+            return None;
+        }
+        match self.pacing {
+            Pacing::Closed => {
+                let now = Instant::now();
+                let measure_start = self.measure_start();
+                if now < measure_start {
+                    let seq = self.issued.fetch_add(1, Relaxed);
+                    return Some(Ticket {
+                        seq,
+                        due: None,
+                        warmup: true,
+                    });
+                }
+                let m = self.measured.fetch_add(1, Relaxed);
+                let done = match self.stop {
+                    Stop::Count(n) => m >= n,
+                    Stop::Duration(d) => now >= measure_start + d,
+                };
+                (!done).then(|| Ticket {
+                    seq: self.issued.fetch_add(1, Relaxed),
+                    due: None,
+                    warmup: false,
+                })
+            }
+            Pacing::Open { rate } => {
+                let seq = self.issued.fetch_add(1, Relaxed);
+                let due = self.started() + Duration::from_secs_f64(seq as f64 / rate);
+                let warm = self.warm_tickets(rate);
+                if seq < warm {
+                    return Some(Ticket {
+                        seq,
+                        due: Some(due),
+                        warmup: true,
+                    });
+                }
+                let done = match self.stop {
+                    Stop::Count(n) => seq - warm >= n,
+                    Stop::Duration(d) => due >= self.measure_start() + d,
+                };
+                (!done).then_some(Ticket {
+                    seq,
+                    due: Some(due),
+                    warmup: false,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(d: &Dispenser) -> Vec<Ticket> {
+        std::iter::from_fn(|| d.next()).collect()
+    }
+
+    #[test]
+    fn closed_count_issues_exactly_n() {
+        let d = Dispenser::new(Pacing::Closed, Stop::Count(5), Duration::ZERO);
+        d.start(Instant::now());
+        let t = drain(&d);
+        assert_eq!(t.len(), 5);
+        assert!(t.iter().all(|t| !t.warmup && t.due.is_none()));
+        assert_eq!(t.iter().map(|t| t.seq).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert!(d.next().is_none(), "stays stopped");
+    }
+
+    #[test]
+    fn open_loop_schedule_is_evenly_spaced_and_counts_after_warmup() {
+        let d = Dispenser::new(
+            Pacing::Open { rate: 100.0 },
+            Stop::Count(10),
+            Duration::from_millis(50),
+        );
+        let t0 = Instant::now();
+        d.start(t0);
+        let t = drain(&d);
+        assert_eq!(t.iter().filter(|t| t.warmup).count(), 5);
+        assert_eq!(t.iter().filter(|t| !t.warmup).count(), 10);
+        for (i, tk) in t.iter().enumerate() {
+            assert_eq!(tk.due.unwrap() - t0, Duration::from_millis(10 * i as u64));
+        }
+        assert_eq!(d.measure_start() - t0, Duration::from_millis(50));
+    }
+
+    #[test]
+    fn open_loop_duration_stops_at_the_schedule_end() {
+        let d = Dispenser::new(
+            Pacing::Open { rate: 1000.0 },
+            Stop::Duration(Duration::from_millis(20)),
+            Duration::ZERO,
+        );
+        d.start(Instant::now());
+        assert_eq!(drain(&d).len(), 20);
+    }
+
+    #[test]
+    fn cancel_stops_issuing() {
+        let d = Dispenser::new(Pacing::Closed, Stop::Count(1_000), Duration::ZERO);
+        d.start(Instant::now());
+        assert!(d.next().is_some());
+        d.cancel();
+        assert!(d.next().is_none());
+    }
+}

@@ -1,0 +1,165 @@
+//! The result of one load run: the machine-readable contract behind `bakeoff load --json` and
+//! every scenario point of a bake-off. Histograms are kept whole (HdrHistogram V2, base64), so
+//! any percentile can be recomputed and runs can be merged later.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoadResult {
+    pub schema_version: u32,
+    /// What was driven, e.g. `HTTP/1.1 GET http://127.0.0.1:8080/`.
+    pub target: String,
+    /// `closed` or `open`.
+    pub pacing: String,
+    /// Total rate in requests/s for an open loop.
+    pub rate: Option<f64>,
+    pub clients: usize,
+    /// Requested count, when the run was bounded by one.
+    pub stop_requests: Option<u64>,
+    /// Requested duration in seconds, when the run was bounded by one.
+    pub stop_duration_s: Option<f64>,
+    pub warmup_s: f64,
+    /// Requests sent during warm-up, excluded from everything below.
+    pub warmup_requests: u64,
+    /// True when the run was stopped early (Ctrl-C / SIGTERM).
+    pub interrupted: bool,
+    /// Seconds from the start of measuring to the last answer.
+    pub duration_s: f64,
+    /// Measured calls, whatever their outcome.
+    pub requests: u64,
+    pub successes: u64,
+    pub failures: u64,
+    pub requests_per_s: f64,
+    /// Messages received (one per answer; one per message for gRPC streams).
+    pub items: u64,
+    pub items_per_s: f64,
+    /// Response body bytes received.
+    pub bytes: u64,
+    pub bytes_per_s: f64,
+    /// Latency of every answered call, in microseconds. In an open loop it is measured from
+    /// when the request was due (corrected for coordinated omission).
+    pub latency_us: Latency,
+    /// Open loop only: time from the actual send to the answer (not corrected).
+    pub service_time_us: Option<Latency>,
+    pub outcomes: Vec<Outcome>,
+    /// One entry per second of measuring.
+    pub timeline: Vec<Second>,
+    pub generator: Generator,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    pub count: u64,
+    pub min: u64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p99_9: u64,
+    pub max: u64,
+    /// The whole histogram: HdrHistogram V2 encoding, base64.
+    pub histogram: String,
+}
+
+impl Latency {
+    pub fn from_histogram(h: &Histogram<u64>) -> Latency {
+        let mut raw = Vec::new();
+        V2Serializer::new()
+            .serialize(h, &mut raw)
+            .expect("serializing a histogram into memory cannot fail");
+        let q = |p: f64| if h.is_empty() { 0 } else { h.value_at_quantile(p) };
+        Latency {
+            count: h.len(),
+            min: if h.is_empty() { 0 } else { h.min() },
+            mean: h.mean(),
+            stdev: h.stdev(),
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            max: h.max(),
+            histogram: base64::engine::general_purpose::STANDARD.encode(raw),
+        }
+    }
+
+    /// Decodes the stored histogram.
+    pub fn histogram(&self) -> Result<Histogram<u64>, String> {
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(&self.histogram)
+            .map_err(|e| format!("histogram is not base64: {e}"))?;
+        Deserializer::new()
+            .deserialize(&mut raw.as_slice())
+            .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Outcome {
+    /// `http`, `grpc`, `jsonrpc_result`, `jsonrpc_error`, `connect_error`, `timeout`,
+    /// `io_error` or `protocol_error`.
+    pub kind: String,
+    /// HTTP status, gRPC code number or JSON-RPC error code.
+    pub code: Option<i64>,
+    /// Human name, e.g. `HTTP 404` or `gRPC NOT_FOUND`.
+    pub label: String,
+    pub success: bool,
+    pub count: u64,
+    /// The first detail seen for this outcome (an error message, a gRPC status message).
+    pub example: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Second {
+    pub second: u64,
+    pub requests: u64,
+    pub failures: u64,
+    pub items: u64,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Generator {
+    pub threads: usize,
+    /// CPUs the load threads were pinned to; empty when not pinned.
+    pub cpus: Vec<usize>,
+    /// CPU time the load threads used while measuring.
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    pub cpu_us_per_request: f64,
+    /// CPU time over wall time per thread, 0..1: near 1, the generator was the bottleneck.
+    pub utilization: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_round_trip_through_json() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in [10u64, 20, 30, 1_000, 250_000] {
+            h.record(v).unwrap();
+        }
+        let l = Latency::from_histogram(&h);
+        assert_eq!((l.count, l.min, l.p50), (5, 10, 30));
+        assert!(l.max >= 250_000 && l.max < 250_300);
+        let json = serde_json::to_string(&l).unwrap();
+        let back: Latency = serde_json::from_str(&json).unwrap();
+        let h2 = back.histogram().unwrap();
+        assert_eq!(h2, h);
+        assert!(back.histogram.starts_with("HISTF") || back.histogram.starts_with("HIST"));
+    }
+
+    #[test]
+    fn an_empty_histogram_has_zero_percentiles() {
+        let l = Latency::from_histogram(&Histogram::<u64>::new(3).unwrap());
+        assert_eq!((l.count, l.p99, l.max), (0, 0, 0));
+    }
+}

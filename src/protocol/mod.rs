@@ -1,0 +1,32 @@
+//! Wire clients behind one small trait, so the load engine never knows which protocol it
+//! drives: HTTP/1.1 (pre-encoded requests, `httparse`), HTTP/2 cleartext, gRPC with messages
+//! built at run time from `.proto` files, and JSON-RPC 2.0 over HTTP/1.1.
+
+pub mod grpc;
+pub mod http1;
+pub mod http2;
+pub mod jsonrpc;
+pub mod outcome;
+pub mod target;
+pub mod template;
+
+use std::future::Future;
+
+pub use outcome::{CallError, Class, GrpcCode, Reply};
+
+/// One protocol client. `connect` opens one connection (one per load client); `call` sends
+/// request number `seq` on it and waits for the whole answer.
+///
+/// The futures need not be `Send`: every load worker runs its own single-threaded runtime, so
+/// connections never move between threads.
+pub trait Protocol: Send + Sync + 'static {
+    type Conn: 'static;
+
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, CallError>>;
+
+    fn call(&self, conn: &mut Self::Conn, seq: u64)
+        -> impl Future<Output = Result<Reply, CallError>>;
+
+    /// A short human description, e.g. `HTTP/1.1 GET http://127.0.0.1:8080/`.
+    fn describe(&self) -> String;
+}

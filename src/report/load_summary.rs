@@ -1,0 +1,91 @@
+//! The compact terminal summary of one load run.
+
+use std::fmt::Write as _;
+
+use super::{fmt_bytes, fmt_rate, fmt_us};
+use crate::load::result::{Latency, LoadResult};
+
+pub fn render(r: &LoadResult) -> String {
+    let mut s = String::new();
+    let mode = match r.rate {
+        Some(rate) => format!("open loop at {} req/s", fmt_rate(rate)),
+        None => "closed loop".to_string(),
+    };
+    let _ = writeln!(s, "Target     {}", r.target);
+    let _ = writeln!(
+        s,
+        "Load       {} clients, {mode}, {} thread{}{}",
+        r.clients,
+        r.generator.threads,
+        if r.generator.threads == 1 { "" } else { "s" },
+        if r.warmup_requests > 0 {
+            format!(", {} warm-up requests excluded", r.warmup_requests)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        s,
+        "Requests   {} in {:.2} s: {} req/s, {}/s{}",
+        r.requests,
+        r.duration_s,
+        fmt_rate(r.requests_per_s),
+        fmt_bytes(r.bytes_per_s),
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    if r.items != r.requests {
+        let _ = writeln!(
+            s,
+            "Items      {} streamed messages: {} items/s",
+            r.items,
+            fmt_rate(r.items_per_s)
+        );
+    }
+    let label = if r.service_time_us.is_some() {
+        "Latency*  "
+    } else {
+        "Latency   "
+    };
+    let _ = writeln!(s, "{label} {}", latency_line(&r.latency_us));
+    if let Some(svc) = &r.service_time_us {
+        let _ = writeln!(s, "Service    {}", latency_line(svc));
+        let _ = writeln!(
+            s,
+            "           * from when each request was due (corrected for coordinated omission); Service: from when it was sent"
+        );
+    }
+    let outcomes: Vec<String> = r
+        .outcomes
+        .iter()
+        .map(|o| format!("{} × {}", o.label, o.count))
+        .collect();
+    let _ = writeln!(s, "Outcomes   {}", outcomes.join(", "));
+    for o in r.outcomes.iter().filter(|o| !o.success) {
+        if let Some(ex) = &o.example {
+            let _ = writeln!(s, "           {}: {}", o.label, ex);
+        }
+    }
+    let _ = writeln!(
+        s,
+        "Generator  {:.2} s CPU ({:.1} µs/request, {:.0}% of its threads)",
+        r.generator.cpu_user_s + r.generator.cpu_system_s,
+        r.generator.cpu_us_per_request,
+        r.generator.utilization * 100.0
+    );
+    s
+}
+
+fn latency_line(l: &Latency) -> String {
+    if l.count == 0 {
+        return "no answers".to_string();
+    }
+    format!(
+        "p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  mean {}",
+        fmt_us(l.p50 as f64),
+        fmt_us(l.p90 as f64),
+        fmt_us(l.p99 as f64),
+        fmt_us(l.p99_9 as f64),
+        fmt_us(l.max as f64),
+        fmt_us(l.mean)
+    )
+}

@@ -1,0 +1,56 @@
+//! Turning measurements into text for people: the `load` summary and the progress bar.
+
+pub mod load_summary;
+pub mod progress;
+
+/// Formats microseconds with a unit a reader can take in at a glance.
+pub fn fmt_us(us: f64) -> String {
+    if us < 1_000.0 {
+        format!("{us:.0} µs")
+    } else if us < 10_000.0 {
+        format!("{:.2} ms", us / 1e3)
+    } else if us < 1_000_000.0 {
+        format!("{:.1} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+/// Formats a count per second with thousands grouped by magnitude.
+pub fn fmt_rate(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+pub fn fmt_bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} {}", UNITS[i])
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_scale() {
+        assert_eq!(fmt_us(612.0), "612 µs");
+        assert_eq!(fmt_us(1_234.0), "1.23 ms");
+        assert_eq!(fmt_us(44_100.0), "44.1 ms");
+        assert_eq!(fmt_us(2_500_000.0), "2.50 s");
+        assert_eq!(fmt_bytes(2048.0), "2.0 KiB");
+        assert_eq!(fmt_rate(23_753.4), "23753");
+    }
+}
