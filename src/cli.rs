@@ -20,7 +20,11 @@ use crate::protocol::{Protocol, Reply};
 use crate::report;
 
 #[derive(Debug, Parser)]
-#[command(name = "bakeoff", version, about = "Reproducible side-by-side bake-offs between builds or implementations of a server")]
+#[command(
+    name = "bakeoff",
+    version,
+    about = "Reproducible side-by-side bake-offs between builds or implementations of a server"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -199,7 +203,9 @@ impl TargetArgs {
         let endpoint = Endpoint::parse(url).with_context(|| format!("URL `{url}`"))?;
         if let Some(method) = &self.jsonrpc {
             if body.is_some() {
-                bail!("--jsonrpc builds the body itself; give the arguments with --params, not -d/-D");
+                bail!(
+                    "--jsonrpc builds the body itself; give the arguments with --params, not -d/-D"
+                );
             }
             return Ok(Target::JsonRpc(JsonRpc::new(
                 endpoint,
@@ -231,10 +237,13 @@ impl TargetArgs {
                 .context("-d")?,
         };
         if self.h2 {
-            let h2 = Http2::new(endpoint, request, self.seed, keep_body).map_err(anyhow::Error::msg)?;
+            let h2 =
+                Http2::new(endpoint, request, self.seed, keep_body).map_err(anyhow::Error::msg)?;
             Ok(Target::Http2(h2))
         } else {
-            Ok(Target::Http1(Http1::new(endpoint, request, self.seed, keep_body)))
+            Ok(Target::Http1(Http1::new(
+                endpoint, request, self.seed, keep_body,
+            )))
         }
     }
 }
@@ -291,9 +300,9 @@ fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
         Target::JsonRpc(p) => drive(p, &cfg),
     }?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
     } else {
-        print!("{}", report::load_summary::render(&result));
+        emit(&report::load_summary::render(&result))?;
     }
     Ok(if result.interrupted { 130 } else { 0 })
 }
@@ -313,9 +322,9 @@ fn run_call(args: &CallArgs) -> anyhow::Result<u8> {
     let timeout = args.target.timeout;
     let (reply, messages) = rt.block_on(async {
         match target {
-            Target::Http1(p) => once(&p, timeout).await.map(|r| text_messages(r)),
-            Target::Http2(p) => once(&p, timeout).await.map(|r| text_messages(r)),
-            Target::JsonRpc(p) => once(&p, timeout).await.map(|r| text_messages(r)),
+            Target::Http1(p) => once(&p, timeout).await.map(text_messages),
+            Target::Http2(p) => once(&p, timeout).await.map(text_messages),
+            Target::JsonRpc(p) => once(&p, timeout).await.map(text_messages),
             Target::Grpc(p) => {
                 let reply = once(&p, timeout).await?;
                 let out = p.method().output();
@@ -338,7 +347,7 @@ fn run_call(args: &CallArgs) -> anyhow::Result<u8> {
             "detail": reply.detail,
             "messages": messages,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
     } else {
         eprintln!("{}", reply.class);
         if let Some(d) = &reply.detail {
@@ -346,12 +355,20 @@ fn run_call(args: &CallArgs) -> anyhow::Result<u8> {
         }
         for m in &messages {
             match m {
-                serde_json::Value::String(s) => println!("{s}"),
-                v => println!("{}", serde_json::to_string_pretty(v)?),
+                serde_json::Value::String(s) => emit(&format!("{s}\n"))?,
+                v => emit(&format!("{}\n", serde_json::to_string_pretty(v)?))?,
             }
         }
     }
     Ok(if reply.class.is_success() { 0 } else { 1 })
+}
+
+/// Writes to stdout, returning errors (a closed pipe) instead of panicking like `println!`.
+fn emit(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
 }
 
 async fn once<P: Protocol>(p: &P, timeout: Duration) -> anyhow::Result<Reply> {
@@ -402,15 +419,35 @@ mod tests {
         assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert!(parse_duration("10 parsecs").unwrap_err().contains("parsecs"));
+        assert!(parse_duration("10 parsecs")
+            .unwrap_err()
+            .contains("parsecs"));
         assert!(parse_duration("fast").is_err());
     }
 
     #[test]
     fn flags_that_do_not_fit_together_are_rejected_by_name() {
         let parse = |a: &[&str]| Cli::try_parse_from(a.iter().copied());
-        assert!(parse(&["bakeoff", "load", "-n", "5", "-z", "1s", "http://127.0.0.1:1/"]).is_err());
-        assert!(parse(&["bakeoff", "load", "-d", "x", "-D", "f", "http://127.0.0.1:1/"]).is_err());
+        assert!(parse(&[
+            "bakeoff",
+            "load",
+            "-n",
+            "5",
+            "-z",
+            "1s",
+            "http://127.0.0.1:1/"
+        ])
+        .is_err());
+        assert!(parse(&[
+            "bakeoff",
+            "load",
+            "-d",
+            "x",
+            "-D",
+            "f",
+            "http://127.0.0.1:1/"
+        ])
+        .is_err());
         let Command::Load(a) = parse(&["bakeoff", "load", "-c", "0", "http://127.0.0.1:1/"])
             .unwrap()
             .command
@@ -424,6 +461,12 @@ mod tests {
         else {
             panic!()
         };
-        assert!(a.target.build(false).err().unwrap().to_string().contains("nocolon"));
+        assert!(a
+            .target
+            .build(false)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("nocolon"));
     }
 }

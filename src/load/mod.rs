@@ -362,9 +362,9 @@ fn summarize<P: Protocol>(
     _started: SystemTime,
     interrupted: bool,
 ) -> LoadResult {
-    let wall = rec
-        .last_done
-        .map_or(Duration::ZERO, |d| d.saturating_duration_since(measure_start));
+    let wall = rec.last_done.map_or(Duration::ZERO, |d| {
+        d.saturating_duration_since(measure_start)
+    });
     let secs = wall.as_secs_f64();
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     let cpu_s = cpu.total().as_secs_f64();

@@ -96,7 +96,9 @@ impl Recorder {
     }
 
     pub fn merge(&mut self, other: Recorder) {
-        self.latency.add(&other.latency).expect("auto-resizing histograms merge");
+        self.latency
+            .add(&other.latency)
+            .expect("auto-resizing histograms merge");
         if let (Some(a), Some(b)) = (&mut self.service, &other.service) {
             a.add(b).expect("auto-resizing histograms merge");
         }
@@ -114,7 +116,8 @@ impl Recorder {
         self.warmup += other.warmup;
         self.last_done = self.last_done.max(other.last_done);
         if self.timeline.len() < other.timeline.len() {
-            self.timeline.resize_with(other.timeline.len(), Second::default);
+            self.timeline
+                .resize_with(other.timeline.len(), Second::default);
         }
         for (a, b) in self.timeline.iter_mut().zip(other.timeline) {
             a.requests += b.requests;
@@ -166,19 +169,49 @@ mod tests {
     fn records_classes_latency_and_timeline_then_merges() {
         let t0 = Instant::now();
         let mut a = Recorder::new(t0, false);
-        a.record(t0, t0, t0 + Duration::from_millis(5), &reply(Class::Http(200)));
-        a.record(t0, t0, t0 + Duration::from_millis(1500), &reply(Class::Http(404)));
+        a.record(
+            t0,
+            t0,
+            t0 + Duration::from_millis(5),
+            &reply(Class::Http(200)),
+        );
+        a.record(
+            t0,
+            t0,
+            t0 + Duration::from_millis(1500),
+            &reply(Class::Http(404)),
+        );
         let mut b = Recorder::new(t0, false);
-        b.record(t0, t0, t0 + Duration::from_millis(1), &Err(CallError::Timeout(Duration::from_secs(1))));
+        b.record(
+            t0,
+            t0,
+            t0 + Duration::from_millis(1),
+            &Err(CallError::Timeout(Duration::from_secs(1))),
+        );
         a.merge(b);
         assert_eq!((a.requests, a.successes, a.items, a.bytes), (3, 1, 4, 20));
         assert_eq!(a.latency.len(), 2, "a timeout has no latency");
         let tl = a.timeline();
         assert_eq!(tl.len(), 2);
         assert_eq!((tl[0].requests, tl[0].failures, tl[1].failures), (2, 1, 1));
-        let labels: Vec<_> = a.outcomes().iter().map(|o| (o.label.clone(), o.count)).collect();
-        assert_eq!(labels, [("HTTP 200".into(), 1), ("HTTP 404".into(), 1), ("timeout".into(), 1)]);
-        assert!(a.outcomes()[2].example.as_deref().unwrap().contains("no answer"));
+        let labels: Vec<_> = a
+            .outcomes()
+            .iter()
+            .map(|o| (o.label.clone(), o.count))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("HTTP 200".into(), 1),
+                ("HTTP 404".into(), 1),
+                ("timeout".into(), 1)
+            ]
+        );
+        assert!(a.outcomes()[2]
+            .example
+            .as_deref()
+            .unwrap()
+            .contains("no answer"));
     }
 
     #[test]
@@ -186,7 +219,12 @@ mod tests {
         let t0 = Instant::now();
         let mut r = Recorder::new(t0, true);
         let sent = t0 + Duration::from_millis(100);
-        r.record(t0, sent, sent + Duration::from_millis(2), &reply(Class::Http(200)));
+        r.record(
+            t0,
+            sent,
+            sent + Duration::from_millis(2),
+            &reply(Class::Http(200)),
+        );
         assert!(r.latency.max() >= 101_000);
         assert!(r.service.as_ref().unwrap().max() < 3_000);
     }

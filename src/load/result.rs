@@ -74,7 +74,13 @@ impl Latency {
         V2Serializer::new()
             .serialize(h, &mut raw)
             .expect("serializing a histogram into memory cannot fail");
-        let q = |p: f64| if h.is_empty() { 0 } else { h.value_at_quantile(p) };
+        let q = |p: f64| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(p)
+            }
+        };
         Latency {
             count: h.len(),
             min: if h.is_empty() { 0 } else { h.min() },

@@ -104,23 +104,28 @@ fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, G
         }
     }
     let mut compiler = protox::Compiler::new(&roots)
-        .map_err(|e| GrpcSetupError::Proto(describe_protox(&e)))?;
+        .map_err(|e| GrpcSetupError::Proto(describe_protox(&e, &roots)))?;
     compiler.include_imports(true);
     compiler
         .open_files(protos)
-        .map_err(|e| GrpcSetupError::Proto(describe_protox(&e)))?;
+        .map_err(|e| GrpcSetupError::Proto(describe_protox(&e, &roots)))?;
     Ok(compiler.descriptor_pool())
 }
 
 /// protox errors carry the file and a byte span; turn them into `file:line:column: message`.
-fn describe_protox(e: &protox::Error) -> String {
-    let Some(file) = e.file() else {
+fn describe_protox(e: &protox::Error, roots: &[PathBuf]) -> String {
+    let Some(name) = e.file() else {
         return e.to_string();
     };
+    // protox names files relative to their import root; show the path the user can open.
+    let path = roots.iter().map(|r| r.join(name)).find(|p| p.is_file());
+    let file = path
+        .as_deref()
+        .map_or(name.to_string(), |p| p.display().to_string());
     use miette::Diagnostic as _;
     let span = e.labels().and_then(|mut l| l.next()).map(|l| *l.inner());
     if let Some(span) = span {
-        if let Ok(text) = std::fs::read_to_string(file) {
+        if let Ok(text) = std::fs::read_to_string(&file) {
             let offset = span.offset().min(text.len());
             let before = &text[..offset];
             let line = before.matches('\n').count() + 1;
@@ -256,7 +261,13 @@ impl Deframer {
 }
 
 fn status_of(headers: &http::HeaderMap) -> Option<(GrpcCode, Option<String>)> {
-    let code = headers.get("grpc-status")?.to_str().ok()?.trim().parse().ok()?;
+    let code = headers
+        .get("grpc-status")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     let message = headers
         .get("grpc-message")
         .and_then(|m| m.to_str().ok())
@@ -329,7 +340,9 @@ impl Protocol for Grpc {
             }
         };
         if !frames.buf.is_empty() {
-            return Err(CallError::Protocol("gRPC stream ended inside a message".into()));
+            return Err(CallError::Protocol(
+                "gRPC stream ended inside a message".into(),
+            ));
         }
         Ok(Reply {
             class: Class::Grpc(status.0),
@@ -346,7 +359,11 @@ impl Protocol for Grpc {
         } else {
             "unary"
         };
-        format!("gRPC {} {} ({kind})", self.endpoint.url().trim_end_matches('/'), self.path)
+        format!(
+            "gRPC {} {} ({kind})",
+            self.endpoint.url().trim_end_matches('/'),
+            self.path
+        )
     }
 }
 

@@ -144,7 +144,9 @@ async fn fill(c: &mut Http1Conn) -> Result<usize, CallError> {
         } else if c.buf.len() < MAX_HEAD {
             c.buf.resize(c.buf.len() * 2, 0);
         } else {
-            return Err(CallError::Protocol("response head larger than 1 MiB".into()));
+            return Err(CallError::Protocol(
+                "response head larger than 1 MiB".into(),
+            ));
         }
     }
     let n = c
@@ -243,7 +245,9 @@ async fn read_response(
                 break;
             }
             if fill(c).await? == 0 {
-                return Err(CallError::Io("connection closed inside a response body".into()));
+                return Err(CallError::Io(
+                    "connection closed inside a response body".into(),
+                ));
             }
         },
         Framing::Chunked => {
@@ -257,7 +261,9 @@ async fn read_response(
                     break;
                 }
                 if fill(c).await? == 0 {
-                    return Err(CallError::Io("connection closed inside a chunked body".into()));
+                    return Err(CallError::Io(
+                        "connection closed inside a chunked body".into(),
+                    ));
                 }
             }
         }
@@ -330,7 +336,9 @@ impl Chunked {
                     };
                     let line = &input[i..i + nl];
                     let hex = line.split(|&b| b == b';').next().unwrap_or(b"");
-                    let hex = std::str::from_utf8(hex).map_err(|_| "bad chunk size")?.trim();
+                    let hex = std::str::from_utf8(hex)
+                        .map_err(|_| "bad chunk size")?
+                        .trim();
                     let size = u64::from_str_radix(hex, 16).map_err(|_| "bad chunk size")?;
                     i += nl + 1;
                     self.state = if size == 0 {
@@ -417,9 +425,12 @@ mod tests {
 
     #[test]
     fn heads_give_status_framing_and_close() {
-        let (h, n) = parse_head(b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nabc", false)
-            .unwrap()
-            .unwrap();
+        let (h, n) = parse_head(
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nabc",
+            false,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!((h.status, n, h.close), (404, 45, false));
         assert!(matches!(h.framing, Framing::Length(3)));
         let (h, _) = parse_head(
@@ -429,7 +440,9 @@ mod tests {
         .unwrap()
         .unwrap();
         assert!(matches!(h.framing, Framing::Chunked) && h.close);
-        let (h, _) = parse_head(b"HTTP/1.0 200 OK\r\n\r\n", false).unwrap().unwrap();
+        let (h, _) = parse_head(b"HTTP/1.0 200 OK\r\n\r\n", false)
+            .unwrap()
+            .unwrap();
         assert!(matches!(h.framing, Framing::UntilClose) && h.close);
         assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false)
             .unwrap()

@@ -105,7 +105,9 @@ impl Http2 {
     fn build(&self, seq: u64) -> Result<(http::Request<()>, Option<Bytes>), CallError> {
         let path = self.request.path.render_string(seq, self.seed);
         let uri = format!("http://{}{}", self.endpoint.authority, path);
-        let mut req = http::Request::builder().method(self.method.clone()).uri(uri);
+        let mut req = http::Request::builder()
+            .method(self.method.clone())
+            .uri(uri);
         for (k, v) in &self.request.headers {
             req = req.header(k.as_str(), v.as_str());
         }

@@ -51,7 +51,8 @@ impl JsonRpc {
             }
         }
         let method_json = serde_json::to_string(method).expect("a string serializes");
-        let body = format!(r#"{{"jsonrpc":"2.0","id":{{seq}},"method":{method_json},"params":{params}}}"#);
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":{{seq}},"method":{method_json},"params":{params}}}"#);
         let mut headers = headers;
         if !headers
             .iter()

@@ -24,8 +24,11 @@ pub trait Protocol: Send + Sync + 'static {
 
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, CallError>>;
 
-    fn call(&self, conn: &mut Self::Conn, seq: u64)
-        -> impl Future<Output = Result<Reply, CallError>>;
+    fn call(
+        &self,
+        conn: &mut Self::Conn,
+        seq: u64,
+    ) -> impl Future<Output = Result<Reply, CallError>>;
 
     /// A short human description, e.g. `HTTP/1.1 GET http://127.0.0.1:8080/`.
     fn describe(&self) -> String;

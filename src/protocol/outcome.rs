@@ -205,6 +205,9 @@ mod tests {
         assert!(Class::Grpc(GrpcCode::Ok).is_success());
         assert!(!Class::Grpc(GrpcCode::Internal).is_success());
         assert!(!Class::JsonRpcError(-32601).is_success());
-        assert_eq!(Class::Grpc(GrpcCode::NotFound).to_string(), "gRPC NOT_FOUND");
+        assert_eq!(
+            Class::Grpc(GrpcCode::NotFound).to_string(),
+            "gRPC NOT_FOUND"
+        );
     }
 }

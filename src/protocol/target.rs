@@ -19,7 +19,9 @@ pub struct Endpoint {
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum UrlError {
-    #[error("`{0}` is not an http:// URL (https is not supported: bakeoff measures plaintext servers)")]
+    #[error(
+        "`{0}` is not an http:// URL (https is not supported: bakeoff measures plaintext servers)"
+    )]
     Scheme(String),
     #[error("`{0}` has no host")]
     NoHost(String),
@@ -136,6 +138,9 @@ mod tests {
             Endpoint::parse("http://127.0.0.1:99999/"),
             Err(UrlError::Port { .. })
         ));
-        assert!(matches!(Endpoint::parse("http:///x"), Err(UrlError::NoHost(_))));
+        assert!(matches!(
+            Endpoint::parse("http:///x"),
+            Err(UrlError::NoHost(_))
+        ));
     }
 }

@@ -121,7 +121,11 @@ fn parse_until(
                 .ok_or_else(|| err(i, "`{rand:` is not closed with `}`".into()))?;
             let (lo, hi) = parse_range(&spec[..end]).map_err(|r| err(i, r))?;
             flush(&mut lit, &mut parts);
-            parts.push(Part::Rand { lo, hi, slot: *slot });
+            parts.push(Part::Rand {
+                lo,
+                hi,
+                slot: *slot,
+            });
             *slot += 1;
             i += "{rand:".len() + end + 1;
         } else if let Some(spec) = rest.strip_prefix("{line:") {
@@ -167,7 +171,9 @@ fn parse_range(spec: &str) -> Result<(i64, i64), String> {
     };
     let (lo, hi) = (num(a)?, num(b)?);
     if hi <= lo {
-        return Err(format!("the range `{spec}` is empty (it is half-open: `{lo}..{hi}`)"));
+        return Err(format!(
+            "the range `{spec}` is empty (it is half-open: `{lo}..{hi}`)"
+        ));
     }
     Ok((lo, hi))
 }
@@ -210,7 +216,11 @@ mod tests {
     #[test]
     fn random_values_are_reproducible_and_cover_the_range() {
         let t = Template::parse("{rand:0..4}").unwrap();
-        let run = |seed| (0..200).map(|i| t.render_string(i, seed)).collect::<Vec<_>>();
+        let run = |seed| {
+            (0..200)
+                .map(|i| t.render_string(i, seed))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(run(1), run(1));
         assert_ne!(run(1), run(2));
         let mut seen: Vec<String> = run(1);

@@ -28,12 +28,21 @@ impl Bar {
                 Stop::Count(n) => (p.done as f64 / n as f64, format!("{}/{n} requests", p.done)),
                 Stop::Duration(d) => (
                     p.elapsed.as_secs_f64() / d.as_secs_f64(),
-                    format!("{} requests, {:.0}/{:.0} s", p.done, p.elapsed.as_secs_f64(), d.as_secs_f64()),
+                    format!(
+                        "{} requests, {:.0}/{:.0} s",
+                        p.done,
+                        p.elapsed.as_secs_f64(),
+                        d.as_secs_f64()
+                    ),
                 ),
             };
             let width = 30;
             let filled = ((fraction.clamp(0.0, 1.0)) * width as f64) as usize;
-            format!("  [{}{}] {of}", "#".repeat(filled), ".".repeat(width - filled))
+            format!(
+                "  [{}{}] {of}",
+                "#".repeat(filled),
+                ".".repeat(width - filled)
+            )
         };
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r\x1b[2K{line}");

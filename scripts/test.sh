@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The whole test suite: installs the real servers the tests need when missing (nginx,
+# etcd 3.4.23, etcd 3.5.1), then runs every test. With CI=true a missing server fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-test-deps.sh
+cargo test "$@"

