@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Benchmarks `bakeoff load` against wrk, hey, oha and h2load on one pinned nginx and prints a
+# Markdown table for BENCHMARKS.md. Installs the peers when missing. Takes a few minutes.
+#   BENCH_DURATION=4 BENCH_RUNS=3 BENCH_CONNS=1,16,64 benches/peers.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+missing=()
+for t in wrk hey h2load; do command -v "$t" >/dev/null || missing+=("$t"); done
+if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk hey nghttp2-client >/dev/null
+fi
+command -v oha >/dev/null || cargo install oha --locked
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || scripts/install-test-deps.sh
+cargo build --release --quiet
+python3 benches/peers.py

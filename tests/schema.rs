@@ -1,0 +1,150 @@
+//! `bakeoff load --json` is a contract: its output must match the committed JSON Schema in
+//! `docs/load-result.schema.json` (required keys present, no undocumented keys, types and
+//! enums as declared). A small checker for the subset of JSON Schema that file uses.
+
+mod common;
+
+use serde_json::Value;
+
+const SCHEMA: &str = include_str!("../docs/load-result.schema.json");
+
+fn resolve<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
+    match s.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let name = r.trim_start_matches("#/$defs/");
+            &root["$defs"][name]
+        }
+        None => s,
+    }
+}
+
+fn type_ok(t: &str, v: &Value) -> bool {
+    match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        "integer" => v.is_u64() || v.is_i64(),
+        "number" => v.is_number(),
+        _ => panic!("schema uses unknown type {t}"),
+    }
+}
+
+fn check(root: &Value, schema: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
+    let schema = resolve(root, schema);
+    if let Some(alts) = schema.get("oneOf").and_then(Value::as_array) {
+        let fits = alts.iter().filter(|a| {
+            let mut e = Vec::new();
+            check(root, a, v, path, &mut e);
+            e.is_empty()
+        });
+        if fits.count() != 1 {
+            errors.push(format!("{path}: matches not exactly one alternative"));
+        }
+        return;
+    }
+    if let Some(c) = schema.get("const") {
+        if c != v {
+            errors.push(format!("{path}: {v} is not {c}"));
+        }
+    }
+    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
+        if !e.contains(v) {
+            errors.push(format!("{path}: {v} not in {e:?}"));
+        }
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) if !type_ok(t, v) => errors.push(format!("{path}: {v} is not {t}")),
+        Some(Value::Array(ts)) if !ts.iter().any(|t| type_ok(t.as_str().unwrap(), v)) => {
+            errors.push(format!("{path}: {v} is none of {ts:?}"))
+        }
+        _ => {}
+    }
+    if let (Some(min), Some(n)) = (schema.get("minimum").and_then(Value::as_f64), v.as_f64()) {
+        if n < min {
+            errors.push(format!("{path}: {n} < {min}"));
+        }
+    }
+    if let Some(obj) = v.as_object() {
+        let props = schema.get("properties").and_then(Value::as_object);
+        for req in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if !obj.contains_key(req.as_str().unwrap()) {
+                errors.push(format!(
+                    "{path}: missing required `{}`",
+                    req.as_str().unwrap()
+                ));
+            }
+        }
+        for (k, val) in obj {
+            match props.and_then(|p| p.get(k)) {
+                Some(s) => check(root, s, val, &format!("{path}.{k}"), errors),
+                None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                    errors.push(format!("{path}: `{k}` is not in the schema"))
+                }
+                None => {}
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
+        for (i, x) in arr.iter().enumerate() {
+            check(root, items, x, &format!("{path}[{i}]"), errors);
+        }
+    }
+}
+
+fn assert_fits(v: &Value) {
+    let root: Value = serde_json::from_str(SCHEMA).unwrap();
+    let mut errors = Vec::new();
+    check(&root, &root, v, "$", &mut errors);
+    assert!(
+        errors.is_empty(),
+        "output does not fit the schema:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn closed_and_open_loop_output_fit_the_committed_schema() {
+    let Some(ng) = common::start_nginx() else {
+        return;
+    };
+    assert_fits(&common::bakeoff_json(&[
+        "load",
+        "-n",
+        "100",
+        "-c",
+        "2",
+        &ng.url("/index.html"),
+    ]));
+    let open = common::bakeoff_json(&[
+        "load",
+        "-q",
+        "400",
+        "-n",
+        "100",
+        "-c",
+        "2",
+        &ng.url("/missing"),
+    ]);
+    assert!(open["service_time_us"].is_object());
+    assert_fits(&open);
+}
+
+#[test]
+fn the_checker_rejects_what_the_schema_forbids() {
+    let root: Value = serde_json::from_str(SCHEMA).unwrap();
+    let mut errors = Vec::new();
+    let bad = serde_json::json!({"schema_version": 2, "pacing": "sideways", "extra": 1});
+    check(&root, &root, &bad, "$", &mut errors);
+    let text = errors.join("\n");
+    assert!(text.contains("missing required `requests`"), "{text}");
+    assert!(text.contains("`extra` is not in the schema"), "{text}");
+    assert!(text.contains("sideways"), "{text}");
+    assert!(text.contains("is not 1"), "{text}");
+}
