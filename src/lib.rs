@@ -8,4 +8,5 @@ pub mod cli;
 pub mod load;
 pub mod protocol;
 pub mod report;
+pub mod stats;
 pub mod sys;
