@@ -9,7 +9,7 @@ shows. Not a test: it needs the peers installed (see benches/peers.sh) and takes
 """
 import json, os, re, resource, shutil, socket, statistics, subprocess, sys, tempfile, time
 
-DURATION = float(os.environ.get("BENCH_DURATION", "4"))
+DURATION = int(os.environ.get("BENCH_DURATION", "4"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 CONNS = [int(c) for c in os.environ.get("BENCH_CONNS", "1,16,64").split(",")]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,7 +35,7 @@ def start_nginx(d):
 pid {d}/nginx.pid; error_log {d}/error.log;
 events {{ worker_connections 4096; }}
 http {{ access_log off; keepalive_requests 100000000; keepalive_timeout 300s;
-  http2_max_requests 100000000;
+  
   client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};
   server {{ listen 127.0.0.1:{p1} backlog=4096; listen 127.0.0.1:{p2} http2 backlog=4096; root {d}/www; }} }}
 """)
