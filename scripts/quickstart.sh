@@ -8,7 +8,8 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || scripts/install-te
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 cargo build --release --quiet
 dir=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 p1=$(port); p2=$(port)
 mkdir -p "$dir/www"; echo "hello from nginx" > "$dir/www/index.html"

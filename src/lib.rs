@@ -8,5 +8,6 @@ pub mod cli;
 pub mod load;
 pub mod protocol;
 pub mod report;
+pub mod rng;
 pub mod stats;
 pub mod sys;

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use bakeoff::rng::SplitMix64 as Rng;
 use bakeoff::stats::{mann_whitney_u, median_ci, Sample};
 
 const REFERENCE: &str = r#"
@@ -61,18 +62,6 @@ fn reference(cases: &serde_json::Value) -> Vec<serde_json::Value> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// SplitMix64, so the generated data is the same on every run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 #[test]
 fn mann_whitney_matches_scipy() {
     if !scipy_available() {
@@ -82,12 +71,12 @@ fn mann_whitney_matches_scipy() {
     let mut cases = Vec::new();
     let mut ours = Vec::new();
     for i in 0..120 {
-        let n1 = 2 + (rng.next() * 25.0) as usize;
-        let n2 = 2 + (rng.next() * 25.0) as usize;
-        let shift = rng.next() * 2.0;
+        let n1 = 2 + (rng.float() * 25.0) as usize;
+        let n2 = 2 + (rng.float() * 25.0) as usize;
+        let shift = rng.float() * 2.0;
         // A third of the cases on a coarse grid, so ties (and the asymptotic path) occur.
         let grid = if i % 3 == 0 { 4.0 } else { 1e9 };
-        let mut draw = |d: f64| ((rng.next() * 3.0 + d) * grid).round() / grid;
+        let mut draw = |d: f64| ((rng.float() * 3.0 + d) * grid).round() / grid;
         let x: Vec<f64> = (0..n1).map(|_| draw(0.0)).collect();
         let y: Vec<f64> = (0..n2).map(|_| draw(shift)).collect();
         let t = mann_whitney_u(
@@ -121,7 +110,7 @@ fn median_interval_matches_scipy_binomial() {
     let mut samples = Vec::new();
     for n in (2..60).chain([100, 250, 1000]) {
         for confidence in [0.90, 0.95, 0.99] {
-            let v: Vec<f64> = (0..n).map(|_| rng.next()).collect();
+            let v: Vec<f64> = (0..n).map(|_| rng.float()).collect();
             samples.push((Sample::new(v).unwrap(), confidence));
             cases.push(serde_json::json!({"kind": "ci", "n": n, "confidence": confidence}));
         }

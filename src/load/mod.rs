@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 pub use pacing::{Dispenser, Pacing, Stop, INTERRUPTED};
 use recorder::Recorder;
@@ -90,10 +90,6 @@ impl LoadConfig {
         self.cpus = cpus;
         self
     }
-
-    pub fn threads(&self) -> usize {
-        self.threads
-    }
 }
 
 /// What the engine tells its caller while it runs (about five times a second).
@@ -105,9 +101,12 @@ pub struct Progress {
     pub warming_up: bool,
 }
 
+/// A worker's report after connecting, before any load is sent.
 struct Ready {
     connected: usize,
     first_error: Option<CallError>,
+    /// The worker could not be set up (pinning, runtime): the run must not start.
+    setup_error: Option<String>,
 }
 
 struct WorkerOut {
@@ -159,25 +158,33 @@ pub fn run<P: Protocol>(
 
     let mut connected = 0;
     let mut first_error = None;
+    let mut setup_error = None;
     for _ in 0..cfg.threads {
         match ready_rx.recv() {
             Ok(r) => {
                 connected += r.connected;
                 first_error = first_error.or(r.first_error);
+                setup_error = setup_error.or(r.setup_error);
             }
             Err(_) => break,
         }
     }
-    if connected == 0 {
+    // Decide before sending any load, so a broken worker never costs a whole run's results.
+    let refusal = match (setup_error, connected) {
+        (Some(e), _) => Some(LoadError::Worker(e)),
+        (None, 0) => Some(LoadError::Unreachable(
+            first_error.map_or("no worker started".to_string(), |e| e.to_string()),
+        )),
+        _ => None,
+    };
+    if let Some(err) = refusal {
         drop(go);
         for h in handles {
             let _ = h.join();
         }
-        let reason = first_error.map_or("no worker started".to_string(), |e| e.to_string());
-        return Err(LoadError::Unreachable(reason));
+        return Err(err);
     }
 
-    let started_wall = SystemTime::now();
     let t0 = Instant::now();
     dispenser.start(t0);
     for g in &go {
@@ -221,7 +228,6 @@ pub fn run<P: Protocol>(
         rec,
         cpu,
         measure_start,
-        started_wall,
         INTERRUPTED.load(Relaxed),
     ))
 }
@@ -237,14 +243,28 @@ struct Job<P> {
 }
 
 impl<P: Protocol> Job<P> {
-    fn work(self, ready: mpsc::Sender<Ready>, go: mpsc::Receiver<()>) -> Result<WorkerOut, String> {
+    fn setup(&self) -> Result<tokio::runtime::Runtime, String> {
         if let Some(cpu) = self.pin {
             sys::pin_current_thread(&[cpu]).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
         }
-        let rt = tokio::runtime::Builder::new_current_thread()
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("cannot start a runtime: {e}"))
+    }
+
+    fn work(self, ready: mpsc::Sender<Ready>, go: mpsc::Receiver<()>) -> Result<WorkerOut, String> {
+        let rt = match self.setup() {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = ready.send(Ready {
+                    connected: 0,
+                    first_error: None,
+                    setup_error: Some(e.clone()),
+                });
+                return Err(e);
+            }
+        };
         let local = tokio::task::LocalSet::new();
         let conns: Vec<Result<P::Conn, CallError>> = local.block_on(&rt, async {
             let mut v = Vec::with_capacity(self.clients);
@@ -259,6 +279,7 @@ impl<P: Protocol> Job<P> {
         let _ = ready.send(Ready {
             connected,
             first_error,
+            setup_error: None,
         });
         if go.recv().is_err() {
             return Err("run abandoned before it started".into());
@@ -359,7 +380,6 @@ fn summarize<P: Protocol>(
     rec: Recorder,
     cpu: CpuTime,
     measure_start: Instant,
-    _started: SystemTime,
     interrupted: bool,
 ) -> LoadResult {
     let wall = rec.last_done.map_or(Duration::ZERO, |d| {
@@ -420,5 +440,49 @@ fn summarize<P: Protocol>(
                 0.0
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::http1::{Http1, Http1Request};
+    use crate::protocol::target::Endpoint;
+    use crate::protocol::template::Template;
+
+    #[test]
+    fn a_worker_that_cannot_be_set_up_stops_the_run_before_any_load() {
+        // A listener that never answers: a run that started would last the full 5 s.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = Endpoint::parse(&format!("http://{}/", silent.local_addr().unwrap()));
+        let request = Http1Request {
+            method: "GET".into(),
+            path: Template::parse("/").unwrap(),
+            headers: vec![],
+            body: None,
+        };
+        let proto = Arc::new(Http1::new(endpoint.unwrap(), request, 0, false));
+        let ok_cpu = sys::allowed_cpus()[0];
+        // CPU 1000 exists in no affinity mask here: the second worker fails to pin.
+        let cfg = LoadConfig::new(
+            Pacing::Closed,
+            Stop::Duration(Duration::from_secs(5)),
+            2,
+            2,
+            Duration::ZERO,
+            Duration::from_secs(10),
+        )
+        .unwrap()
+        .pin_to(vec![ok_cpu, 1000]);
+        let started = Instant::now();
+        let err = run(proto, &cfg, &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(&err, LoadError::Worker(m) if m.contains("CPU 1000")),
+            "{err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "the run started anyway"
+        );
     }
 }

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 
+use crate::rng::mix;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
     parts: Vec<Part>,
@@ -76,15 +78,6 @@ impl Template {
 fn push_int(out: &mut String, v: i128) {
     use std::fmt::Write as _;
     let _ = write!(out, "{v}");
-}
-
-/// SplitMix64's finalizer (Steele, Lea & Flood, "Fast splittable pseudorandom number
-/// generators", OOPSLA 2014): a good 64-bit mix, enough for picking request values.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Parses from byte `start` until the end (or, when `nested`, a closing `}`), returning the

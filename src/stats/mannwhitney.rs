@@ -113,8 +113,8 @@ fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
 }
 
-/// erfc with relative error below 1.2e-7 everywhere (Numerical Recipes, 3rd ed., §6.2,
-/// the Chebyshev fit `erfccheb`'s simpler predecessor).
+/// erfc with fractional error below 1.2e-7 everywhere: `erfcc` from Numerical Recipes in C,
+/// 2nd ed. (Press et al., 1992), §6.2, a Chebyshev-based fit.
 fn erfc(x: f64) -> f64 {
     let z = x.abs();
     let t = 1.0 / (1.0 + 0.5 * z);
@@ -138,8 +138,8 @@ fn erfc(x: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testrng::Rng;
     use super::*;
+    use crate::rng::SplitMix64 as Rng;
 
     fn s(v: &[f64]) -> Sample {
         Sample::new(v.to_vec()).unwrap()

@@ -32,11 +32,6 @@ fn ln_pmf_half(n: usize) -> Vec<f64> {
     out
 }
 
-/// P(B ≤ j) for B ~ Binomial(n, ½).
-pub fn binom_half_cdf(n: usize, j: usize) -> f64 {
-    ln_pmf_half(n)[..=j.min(n)].iter().map(|l| l.exp()).sum()
-}
-
 /// The order-statistic confidence interval of the median at `confidence` (e.g. 0.95).
 pub fn median_ci(s: &Sample, confidence: f64) -> Result<MedianCi, StatsError> {
     let n = s.len();
@@ -67,8 +62,8 @@ pub fn median_ci(s: &Sample, confidence: f64) -> Result<MedianCi, StatsError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testrng::Rng;
     use super::*;
+    use crate::rng::SplitMix64 as Rng;
 
     #[test]
     fn known_small_cases() {
@@ -109,6 +104,11 @@ mod tests {
                 "lower confidence, narrower"
             );
         }
+    }
+
+    /// P(B ≤ j) for B ~ Binomial(n, ½), from the same log-space pmf median_ci sums.
+    fn binom_half_cdf(n: usize, j: usize) -> f64 {
+        ln_pmf_half(n)[..=j.min(n)].iter().map(|l| l.exp()).sum()
     }
 
     #[test]

@@ -6,7 +6,7 @@ mod mannwhitney;
 mod median;
 
 pub use mannwhitney::{mann_whitney_u, min_two_sided_p, UTest};
-pub use median::{binom_half_cdf, median_ci, MedianCi};
+pub use median::{median_ci, MedianCi};
 
 /// A non-empty set of finite observations, kept sorted.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +44,7 @@ impl Sample {
         self.sorted.len()
     }
 
+    /// Always false: [`Sample::new`] refuses an empty sample.
     pub fn is_empty(&self) -> bool {
         false
     }
@@ -176,33 +177,9 @@ pub fn geomean(ratios: &[f64]) -> Option<f64> {
 }
 
 #[cfg(test)]
-pub(crate) mod testrng {
-    /// A tiny deterministic generator for property tests (SplitMix64).
-    pub struct Rng(pub u64);
-
-    impl Rng {
-        pub fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        pub fn float(&mut self) -> f64 {
-            (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-        }
-
-        pub fn below(&mut self, n: u64) -> u64 {
-            self.next_u64() % n
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
-    use super::testrng::Rng;
     use super::*;
+    use crate::rng::SplitMix64 as Rng;
 
     fn s(v: &[f64]) -> Sample {
         Sample::new(v.to_vec()).unwrap()

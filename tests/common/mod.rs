@@ -134,19 +134,6 @@ pub fn http_get(addr: SocketAddr, path: &str, timeout: Duration) -> std::io::Res
     Ok((status, body))
 }
 
-/// Polls until `ready` says yes, or fails the test at the deadline, showing the log.
-pub fn wait_until(what: &str, deadline: Duration, log: &Path, mut ready: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < deadline {
-        if ready() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let log = std::fs::read_to_string(log).unwrap_or_default();
-    panic!("{what} not ready after {deadline:?}; its log:\n{log}");
-}
-
 pub struct Nginx {
     pub proc: Proc,
     pub h1: SocketAddr,
