@@ -1,8 +1,9 @@
 //! Requests that vary: a tiny template language for bodies, paths and gRPC JSON.
 //!
 //! `{seq}` is the request number, `{rand:A..B}` a number in `A..B` (half-open), `{line:FILE}`
-//! cycles through the lines of a file, and `{b64:…}` base64-encodes what it encloses (proto3
-//! JSON writes `bytes` fields in base64, e.g. etcd keys). Any other `{` is literal, so JSON
+//! cycles through the lines of a file, `{b64:…}` base64-encodes what it encloses (proto3
+//! JSON writes `bytes` fields in base64, e.g. etcd keys), and `{fill:N:…}` repeats what it
+//! encloses to exactly N bytes (keys and values of a given size). Any other `{` is literal, so JSON
 //! bodies need no escaping. Random values are a pure function of `(seed, request number,
 //! placeholder)`, so a run with the same `--seed` sends the same requests in any thread order.
 
@@ -25,6 +26,7 @@ enum Part {
     Rand { lo: i64, hi: i64, slot: u64 },
     Line(Arc<[String]>),
     B64(Template),
+    Fill { len: usize, inner: Template },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -39,7 +41,7 @@ impl Template {
     /// Parses `text`; `{line:FILE}` paths are read relative to the current directory.
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
         let mut slot = 0;
-        let (t, _) = parse_until(text, 0, false, &mut slot, text)?;
+        let (t, _) = parse_until(text, 0, None, &mut slot, text)?;
         Ok(t)
     }
 
@@ -64,6 +66,11 @@ impl Template {
                     inner.render(seq, seed, &mut s);
                     base64::engine::general_purpose::STANDARD.encode_string(s, out);
                 }
+                Part::Fill { len, inner } => {
+                    let mut s = String::new();
+                    inner.render(seq, seed, &mut s);
+                    fill_to(&s, *len, out);
+                }
             }
         }
     }
@@ -73,6 +80,23 @@ impl Template {
         self.render(seq, seed, &mut s);
         s
     }
+}
+
+/// Appends `unit` repeated and cut to exactly `len` bytes (an empty unit fills with `x`;
+/// a cut never splits a character, padding with `x` instead).
+fn fill_to(unit: &str, len: usize, out: &mut String) {
+    let unit = if unit.is_empty() { "x" } else { unit };
+    let mut n = 0;
+    'outer: while n < len {
+        for c in unit.chars() {
+            if n + c.len_utf8() > len {
+                break 'outer;
+            }
+            out.push(c);
+            n += c.len_utf8();
+        }
+    }
+    out.extend(std::iter::repeat_n('x', len - n));
 }
 
 fn push_int(out: &mut String, v: i128) {
@@ -85,7 +109,7 @@ fn push_int(out: &mut String, v: i128) {
 fn parse_until(
     text: &str,
     start: usize,
-    nested: bool,
+    nested: Option<&str>,
     slot: &mut u64,
     whole: &str,
 ) -> Result<(Template, usize), TemplateError> {
@@ -100,7 +124,7 @@ fn parse_until(
     let bytes = text.as_bytes();
     while i < bytes.len() {
         let rest = &text[i..];
-        if nested && rest.starts_with('}') {
+        if nested.is_some() && rest.starts_with('}') {
             flush(&mut lit, &mut parts);
             return Ok((Template { parts }, i + 1));
         }
@@ -130,9 +154,23 @@ fn parse_until(
             parts.push(Part::Line(lines));
             i += "{line:".len() + end + 1;
         } else if rest.starts_with("{b64:") {
-            let (inner, next) = parse_until(text, i + 5, true, slot, whole)?;
+            let (inner, next) = parse_until(text, i + 5, Some("{b64:"), slot, whole)?;
             flush(&mut lit, &mut parts);
             parts.push(Part::B64(inner));
+            i = next;
+        } else if let Some(spec) = rest.strip_prefix("{fill:") {
+            let digits = spec
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(spec.len());
+            let len: usize = spec[..digits]
+                .parse()
+                .ok()
+                .filter(|_| spec[digits..].starts_with(':'))
+                .ok_or_else(|| err(i, "write `{fill:N:text}` with N a number of bytes".into()))?;
+            let body = i + "{fill:".len() + digits + 1;
+            let (inner, next) = parse_until(text, body, Some("{fill:"), slot, whole)?;
+            flush(&mut lit, &mut parts);
+            parts.push(Part::Fill { len, inner });
             i = next;
         } else {
             let c = rest.chars().next().expect("non-empty");
@@ -140,8 +178,8 @@ fn parse_until(
             i += c.len_utf8();
         }
     }
-    if nested {
-        return Err(err(start - 5, "`{b64:` is not closed with `}`".into()));
+    if let Some(opener) = nested {
+        return Err(err(start, format!("`{opener}` is not closed with `}}`")));
     }
     flush(&mut lit, &mut parts);
     Ok((Template { parts }, i))
@@ -204,6 +242,24 @@ mod tests {
         assert!(s.starts_with(r#"{"key":"ay0z","v":"#), "{s}");
         let v: i64 = s[s.rfind(':').unwrap() + 1..s.len() - 1].parse().unwrap();
         assert!((10..20).contains(&v));
+    }
+
+    #[test]
+    fn fill_makes_exact_sizes() {
+        let t = Template::parse("{fill:10:k-{seq}-}").unwrap();
+        assert_eq!(t.render_string(7, 0), "k-7-k-7-k-");
+        let t = Template::parse("{b64:{fill:3:}}").unwrap();
+        assert_eq!(t.render_string(0, 0), "eHh4");
+        // Never splits a character: é is two bytes.
+        assert_eq!(
+            Template::parse("{fill:3:é}").unwrap().render_string(0, 0),
+            "éx"
+        );
+        assert!(Template::parse("{fill:x:a}").is_err());
+        assert!(Template::parse("{fill:4:abc")
+            .unwrap_err()
+            .reason
+            .contains("{fill:"));
     }
 
     #[test]

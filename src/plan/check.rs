@@ -1,0 +1,613 @@
+//! From the file as written ([`super::raw`]) to the checked plan: every rule a plan must
+//! satisfy, each failure pointing at the value that breaks it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::error::{nearest, Locator, PlanError};
+use super::raw::{RawContender, RawPlan, RawProbe, RawScenario, RawStep};
+use super::*;
+
+const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:{port}";
+
+type Res<T> = Result<T, PlanError>;
+
+pub fn check(path: &Path, text: &str) -> Res<Plan> {
+    let loc = Locator::new(path, text);
+    let raw: RawPlan = toml::from_str(text).map_err(|e| loc.from_toml(&e))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let c = Checker { loc: &loc };
+
+    let name = raw.name.get_ref().trim().to_string();
+    if name.is_empty() {
+        return Err(c.at(&raw.name, "`name` must not be empty"));
+    }
+    let repetitions = match &raw.repetitions {
+        None => 3,
+        Some(r) if (1..=1000).contains(r.get_ref()) => *r.get_ref() as u32,
+        Some(r) => return Err(c.at(r, "`repetitions` must be between 1 and 1000")),
+    };
+    let order = match raw.order.as_ref().map(|o| (o, o.get_ref().as_str())) {
+        None | Some((_, "interleaved")) => Order::Interleaved,
+        Some((_, "sequential")) => Order::Sequential,
+        Some((o, other)) => {
+            return Err(c.at(
+                o,
+                format!("`order` is `interleaved` or `sequential`, not `{other}`"),
+            ))
+        }
+    };
+    let cores = raw.cores.as_ref().map(|s| c.cores(s)).transpose()?;
+    let protos = raw
+        .protos
+        .iter()
+        .map(|p| {
+            let file = base.join(p.get_ref());
+            if file.is_file() {
+                Ok(file)
+            } else {
+                Err(c.at(p, format!("no such .proto file `{}`", file.display())))
+            }
+        })
+        .collect::<Res<Vec<_>>>()?;
+    let includes = raw.proto_include.iter().map(|p| base.join(p)).collect();
+
+    if raw.contenders.is_empty() {
+        return Err(loc.at(0..0, "a plan needs at least one [[contender]]"));
+    }
+    let mut contenders = Vec::new();
+    for rc in &raw.contenders {
+        let k = c.contender(rc, base)?;
+        if contenders.iter().any(|o: &Contender| o.name == k.name) {
+            return Err(c.at(
+                &rc.get_ref().name,
+                format!("two contenders are named `{}`", k.name),
+            ));
+        }
+        contenders.push(k);
+    }
+    let names: Vec<String> = contenders.iter().map(|k| k.name.clone()).collect();
+    let known = |s: &Spanned<String>| -> Res<String> {
+        let n = s.get_ref();
+        if names.contains(n) {
+            return Ok(n.clone());
+        }
+        let hint = nearest(n, names.iter().map(String::as_str))
+            .map(|n| format!("; did you mean `{n}`?"))
+            .unwrap_or_default();
+        Err(c.at(s, format!("no contender is named `{n}`{hint}")))
+    };
+    let plan_baseline = raw.baseline.as_ref().map(known).transpose()?;
+    for (k, rc) in contenders.iter_mut().zip(&raw.contenders) {
+        k.baseline = match &rc.get_ref().baseline {
+            Some(b) => Some(known(b)?),
+            None => plan_baseline.clone(),
+        };
+    }
+
+    let mut scenarios = Vec::new();
+    for rs in &raw.scenarios {
+        let s = c.scenario(rs, !protos.is_empty())?;
+        if scenarios.iter().any(|o: &Scenario| o.name == s.name) {
+            return Err(c.at(
+                &rs.get_ref().name,
+                format!("two scenarios are named `{}`", s.name),
+            ));
+        }
+        scenarios.push(s);
+    }
+
+    Ok(Plan {
+        name,
+        path: path.to_path_buf(),
+        text: text.to_string(),
+        repetitions,
+        order,
+        seed: raw.seed.unwrap_or(0),
+        cores,
+        protos,
+        includes,
+        contenders,
+        scenarios,
+    })
+}
+
+struct Checker<'a> {
+    loc: &'a Locator<'a>,
+}
+
+impl Checker<'_> {
+    fn at<T>(&self, s: &Spanned<T>, message: impl Into<String>) -> PlanError {
+        self.loc.at(s.span(), message)
+    }
+
+    fn span(&self, span: Range<usize>, message: impl Into<String>) -> PlanError {
+        self.loc.at(span, message)
+    }
+
+    fn duration(&self, s: Option<&Spanned<String>>, key: &str, default: Duration) -> Res<Duration> {
+        let Some(s) = s else { return Ok(default) };
+        match parse_duration(s.get_ref()) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            Ok(_) => Err(self.at(s, format!("`{key}` must be longer than 0"))),
+            Err(e) => Err(self.at(s, format!("`{key}`: {e}"))),
+        }
+    }
+
+    fn cores(&self, s: &Spanned<raw::RawCores>) -> Res<Cores> {
+        let r = s.get_ref();
+        if r.contender.is_empty() || r.load.is_empty() {
+            return Err(self.at(
+                s,
+                "`cores` needs both `contender = [...]` and `load = [...]`",
+            ));
+        }
+        if let Some(shared) = r.contender.iter().find(|c| r.load.contains(c)) {
+            return Err(self.at(
+                s,
+                format!("CPU {shared} is in both `cores.contender` and `cores.load`; they must not share CPUs"),
+            ));
+        }
+        Ok(Cores {
+            contender: r.contender.clone(),
+            load: r.load.clone(),
+        })
+    }
+
+    fn contender(&self, s: &Spanned<RawContender>, base: &Path) -> Res<Contender> {
+        let r = s.get_ref();
+        let name = self.name(&r.name, "contender")?;
+        let env: Vec<(String, String)> = r.env.clone().into_iter().collect();
+        let mut members = Vec::new();
+        match (&r.command, r.members.is_empty()) {
+            (Some(cmd), true) => {
+                let endpoint = r.endpoint.as_ref().map(|e| e.get_ref().clone());
+                members.push(Member {
+                    name: name.clone(),
+                    command: self.command(cmd)?,
+                    env: env.clone(),
+                    endpoint: endpoint.clone().unwrap_or(DEFAULT_ENDPOINT.into()),
+                    ready: self.probe_or_tcp(r.ready.as_ref(), endpoint.as_deref())?,
+                });
+            }
+            (None, false) => {
+                if let Some(e) = &r.endpoint {
+                    return Err(self.at(e, "a cluster gives each `[[contender.member]]` its own `endpoint`"));
+                }
+                for m in &r.members {
+                    let mr = m.get_ref();
+                    let mname = self.name(&mr.name, "member")?;
+                    if members.iter().any(|o: &Member| o.name == mname) {
+                        return Err(self.at(&mr.name, format!("two members are named `{mname}`")));
+                    }
+                    let mut menv = env.clone();
+                    menv.extend(mr.env.clone());
+                    let endpoint = mr.endpoint.as_ref().map(|e| e.get_ref().clone());
+                    let ready = mr.ready.as_ref().or(r.ready.as_ref());
+                    members.push(Member {
+                        name: mname,
+                        command: self.command(&mr.command)?,
+                        env: menv,
+                        endpoint: endpoint.clone().unwrap_or(DEFAULT_ENDPOINT.into()),
+                        ready: self.probe_or_tcp(ready, endpoint.as_deref())?,
+                    });
+                }
+            }
+            (Some(cmd), false) => {
+                return Err(self.at(cmd, "give either `command` or `[[contender.member]]` sections, not both"))
+            }
+            (None, true) => {
+                return Err(self.at(&r.name, format!("contender `{name}` needs a `command` (or `[[contender.member]]` sections for a cluster)")))
+            }
+        }
+        let ready_when = r.ready_when.as_ref().map(|p| self.probe(p)).transpose()?;
+        Ok(Contender {
+            name,
+            baseline: None,
+            members,
+            ready_when,
+            setup: r
+                .setup
+                .iter()
+                .map(|c| self.command(c))
+                .collect::<Res<_>>()?,
+            cleanup: r
+                .cleanup
+                .iter()
+                .map(|c| self.command(c))
+                .collect::<Res<_>>()?,
+            stop_timeout: self.duration(
+                r.stop_timeout.as_ref(),
+                "stop_timeout",
+                Duration::from_secs(10),
+            )?,
+            dir: r.dir.as_ref().map(|d| base.join(d)),
+        })
+    }
+
+    fn name(&self, s: &Spanned<String>, what: &str) -> Res<String> {
+        let n = s.get_ref().trim();
+        if n.is_empty() || !n.chars().all(|c| c.is_alphanumeric() || "-_.".contains(c)) {
+            return Err(self.at(
+                s,
+                format!("a {what} name is letters, digits, `-`, `_` or `.`, not `{n}`"),
+            ));
+        }
+        Ok(n.to_string())
+    }
+
+    fn command(&self, s: &Spanned<Vec<String>>) -> Res<Vec<String>> {
+        match s.get_ref().first() {
+            Some(p) if !p.trim().is_empty() => Ok(s.get_ref().clone()),
+            _ => Err(self.at(s, "a command is a list: program first, then its arguments")),
+        }
+    }
+
+    /// The member's probe, or by default "its endpoint accepts a TCP connection".
+    fn probe_or_tcp(&self, p: Option<&Spanned<RawProbe>>, endpoint: Option<&str>) -> Res<Probe> {
+        if let Some(p) = p {
+            return self.probe(p);
+        }
+        let endpoint = endpoint.unwrap_or(DEFAULT_ENDPOINT);
+        let hostport = endpoint.trim_start_matches("http://");
+        let hostport = hostport.split('/').next().unwrap_or(hostport);
+        Ok(Probe {
+            check: Check::Tcp(hostport.to_string()),
+            timeout: Duration::from_secs(30),
+            attempt_timeout: Duration::from_secs(1),
+            interval: Duration::from_millis(20),
+        })
+    }
+
+    fn probe(&self, s: &Spanned<RawProbe>) -> Res<Probe> {
+        let r = s.get_ref();
+        let mut checks = Vec::new();
+        if let Some(t) = &r.tcp {
+            checks.push(Check::Tcp(t.clone()));
+        }
+        if let Some(u) = &r.http {
+            checks.push(Check::Http {
+                url: u.clone(),
+                status: r.status,
+            });
+        }
+        if let Some(g) = &r.grpc {
+            checks.push(Check::Grpc {
+                call: g.clone(),
+                body: r.body.as_ref().map_or("{}".into(), value_text),
+                endpoint: r.endpoint.clone(),
+            });
+        }
+        if let Some(l) = &r.log {
+            if let Err(e) = regex_lite::Regex::new(l.get_ref()) {
+                return Err(self.at(l, format!("`log` is not a valid regular expression: {e}")));
+            }
+            checks.push(Check::Log(l.get_ref().clone()));
+        }
+        if let Some(c) = &r.command {
+            checks.push(Check::Command(c.clone()));
+        }
+        if checks.len() != 1 {
+            return Err(self.at(
+                s,
+                "a probe has exactly one of `tcp`, `http`, `grpc`, `log` or `command`",
+            ));
+        }
+        if r.status.is_some() && r.http.is_none() || r.body.is_some() && r.grpc.is_none() {
+            return Err(self.at(s, "`status` goes with `http`, `body` with `grpc`"));
+        }
+        Ok(Probe {
+            check: checks.remove(0),
+            timeout: self.duration(r.timeout.as_ref(), "timeout", Duration::from_secs(30))?,
+            attempt_timeout: self.duration(
+                r.attempt_timeout.as_ref(),
+                "attempt_timeout",
+                Duration::from_secs(1),
+            )?,
+            interval: self.duration(r.interval.as_ref(), "interval", Duration::from_millis(20))?,
+        })
+    }
+
+    fn scenario(&self, s: &Spanned<RawScenario>, has_protos: bool) -> Res<Scenario> {
+        let r = s.get_ref();
+        let name = r.name.get_ref().trim().to_string();
+        if name.is_empty() {
+            return Err(self.at(&r.name, "a scenario needs a `name`"));
+        }
+        let fields = CallFields {
+            grpc: r.grpc.as_ref(),
+            http: r.http.as_ref(),
+            jsonrpc: r.jsonrpc.as_ref(),
+            body: r.body.as_ref(),
+            params: r.params.as_ref(),
+            path: r.path.as_ref(),
+            headers: &r.headers,
+            h2: r.h2,
+        };
+        let call = self.call(s.span(), &fields, has_protos)?;
+
+        let mut clients: Vec<usize> = match &r.clients {
+            None => vec![1],
+            Some(c) => {
+                let v = c.get_ref().to_vec();
+                if v.is_empty() || v.iter().any(|&n| !(1..=100_000).contains(&n)) {
+                    return Err(self.at(
+                        c,
+                        "`clients` must be at least 1 (a number or a list of numbers)",
+                    ));
+                }
+                v.into_iter().map(|n| n as usize).collect()
+            }
+        };
+        clients.sort_unstable();
+        clients.dedup();
+        let targets = match &r.target {
+            None => vec![None],
+            Some(t) => t
+                .get_ref()
+                .to_vec()
+                .iter()
+                .map(|v| match v.as_str() {
+                    "first" => Ok(Some(Spread::First)),
+                    "all" => Ok(Some(Spread::All)),
+                    o => Err(self.at(t, format!("`target` is `first` or `all`, not `{o}`"))),
+                })
+                .collect::<Res<Vec<_>>>()?,
+        };
+        let mut axes: Vec<(String, Vec<String>)> = Vec::new();
+        for (k, vals) in &r.matrix {
+            if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || k == "seq" {
+                return Err(self.at(vals, format!("`{k}` cannot be a matrix variable: use letters, digits and `_` (and not `seq`)")));
+            }
+            if vals.get_ref().is_empty() {
+                return Err(self.at(vals, format!("matrix variable `{k}` has no values")));
+            }
+            let texts = vals
+                .get_ref()
+                .iter()
+                .map(|v| match v {
+                    toml::Value::String(s) => Ok(s.clone()),
+                    toml::Value::Integer(i) => Ok(i.to_string()),
+                    toml::Value::Float(f) => Ok(f.to_string()),
+                    toml::Value::Boolean(b) => Ok(b.to_string()),
+                    _ => Err(self.at(vals, format!("values of `{k}` must be strings or numbers"))),
+                })
+                .collect::<Res<Vec<_>>>()?;
+            axes.push((k.clone(), texts));
+        }
+        let var_names: Vec<&str> = axes.iter().map(|(k, _)| k.as_str()).collect();
+        self.vars_known(&call, &var_names, s.span())?;
+
+        let (stop, default_duration) = match (&r.duration, &r.requests) {
+            (Some(d), None) => (
+                Stop::Duration(self.duration(Some(d), "duration", Duration::ZERO)?),
+                false,
+            ),
+            (None, Some(n)) if *n.get_ref() >= 1 => (Stop::Count(*n.get_ref() as u64), false),
+            (None, Some(n)) => return Err(self.at(n, "`requests` must be at least 1")),
+            (None, None) => (Stop::Duration(Duration::from_secs(10)), true),
+            (Some(d), Some(_)) => return Err(self.at(d, "give `duration` or `requests`, not both")),
+        };
+        let _ = default_duration;
+        let pacing = match &r.rate {
+            None => Pacing::Closed,
+            Some(q) if q.get_ref().is_finite() && *q.get_ref() > 0.0 => {
+                Pacing::Open { rate: *q.get_ref() }
+            }
+            Some(q) => {
+                return Err(self.at(q, "`rate` must be a positive number of requests per second"))
+            }
+        };
+        let mut setup = Vec::new();
+        for st in &r.setup {
+            setup.push(self.step(st, has_protos, &var_names)?);
+        }
+        Ok(Scenario {
+            name,
+            call,
+            points: expand(&targets, &axes, &clients),
+            stop,
+            pacing,
+            warmup: match &r.warmup {
+                None => Duration::ZERO,
+                Some(w) => self.duration(Some(w), "warmup", Duration::ZERO)?,
+            },
+            timeout: self.duration(r.timeout.as_ref(), "timeout", Duration::from_secs(20))?,
+            setup,
+        })
+    }
+
+    fn step(&self, s: &Spanned<RawStep>, has_protos: bool, vars: &[&str]) -> Res<Step> {
+        let r = s.get_ref();
+        let fields = CallFields {
+            grpc: r.grpc.as_ref(),
+            http: r.http.as_ref(),
+            jsonrpc: r.jsonrpc.as_ref(),
+            body: r.body.as_ref(),
+            params: r.params.as_ref(),
+            path: r.path.as_ref(),
+            headers: &r.headers,
+            h2: r.h2,
+        };
+        let call = self.call(s.span(), &fields, has_protos)?;
+        self.vars_known(&call, vars, s.span())?;
+        let requests = match &r.requests {
+            None => 1,
+            Some(n) if *n.get_ref() >= 1 => *n.get_ref() as u64,
+            Some(n) => return Err(self.at(n, "`requests` must be at least 1")),
+        };
+        Ok(Step { call, requests })
+    }
+
+    fn call(&self, span: Range<usize>, f: &CallFields, has_protos: bool) -> Res<Call> {
+        let headers: Vec<(String, String)> = f.headers.clone().into_iter().collect();
+        let path = f.path.map(|p| p.get_ref().clone());
+        match (f.grpc, f.http, f.jsonrpc) {
+            (Some(g), None, None) => {
+                if !has_protos {
+                    return Err(self.at(
+                        g,
+                        "a gRPC call needs `protos = [\"...\"]` at the top of the plan",
+                    ));
+                }
+                if !g.get_ref().contains('/') {
+                    return Err(self.at(
+                        g,
+                        format!(
+                            "`{}` is not a method name; write it as package.Service/Method",
+                            g.get_ref()
+                        ),
+                    ));
+                }
+                if let Some(p) = f.path.or(None) {
+                    return Err(self.at(p, "`path` is for `http` and `jsonrpc` calls"));
+                }
+                Ok(Call::Grpc {
+                    method: g.get_ref().clone(),
+                    body: f.body.map_or("{}".into(), |b| value_text(b.get_ref())),
+                })
+            }
+            (None, Some(h), None) => {
+                let text = h.get_ref().trim();
+                let (method, p) = match text.split_once(' ') {
+                    Some((m, p)) => (m.to_string(), p.trim().to_string()),
+                    None if text.starts_with('/') => ("GET".to_string(), text.to_string()),
+                    None => (text.to_string(), path.clone().unwrap_or("/".into())),
+                };
+                if method.is_empty()
+                    || !method.bytes().all(|b| b.is_ascii_uppercase())
+                    || !p.starts_with('/')
+                {
+                    return Err(self.at(h, format!("`http = \"{text}\"`: write the method and path, e.g. \"GET /index.html\"")));
+                }
+                Ok(Call::Http {
+                    method,
+                    path: p,
+                    headers,
+                    body: f.body.map(|b| value_text(b.get_ref())),
+                    h2: f.h2,
+                })
+            }
+            (None, None, Some(j)) => Ok(Call::JsonRpc {
+                method: j.get_ref().clone(),
+                path: path.unwrap_or("/".into()),
+                params: f.params.map_or("[]".into(), |p| value_text(p.get_ref())),
+                headers,
+            }),
+            _ => Err(self.span(
+                span,
+                "give exactly one of `grpc`, `http` or `jsonrpc` for the call",
+            )),
+        }
+    }
+
+    /// A `{name}` in a call that is neither a matrix variable nor a template keyword is
+    /// almost always a typo; catch it now instead of sending it literally.
+    fn vars_known(&self, call: &Call, vars: &[&str], span: Range<usize>) -> Res<()> {
+        let texts: Vec<&str> = match call {
+            Call::Grpc { body, .. } => vec![body],
+            Call::Http { path, body, .. } => [Some(path.as_str()), body.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect(),
+            Call::JsonRpc { path, params, .. } => vec![path, params],
+        };
+        for t in texts {
+            for word in braced_words(t) {
+                if word != "seq" && !vars.contains(&word) {
+                    let hint = nearest(word, vars.iter().copied())
+                        .map(|n| format!("; did you mean `{{{n}}}`?"))
+                        .unwrap_or_else(|| " (declare it under `matrix`)".into());
+                    return Err(self.span(
+                        span.clone(),
+                        format!("`{{{word}}}` is not a matrix variable{hint}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct CallFields<'a> {
+    grpc: Option<&'a Spanned<String>>,
+    http: Option<&'a Spanned<String>>,
+    jsonrpc: Option<&'a Spanned<String>>,
+    body: Option<&'a Spanned<toml::Value>>,
+    params: Option<&'a Spanned<toml::Value>>,
+    path: Option<&'a Spanned<String>>,
+    headers: &'a BTreeMap<String, String>,
+    h2: bool,
+}
+
+/// A body or params value: a string is used as written, a table or array becomes JSON.
+fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => serde_json::to_string(other).expect("TOML values serialize to JSON"),
+    }
+}
+
+/// `{word}` placeholders made of identifier characters only (JSON's `{"` never matches).
+fn braced_words(text: &str) -> BTreeSet<&str> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find('{') {
+        rest = &rest[i + 1..];
+        if let Some(end) = rest.find('}') {
+            let w = &rest[..end];
+            if !w.is_empty()
+                && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !w.starts_with(|c: char| c.is_ascii_digit())
+            {
+                out.insert(w);
+            }
+        }
+    }
+    out
+}
+
+/// Every combination: target outermost, then the matrix variables, then clients, so a table
+/// reads like seed 003 (key size, clients, target).
+fn expand(
+    targets: &[Option<Spread>],
+    axes: &[(String, Vec<String>)],
+    clients: &[usize],
+) -> Vec<Point> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (k, vals) in axes {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                vals.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push((k.clone(), v.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    let mut points = Vec::new();
+    for t in targets {
+        for vars in &combos {
+            for &n in clients {
+                let mut label: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                label.push(format!("clients={n}"));
+                if let Some(t) = t {
+                    label.push(format!("target={}", t.as_str()));
+                }
+                points.push(Point {
+                    label: label.join(" "),
+                    vars: vars.clone(),
+                    clients: n,
+                    target: t.unwrap_or(Spread::First),
+                });
+            }
+        }
+    }
+    points
+}

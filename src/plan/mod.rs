@@ -1,0 +1,286 @@
+//! The plan file: what to compare, how to start each contender, and which scenarios to run.
+//! [`Plan::load`] reads and checks it once; errors name the file, line and column, and the rest
+//! of the crate only ever sees the checked types below.
+
+mod check;
+pub mod error;
+mod raw;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use error::PlanError;
+
+use crate::load::{Pacing, Stop};
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    /// The plan file, and its text as read (copied into the results directory).
+    pub path: PathBuf,
+    pub text: String,
+    pub repetitions: u32,
+    pub order: Order,
+    pub seed: u64,
+    pub cores: Option<Cores>,
+    pub protos: Vec<PathBuf>,
+    pub includes: Vec<PathBuf>,
+    pub contenders: Vec<Contender>,
+    pub scenarios: Vec<Scenario>,
+}
+
+/// In which order contenders take turns: `A B A B …` (spreads slow drift of the machine over
+/// all contenders) or `A A … B B …`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Interleaved,
+    Sequential,
+}
+
+/// Disjoint CPU sets for the contenders' processes and for the load engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cores {
+    pub contender: Vec<usize>,
+    pub load: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Contender {
+    pub name: String,
+    /// The contender this one is compared against, if any.
+    pub baseline: Option<String>,
+    /// One process, or several for a cluster; every member gets its own state folder.
+    pub members: Vec<Member>,
+    /// When the work done at start-up (an index build, a load) is finished, if that is
+    /// later than the first answer.
+    pub ready_when: Option<Probe>,
+    /// Commands run before start (with `{state}` already created) and after stop.
+    pub setup: Vec<Vec<String>>,
+    pub cleanup: Vec<Vec<String>>,
+    /// How long to wait after SIGTERM before SIGKILL.
+    pub stop_timeout: Duration,
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub name: String,
+    /// Program and arguments; `{port}`, `{port:NAME}`, `{state}` and `{env:NAME}` are filled
+    /// in at start.
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// Where scenarios send load, e.g. `http://127.0.0.1:{port}`.
+    pub endpoint: String,
+    /// Answers once the member is up; the first success is the *first response*.
+    pub ready: Probe,
+}
+
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub check: Check,
+    /// Give up waiting after this long.
+    pub timeout: Duration,
+    /// Each attempt gets at most this long (a server may accept a call and hold it).
+    pub attempt_timeout: Duration,
+    pub interval: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub enum Check {
+    /// A TCP connection to `host:port` succeeds.
+    Tcp(String),
+    /// An HTTP GET answers with this status (any 2xx when none is given).
+    Http { url: String, status: Option<u16> },
+    /// A gRPC call answers OK (e.g. `grpc.health.v1.Health/Check`).
+    Grpc {
+        call: String,
+        body: String,
+        endpoint: Option<String>,
+    },
+    /// A line of the member's stdout or stderr matches this regular expression.
+    Log(String),
+    /// A command exits with status 0.
+    Command(Vec<String>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub call: Call,
+    pub points: Vec<Point>,
+    pub stop: Stop,
+    pub pacing: Pacing,
+    pub warmup: Duration,
+    pub timeout: Duration,
+    pub setup: Vec<Step>,
+}
+
+/// One point of a scenario's matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// e.g. `key_size=64 clients=1 target=first`.
+    pub label: String,
+    /// Matrix variables, substituted for `{name}` in bodies, paths and params.
+    pub vars: Vec<(String, String)>,
+    pub clients: usize,
+    pub target: Spread,
+}
+
+/// Which members of a contender a scenario point sends load to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spread {
+    /// The first member only (the leader, for a freshly started etcd cluster).
+    First,
+    /// Clients spread round-robin over every member.
+    All,
+}
+
+impl Spread {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Spread::First => "first",
+            Spread::All => "all",
+        }
+    }
+}
+
+/// A call, with `{var}` placeholders not yet filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Grpc {
+        method: String,
+        body: String,
+    },
+    Http {
+        method: String,
+        path: String,
+        headers: Vec<(String, String)>,
+        body: Option<String>,
+        h2: bool,
+    },
+    JsonRpc {
+        method: String,
+        path: String,
+        params: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl Call {
+    /// The call with matrix variables filled in.
+    pub fn with_vars(&self, vars: &[(String, String)]) -> Call {
+        let fill = |s: &str| fill_vars(s, vars);
+        match self {
+            Call::Grpc { method, body } => Call::Grpc {
+                method: method.clone(),
+                body: fill(body),
+            },
+            Call::Http {
+                method,
+                path,
+                headers,
+                body,
+                h2,
+            } => Call::Http {
+                method: method.clone(),
+                path: fill(path),
+                headers: headers.clone(),
+                body: body.as_deref().map(fill),
+                h2: *h2,
+            },
+            Call::JsonRpc {
+                method,
+                path,
+                params,
+                headers,
+            } => Call::JsonRpc {
+                method: method.clone(),
+                path: fill(path),
+                params: fill(params),
+                headers: headers.clone(),
+            },
+        }
+    }
+
+    /// e.g. `etcdserverpb.KV/Range` or `GET /index.html`.
+    pub fn describe(&self) -> String {
+        match self {
+            Call::Grpc { method, .. } => method.clone(),
+            Call::Http { method, path, .. } => format!("{method} {path}"),
+            Call::JsonRpc { method, .. } => method.clone(),
+        }
+    }
+}
+
+/// A call made `requests` times, one at a time, before a scenario point is measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub call: Call,
+    pub requests: u64,
+}
+
+/// Replaces `{name}` for each matrix variable; every other brace is left alone.
+pub fn fill_vars(text: &str, vars: &[(String, String)]) -> String {
+    let mut out = text.to_string();
+    for (k, v) in vars {
+        out = out.replace(&format!("{{{k}}}"), v);
+    }
+    out
+}
+
+impl Plan {
+    /// Reads and checks a plan file.
+    pub fn load(path: &Path) -> anyhow::Result<Plan> {
+        use anyhow::Context as _;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the plan `{}`", path.display()))?;
+        Ok(Plan::parse(path, &text)?)
+    }
+
+    /// Checks a plan's text; `path` names it in errors and anchors relative paths.
+    pub fn parse(path: &Path, text: &str) -> Result<Plan, PlanError> {
+        check::check(path, text)
+    }
+
+    /// The contender `name` is compared against (none for the baseline itself).
+    pub fn baseline_of(&self, name: &str) -> Option<&str> {
+        let c = self.contenders.iter().find(|c| c.name == name)?;
+        c.baseline.as_deref().filter(|b| *b != name)
+    }
+
+    /// The plan cut down to check it in seconds: one repetition, each scenario at its
+    /// smallest point for about a second.
+    pub fn smoke(mut self) -> Plan {
+        self.repetitions = 1;
+        for s in &mut self.scenarios {
+            s.points.truncate(1);
+            s.stop = Stop::Duration(Duration::from_secs(1));
+            s.warmup = Duration::ZERO;
+        }
+        self
+    }
+}
+
+/// Parses `250ms`, `10s`, `2m`, `1h`, `1.5s` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration like 500ms, 10s or 2m"))?;
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        u => return Err(format!("`{u}` is not a time unit (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(n * scale).map_err(|_| format!("`{s}` is out of range"))
+}
+
+#[cfg(test)]
+mod tests;

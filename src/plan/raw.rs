@@ -1,0 +1,147 @@
+//! The plan file as written: serde types that mirror the TOML, with spans kept on every value
+//! a later check may need to point at. Unknown keys are rejected here (`deny_unknown_fields`);
+//! everything else is checked in [`super::check`].
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPlan {
+    pub name: Spanned<String>,
+    pub repetitions: Option<Spanned<i64>>,
+    pub baseline: Option<Spanned<String>>,
+    pub order: Option<Spanned<String>>,
+    pub seed: Option<u64>,
+    pub cores: Option<Spanned<RawCores>>,
+    /// `.proto` files for gRPC calls, relative to the plan file.
+    #[serde(default)]
+    pub protos: Vec<Spanned<String>>,
+    /// Import roots for the `.proto` files [default: each file's folder].
+    #[serde(default)]
+    pub proto_include: Vec<String>,
+    #[serde(rename = "contender", default)]
+    pub contenders: Vec<Spanned<RawContender>>,
+    #[serde(rename = "scenario", default)]
+    pub scenarios: Vec<Spanned<RawScenario>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCores {
+    #[serde(default)]
+    pub contender: Vec<usize>,
+    #[serde(default)]
+    pub load: Vec<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawContender {
+    pub name: Spanned<String>,
+    /// Compare this contender against another one than the plan's baseline.
+    pub baseline: Option<Spanned<String>>,
+    pub command: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub dir: Option<String>,
+    pub endpoint: Option<Spanned<String>>,
+    pub ready: Option<Spanned<RawProbe>>,
+    pub ready_when: Option<Spanned<RawProbe>>,
+    #[serde(default)]
+    pub setup: Vec<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub cleanup: Vec<Spanned<Vec<String>>>,
+    pub stop_timeout: Option<Spanned<String>>,
+    #[serde(rename = "member", default)]
+    pub members: Vec<Spanned<RawMember>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMember {
+    pub name: Spanned<String>,
+    pub command: Spanned<Vec<String>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub endpoint: Option<Spanned<String>>,
+    pub ready: Option<Spanned<RawProbe>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProbe {
+    pub tcp: Option<String>,
+    pub http: Option<String>,
+    pub status: Option<u16>,
+    pub grpc: Option<String>,
+    pub body: Option<toml::Value>,
+    pub endpoint: Option<String>,
+    pub log: Option<Spanned<String>>,
+    pub command: Option<Vec<String>>,
+    pub timeout: Option<Spanned<String>>,
+    pub attempt_timeout: Option<Spanned<String>>,
+    pub interval: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    pub name: Spanned<String>,
+    pub grpc: Option<Spanned<String>>,
+    pub http: Option<Spanned<String>>,
+    pub jsonrpc: Option<Spanned<String>>,
+    pub body: Option<Spanned<toml::Value>>,
+    pub params: Option<Spanned<toml::Value>>,
+    pub path: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub h2: bool,
+    pub clients: Option<Spanned<OneOrMany<i64>>>,
+    #[serde(default)]
+    pub matrix: BTreeMap<String, Spanned<Vec<toml::Value>>>,
+    pub target: Option<Spanned<OneOrMany<String>>>,
+    pub duration: Option<Spanned<String>>,
+    pub requests: Option<Spanned<i64>>,
+    pub rate: Option<Spanned<f64>>,
+    pub warmup: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    pub setup: Vec<Spanned<RawStep>>,
+}
+
+/// A call made before a scenario point is measured (e.g. write the key a read scenario reads).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStep {
+    pub grpc: Option<Spanned<String>>,
+    pub http: Option<Spanned<String>>,
+    pub jsonrpc: Option<Spanned<String>>,
+    pub body: Option<Spanned<toml::Value>>,
+    pub params: Option<Spanned<toml::Value>>,
+    pub path: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub h2: bool,
+    pub requests: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    pub fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(t) => vec![t.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}

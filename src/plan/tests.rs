@@ -1,0 +1,181 @@
+//! Plan checks: what a good plan becomes, and the message each mistake gets.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+
+fn parse(text: &str) -> Result<Plan, PlanError> {
+    Plan::parse(Path::new("plan.toml"), text)
+}
+
+fn err(text: &str) -> String {
+    parse(text)
+        .expect_err("the plan should be rejected")
+        .to_string()
+}
+
+const ONE: &str = r#"
+name = "t"
+[[contender]]
+name = "a"
+command = ["srv", "--port", "{port}"]
+"#;
+
+#[test]
+fn a_small_plan_gets_its_defaults() {
+    let p = parse(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n"
+    ))
+    .unwrap();
+    assert_eq!(p.repetitions, 3);
+    assert_eq!(p.order, Order::Interleaved);
+    let m = &p.contenders[0].members[0];
+    assert_eq!(m.endpoint, "http://127.0.0.1:{port}");
+    assert!(matches!(&m.ready.check, Check::Tcp(a) if a == "127.0.0.1:{port}"));
+    let s = &p.scenarios[0];
+    assert_eq!(s.stop, Stop::Duration(Duration::from_secs(10)));
+    assert_eq!(s.points.len(), 1);
+    assert_eq!(s.points[0].label, "clients=1");
+    assert!(matches!(&s.call, Call::Http { method, path, .. } if method == "GET" && path == "/"));
+}
+
+#[test]
+fn the_matrix_expands_target_then_variables_then_clients() {
+    let p = parse(&format!(
+        "{ONE}\n[[scenario]]\nname = \"r\"\nhttp = \"GET /k/{{key_size}}\"\n\
+         matrix = {{ key_size = [64, 256] }}\nclients = [64, 1]\ntarget = [\"first\", \"all\"]\n"
+    ))
+    .unwrap();
+    let labels: Vec<&str> = p.scenarios[0]
+        .points
+        .iter()
+        .map(|p| p.label.as_str())
+        .collect();
+    assert_eq!(labels.len(), 8);
+    assert_eq!(labels[0], "key_size=64 clients=1 target=first");
+    assert_eq!(labels[1], "key_size=64 clients=64 target=first");
+    assert_eq!(labels[2], "key_size=256 clients=1 target=first");
+    assert_eq!(labels[7], "key_size=256 clients=64 target=all");
+    let call = p.scenarios[0]
+        .call
+        .with_vars(&p.scenarios[0].points[2].vars);
+    assert!(matches!(call, Call::Http { path, .. } if path == "/k/256"));
+    let smoke = p.smoke();
+    assert_eq!(smoke.repetitions, 1);
+    assert_eq!(smoke.scenarios[0].points.len(), 1);
+    assert_eq!(
+        smoke.scenarios[0].stop,
+        Stop::Duration(Duration::from_secs(1))
+    );
+}
+
+#[test]
+fn unknown_keys_name_the_place_and_the_nearest_key() {
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nclinets = 4\n"
+    ));
+    assert!(
+        e.starts_with("plan.toml:10:1: unknown key `clinets`; did you mean `clients`?"),
+        "{e}"
+    );
+    let e = err("name = \"t\"\nrepetitons = 3\n");
+    assert!(
+        e.contains("plan.toml:2:1") && e.contains("`repetitions`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_values_point_at_the_value() {
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nclients = [1, 0]\n"
+    ));
+    assert!(
+        e.starts_with("plan.toml:10:11: `clients` must be at least 1"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nduration = \"10 parsecs\"\n"
+    ));
+    assert!(
+        e.starts_with("plan.toml:10:12:") && e.contains("parsecs"),
+        "{e}"
+    );
+    let e = err(&format!("baseline = \"b\"\n{ONE}"));
+    assert!(
+        e.starts_with("plan.toml:1:12: no contender is named `b`"),
+        "{e}"
+    );
+    let e = err(&format!("baseline = \"aa\"\n{ONE}"));
+    assert!(e.contains("did you mean `a`?"), "{e}");
+    let e = err(&format!(
+        "cores = {{ contender = [0, 1], load = [1] }}\n{ONE}"
+    ));
+    assert!(e.contains("CPU 1 is in both"), "{e}");
+    let e = err(&format!("{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/k/{{key_sise}}\"\nmatrix = {{ key_size = [1] }}\n"));
+    assert!(
+        e.contains("`{key_sise}` is not a matrix variable; did you mean `{key_size}`?"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\ngrpc = \"a.B/C\"\n"
+    ));
+    assert!(e.contains("needs `protos"), "{e}");
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\njsonrpc = \"m\"\n"
+    ));
+    assert!(
+        e.contains("exactly one of `grpc`, `http` or `jsonrpc`"),
+        "{e}"
+    );
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\n");
+    assert!(
+        e.starts_with("plan.toml:3:8:") && e.contains("needs a `command`"),
+        "{e}"
+    );
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"x\"]\nready = { tcp = \"h:1\", http = \"http://h/\" }\n");
+    assert!(e.contains("exactly one of `tcp`"), "{e}");
+    let e = err(
+        "name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"x\"]\nready = { log = \"(\" }\n",
+    );
+    assert!(e.contains("not a valid regular expression"), "{e}");
+    let e = err("name = \"t\"\nrepetitions = \"three\"\n");
+    assert!(e.starts_with("plan.toml:2:15:"), "{e}");
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"x\"]\n[[contender]]\nname = \"a\"\ncommand = [\"y\"]\n");
+    assert!(e.contains("two contenders are named `a`"), "{e}");
+}
+
+#[test]
+fn clusters_have_members_with_their_own_state_and_probes() {
+    let p = parse(
+        r#"
+name = "c"
+[[contender]]
+name = "x3"
+baseline = "x3"
+ready_when = { log = "index built" }
+[[contender.member]]
+name = "m1"
+command = ["srv", "{port:c1}"]
+endpoint = "http://127.0.0.1:{port:c1}"
+[[contender.member]]
+name = "m2"
+command = ["srv", "{port:c2}"]
+endpoint = "http://127.0.0.1:{port:c2}"
+ready = { http = "http://127.0.0.1:{port:c2}/health", status = 200, attempt_timeout = "250ms" }
+"#,
+    )
+    .unwrap();
+    let c = &p.contenders[0];
+    assert_eq!(c.members.len(), 2);
+    assert!(matches!(&c.members[0].ready.check, Check::Tcp(a) if a == "127.0.0.1:{port:c1}"));
+    assert_eq!(
+        c.members[1].ready.attempt_timeout,
+        Duration::from_millis(250)
+    );
+    assert!(
+        matches!(&c.ready_when, Some(Probe { check: Check::Log(r), .. }) if r == "index built")
+    );
+    assert_eq!(p.baseline_of("x3"), None);
+}
