@@ -5,9 +5,12 @@
 //! [`report`] module turns results into text. [`cli`] parses flags into checked commands once.
 
 pub mod cli;
+pub mod contender;
 pub mod load;
+pub mod plan;
 pub mod protocol;
 pub mod report;
+pub mod results;
 pub mod rng;
 pub mod stats;
 pub mod sys;

@@ -1,0 +1,587 @@
+//! A contender's life for one repetition: fresh state folder, free ports, setup commands,
+//! members spawned in their own process groups (pinned to the contender CPUs), readiness
+//! timed, CPU and memory sampled, and teardown that leaves no process behind — the group is
+//! signalled, and any process still carrying this start's tag in its environment is killed.
+
+pub mod probe;
+mod spawn;
+pub mod usage;
+
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{Check, Contender, Probe};
+pub use probe::ProbeError;
+pub use spawn::{expand, ports_named, Placeholders};
+use usage::{Sampler, Usage};
+
+/// The environment variable every process started for a contender carries, so teardown can
+/// find the ones that left the process group.
+pub const TAG_VAR: &str = "BAKEOFF_RUN";
+
+/// Everything needed to start one contender for one repetition.
+pub struct Launch<'a> {
+    pub contender: &'a Contender,
+    /// A fresh, empty folder for this repetition's state.
+    pub state: PathBuf,
+    pub logs: PathBuf,
+    /// Prefix of this start's log files, e.g. `etcd-3.4.r1`.
+    pub log_prefix: String,
+    pub cpus: Option<Vec<usize>>,
+    pub protos: &'a [PathBuf],
+    pub includes: &'a [PathBuf],
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Placeholder(String),
+    #[error("{0} is already in use by another process; bakeoff will not measure a server it did not start")]
+    PortTaken(String),
+    #[error("setup command failed: {0}")]
+    Setup(String),
+    #[error("cannot start member `{member}` (`{program}`): {reason}")]
+    Spawn {
+        member: String,
+        program: String,
+        reason: String,
+    },
+}
+
+/// How a member ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemberExit {
+    pub member: String,
+    pub pid: i32,
+    /// e.g. `exit status: 3` or `signal: 15 (SIGTERM)`.
+    pub status: String,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// True when it ended because bakeoff stopped it.
+    pub stopped_by_bakeoff: bool,
+}
+
+/// Start-up timings, from the spawn of the first member.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Startup {
+    pub first_response: Duration,
+    pub ready: Duration,
+}
+
+struct MemberProc {
+    name: String,
+    /// Kept for its handles; the process is reaped with `wait4` (see [`MemberProc::poll`]).
+    _child: Child,
+    pid: i32,
+    /// CPU time of the member and its reaped descendants, known once it has been reaped.
+    reaped_cpu: Option<Usage>,
+    exit: Option<MemberExit>,
+    ready: Probe,
+    endpoint: String,
+    logs: Vec<PathBuf>,
+}
+
+/// A started contender. Dropping it kills whatever is still running.
+pub struct Running {
+    pub name: String,
+    /// Member endpoints with ports filled in, in member order.
+    pub endpoints: Vec<String>,
+    pub state: PathBuf,
+    pub logs: Vec<PathBuf>,
+    members: Vec<MemberProc>,
+    sampler: Sampler,
+    started: Instant,
+    tag: String,
+    stop_timeout: Duration,
+    cleanup: Vec<Vec<String>>,
+    cleanup_log: PathBuf,
+    ready_when: Option<Probe>,
+    protos: Vec<PathBuf>,
+    includes: Vec<PathBuf>,
+    stopped: bool,
+}
+
+/// Starts every member (after the setup commands). Does not wait for readiness.
+pub fn start(l: &Launch) -> Result<Running, StartError> {
+    let c = l.contender;
+    std::fs::create_dir_all(&l.state).map_err(|e| StartError::Setup(e.to_string()))?;
+    std::fs::create_dir_all(&l.logs).map_err(|e| StartError::Setup(e.to_string()))?;
+    let ports = spawn::free_ports(&ports_named(c)).map_err(StartError::Placeholder)?;
+    let tag = format!(
+        "{}-{}-{}",
+        std::process::id(),
+        l.log_prefix,
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let cluster = c.members.len() > 1;
+    let state_of = |m: &str| {
+        if cluster {
+            l.state.join(m)
+        } else {
+            l.state.clone()
+        }
+    };
+    let ph = |member: &str| Placeholders {
+        ports: &ports,
+        state: state_of(member),
+        member: member.to_string(),
+    };
+
+    // Refuse to start when something already answers on a member's endpoint: the probe would
+    // pass against the wrong server.
+    let mut endpoints = Vec::new();
+    for m in &c.members {
+        let ep = expand(&m.endpoint, &ph(&m.name)).map_err(StartError::Placeholder)?;
+        if let Some(addr) = spawn::answering(&ep) {
+            return Err(StartError::PortTaken(format!(
+                "{addr} (endpoint of `{}`)",
+                m.name
+            )));
+        }
+        endpoints.push(ep);
+    }
+
+    let first = ph(&c.members[0].name);
+    let setup_log = l.logs.join(format!("{}.setup.log", l.log_prefix));
+    for cmd in &c.setup {
+        let cmd = expand_all(cmd, &first)?;
+        spawn::run_logged(
+            &cmd,
+            &setup_log,
+            c.dir.as_deref(),
+            &tag,
+            Duration::from_secs(600),
+        )
+        .map_err(StartError::Setup)?;
+    }
+
+    // Fill in every placeholder before spawning anything, so a mistake starts nothing.
+    struct Prepared {
+        command: Vec<String>,
+        env: Vec<(String, String)>,
+        ready: Probe,
+        state: PathBuf,
+        logs: Vec<PathBuf>,
+    }
+    let mut prepared = Vec::new();
+    for m in &c.members {
+        let p = ph(&m.name);
+        let env = m
+            .env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), expand(v, &p)?)))
+            .collect::<Result<_, String>>()
+            .map_err(StartError::Placeholder)?;
+        // Not `with_extension`: member names may contain dots.
+        let base = if cluster {
+            l.logs.join(format!("{}.{}", l.log_prefix, m.name))
+        } else {
+            l.logs.join(&l.log_prefix)
+        };
+        prepared.push(Prepared {
+            command: expand_all(&m.command, &p)?,
+            env,
+            ready: expand_probe(&m.ready, &p)?,
+            logs: ["stdout", "stderr"]
+                .iter()
+                .map(|ext| PathBuf::from(format!("{}.{ext}", base.display())))
+                .collect(),
+            state: p.state,
+        });
+    }
+
+    let started = Instant::now();
+    let mut members: Vec<MemberProc> = Vec::new();
+    let mut all_logs = Vec::new();
+    for ((m, endpoint), p) in c.members.iter().zip(&endpoints).zip(prepared) {
+        let spawned = std::fs::create_dir_all(&p.state)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                spawn::spawn(&spawn::SpawnSpec {
+                    command: &p.command,
+                    env: &p.env,
+                    dir: c.dir.as_deref(),
+                    stdout: &p.logs[0],
+                    stderr: &p.logs[1],
+                    cpus: l.cpus.as_deref(),
+                    tag: &tag,
+                })
+            });
+        let child = match spawned {
+            Ok(child) => child,
+            Err(reason) => {
+                for m in &mut members {
+                    kill_group(m.pid, libc::SIGKILL);
+                    m.poll(true);
+                }
+                spawn::sweep(&tag);
+                return Err(StartError::Spawn {
+                    member: m.name.clone(),
+                    program: p.command[0].clone(),
+                    reason,
+                });
+            }
+        };
+        all_logs.extend(p.logs.iter().cloned());
+        members.push(MemberProc {
+            name: m.name.clone(),
+            pid: child.id() as i32,
+            _child: child,
+            reaped_cpu: None,
+            exit: None,
+            ready: p.ready,
+            endpoint: endpoint.clone(),
+            logs: p.logs,
+        });
+    }
+    let ready_when = c
+        .ready_when
+        .as_ref()
+        .map(|p| expand_probe(p, &first))
+        .transpose()?;
+    let cleanup = c
+        .cleanup
+        .iter()
+        .map(|cmd| expand_all(cmd, &first))
+        .collect::<Result<_, _>>()?;
+    let pgids = members.iter().map(|m| m.pid).collect();
+    Ok(Running {
+        name: c.name.clone(),
+        endpoints,
+        state: l.state.clone(),
+        logs: all_logs,
+        members,
+        sampler: Sampler::start(pgids),
+        started,
+        tag,
+        stop_timeout: c.stop_timeout,
+        cleanup,
+        cleanup_log: l.logs.join(format!("{}.cleanup.log", l.log_prefix)),
+        ready_when,
+        protos: l.protos.to_vec(),
+        includes: l.includes.to_vec(),
+        stopped: false,
+    })
+}
+
+fn expand_all(cmd: &[String], p: &Placeholders) -> Result<Vec<String>, StartError> {
+    cmd.iter()
+        .map(|a| expand(a, p))
+        .collect::<Result<_, _>>()
+        .map_err(StartError::Placeholder)
+}
+
+fn expand_probe(probe: &Probe, p: &Placeholders) -> Result<Probe, StartError> {
+    let e = |s: &str| expand(s, p).map_err(StartError::Placeholder);
+    let check = match &probe.check {
+        Check::Tcp(a) => Check::Tcp(e(a)?),
+        Check::Http { url, status } => Check::Http {
+            url: e(url)?,
+            status: *status,
+        },
+        Check::Grpc {
+            call,
+            body,
+            endpoint,
+        } => Check::Grpc {
+            call: call.clone(),
+            body: body.clone(),
+            endpoint: endpoint.as_deref().map(e).transpose()?,
+        },
+        Check::Log(r) => Check::Log(r.clone()),
+        Check::Command(c) => Check::Command(expand_all(c, p)?),
+    };
+    Ok(Probe {
+        check,
+        ..probe.clone()
+    })
+}
+
+impl Running {
+    /// Waits for every member's probe (the first response), then the contender's ready
+    /// condition. On failure, returns what was reached so far with the error.
+    pub fn wait_ready(
+        &mut self,
+        rt: &tokio::runtime::Runtime,
+    ) -> Result<Startup, (Option<Duration>, ProbeError)> {
+        for i in 0..self.members.len() {
+            let probe = self.members[i].ready.clone();
+            let logs = self.members[i].logs.clone();
+            let endpoint = self.members[i].endpoint.clone();
+            self.wait_probe(&probe, &logs, &endpoint, rt)
+                .map_err(|e| (None, e))?;
+        }
+        let first_response = self.started.elapsed();
+        if let Some(probe) = self.ready_when.clone() {
+            let logs = self.logs.clone();
+            let endpoint = self.endpoints[0].clone();
+            self.wait_probe(&probe, &logs, &endpoint, rt)
+                .map_err(|e| (Some(first_response), e))?;
+        }
+        Ok(Startup {
+            first_response,
+            ready: self.started.elapsed(),
+        })
+    }
+
+    fn wait_probe(
+        &mut self,
+        probe: &Probe,
+        logs: &[PathBuf],
+        endpoint: &str,
+        rt: &tokio::runtime::Runtime,
+    ) -> Result<(), ProbeError> {
+        let (protos, includes) = (self.protos.clone(), self.includes.clone());
+        let env = probe::ProbeEnv {
+            logs,
+            protos: &protos,
+            includes: &includes,
+            endpoint,
+        };
+        probe::wait(probe, &env, rt, &mut || self.exited())
+    }
+
+    /// Describes the first member that has exited on its own, with the end of its log.
+    pub fn exited(&mut self) -> Option<String> {
+        for m in &mut self.members {
+            if m.exit.is_none() {
+                if let Some(status) = m.poll(false) {
+                    m.exit = Some(describe_exit(&m.name, m.pid, status, false));
+                }
+            }
+            if let Some(e) = &m.exit {
+                if !e.stopped_by_bakeoff {
+                    let tail = log_tail(&m.logs, 5);
+                    return Some(format!(
+                        "member `{}` (pid {}) exited: {}{}",
+                        m.name,
+                        m.pid,
+                        e.status,
+                        if tail.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; its log ends with:\n{tail}")
+                        }
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// CPU time and peak memory of all members' process trees so far. CPU time is the
+    /// larger of the sampled total and what the kernel reported for reaped members.
+    pub fn usage(&self) -> Usage {
+        let mut u = self.sampler.now();
+        let (user, system) = self
+            .members
+            .iter()
+            .filter_map(|m| m.reaped_cpu)
+            .fold((0.0, 0.0), |(a, b), r| {
+                (a + r.cpu_user_s, b + r.cpu_system_s)
+            });
+        if user + system > u.cpu_s() {
+            u.cpu_user_s = user;
+            u.cpu_system_s = system;
+        }
+        // A short-lived member may end between samples; the kernel's own peak is a floor.
+        let reaped_peak = self
+            .members
+            .iter()
+            .filter_map(|m| m.reaped_cpu)
+            .map(|r| r.peak_rss_bytes)
+            .max();
+        u.peak_rss_bytes = u.peak_rss_bytes.max(reaped_peak.unwrap_or(0));
+        u
+    }
+
+    /// Seconds since the first member was spawned.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Stops every member (SIGTERM, then SIGKILL after the stop timeout), kills what is left
+    /// of their groups and anything still carrying this start's tag, then runs the cleanup
+    /// commands. Returns how each member ended and the final usage.
+    pub fn stop(mut self) -> (Vec<MemberExit>, Usage, Vec<String>) {
+        self.shutdown();
+        let usage = self.usage();
+        let mut problems = Vec::new();
+        for cmd in std::mem::take(&mut self.cleanup) {
+            if let Err(e) = spawn::run_logged(
+                &cmd,
+                &self.cleanup_log,
+                None,
+                &self.tag,
+                Duration::from_secs(600),
+            ) {
+                problems.push(format!("cleanup command failed: {e}"));
+            }
+        }
+        spawn::sweep(&self.tag);
+        let exits = self.members.iter().filter_map(|m| m.exit.clone()).collect();
+        (exits, usage, problems)
+    }
+
+    fn shutdown(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        for m in &mut self.members {
+            if m.exit.is_none() && m.poll(false).is_none() {
+                kill_group(m.pid, libc::SIGTERM);
+                kill_group(m.pid, libc::SIGCONT);
+            }
+        }
+        let deadline = Instant::now() + self.stop_timeout;
+        for m in &mut self.members {
+            if m.exit.is_some() {
+                continue;
+            }
+            let status = loop {
+                match m.poll(false) {
+                    Some(s) => break Some(s),
+                    None if m.reaped_cpu.is_some() => break None,
+                    None if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(10))
+                    }
+                    None => {
+                        kill_group(m.pid, libc::SIGKILL);
+                        break m.poll(true);
+                    }
+                }
+            };
+            if let Some(s) = status {
+                m.exit = Some(describe_exit(&m.name, m.pid, s, true));
+            }
+        }
+        // Children that outlived their member's leader are still in its group.
+        for m in &self.members {
+            kill_group(m.pid, libc::SIGKILL);
+        }
+        spawn::sweep(&self.tag);
+    }
+}
+
+impl MemberProc {
+    /// Reaps the member if it has exited (or, with `block`, once it does), keeping the CPU
+    /// time the kernel reports for it and its reaped descendants. `None` while it runs.
+    fn poll(&mut self, block: bool) -> Option<std::process::ExitStatus> {
+        use std::os::unix::process::ExitStatusExt as _;
+        if self.reaped_cpu.is_some() {
+            return None;
+        }
+        let mut status = 0;
+        // SAFETY: wait4 writes into the two locals we pass.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let flags = if block { 0 } else { libc::WNOHANG };
+        let r = unsafe { libc::wait4(self.pid, &mut status, flags, &mut ru) };
+        if r != self.pid {
+            return None;
+        }
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        self.reaped_cpu = Some(Usage {
+            cpu_user_s: secs(ru.ru_utime),
+            cpu_system_s: secs(ru.ru_stime),
+            peak_rss_bytes: ru.ru_maxrss.max(0) as u64 * 1024,
+        });
+        Some(std::process::ExitStatus::from_raw(status))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn describe_exit(
+    member: &str,
+    pid: i32,
+    status: std::process::ExitStatus,
+    stopped_by_bakeoff: bool,
+) -> MemberExit {
+    use std::os::unix::process::ExitStatusExt as _;
+    let signal = status.signal();
+    MemberExit {
+        member: member.to_string(),
+        pid,
+        status: match signal {
+            Some(s) => format!("killed by signal {s} ({})", signal_name(s)),
+            None => status.to_string(),
+        },
+        code: status.code(),
+        signal,
+        stopped_by_bakeoff,
+    }
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        _ => "signal",
+    }
+}
+
+/// The last `n` non-empty lines across a member's logs, indented.
+fn log_tail(logs: &[PathBuf], n: usize) -> String {
+    let mut lines = Vec::new();
+    for f in logs {
+        if let Ok(b) = std::fs::read(f) {
+            let text = String::from_utf8_lossy(&b).into_owned();
+            lines.extend(
+                text.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_string)
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    let start = lines.len().saturating_sub(n);
+    lines[start..]
+        .iter()
+        .map(|l| format!("    {}", truncate(l, 300)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Sends `sig` to the process group `pgid` (ignoring a group that is already gone).
+pub fn kill_group(pgid: i32, sig: libc::c_int) {
+    if pgid > 1 {
+        // SAFETY: kill has no memory preconditions; a negative pid names a process group.
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
+/// The file names bakeoff gives a contender's state folders and logs.
+pub fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}

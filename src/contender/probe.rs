@@ -1,0 +1,191 @@
+//! Readiness probes: try, wait, try again, until the probe passes, the member exits, the
+//! user interrupts, or time runs out. Every attempt has its own timeout, because a server
+//! may accept a call and hold it (a fresh etcd without a leader does).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::load::INTERRUPTED;
+use crate::plan::{Check, Probe};
+use crate::protocol::grpc::{self, Grpc};
+use crate::protocol::http1::{Http1, Http1Request};
+use crate::protocol::target::Endpoint;
+use crate::protocol::template::Template;
+use crate::protocol::{Class, GrpcCode, Protocol};
+
+/// What a probe needs besides itself: the member's logs and the plan's `.proto` files.
+pub struct ProbeEnv<'a> {
+    pub logs: &'a [PathBuf],
+    pub protos: &'a [PathBuf],
+    pub includes: &'a [PathBuf],
+    /// Endpoint used by a `grpc` probe that names none.
+    pub endpoint: &'a str,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ProbeError {
+    #[error("not ready after {waited:.1?} (last attempt: {last})")]
+    Timeout { waited: Duration, last: String },
+    #[error("{0}")]
+    Exited(String),
+    #[error("interrupted")]
+    Interrupted,
+    #[error("the probe cannot run: {0}")]
+    Setup(String),
+}
+
+enum Prepared {
+    Tcp(String),
+    Http(Http1, Option<u16>),
+    Grpc(Box<Grpc>),
+    Log(regex_lite::Regex),
+    Command(Vec<String>),
+}
+
+/// Waits until `probe` passes. `exited` is asked between attempts and returns a description
+/// when a member has died, which ends the wait at once.
+pub fn wait(
+    probe: &Probe,
+    env: &ProbeEnv,
+    rt: &tokio::runtime::Runtime,
+    exited: &mut dyn FnMut() -> Option<String>,
+) -> Result<(), ProbeError> {
+    let prepared = prepare(&probe.check, env).map_err(ProbeError::Setup)?;
+    let start = Instant::now();
+    loop {
+        if let Some(e) = exited() {
+            return Err(ProbeError::Exited(e));
+        }
+        if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(ProbeError::Interrupted);
+        }
+        let last = match attempt(&prepared, probe.attempt_timeout, env.logs, rt) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        let waited = start.elapsed();
+        if waited >= probe.timeout {
+            return Err(ProbeError::Timeout { waited, last });
+        }
+        std::thread::sleep(probe.interval.min(probe.timeout - waited));
+    }
+}
+
+fn prepare(check: &Check, env: &ProbeEnv) -> Result<Prepared, String> {
+    Ok(match check {
+        Check::Tcp(addr) => Prepared::Tcp(addr.clone()),
+        Check::Http { url, status } => {
+            let ep = Endpoint::parse(url).map_err(|e| e.to_string())?;
+            let path = Template::parse(&ep.path).map_err(|e| e.to_string())?;
+            let req = Http1Request {
+                method: "GET".into(),
+                path,
+                headers: Vec::new(),
+                body: None,
+            };
+            Prepared::Http(Http1::new(ep, req, 0, false), *status)
+        }
+        Check::Grpc {
+            call,
+            body,
+            endpoint,
+        } => {
+            let ep = Endpoint::parse(endpoint.as_deref().unwrap_or(env.endpoint))
+                .map_err(|e| e.to_string())?;
+            let method =
+                grpc::load_method(env.protos, env.includes, call).map_err(|e| e.to_string())?;
+            let body = Template::parse(body).map_err(|e| e.to_string())?;
+            let g = Grpc::new(ep, method, body, 0, false).map_err(|e| e.to_string())?;
+            Prepared::Grpc(Box::new(g))
+        }
+        Check::Log(re) => Prepared::Log(regex_lite::Regex::new(re).map_err(|e| e.to_string())?),
+        Check::Command(cmd) => Prepared::Command(cmd.clone()),
+    })
+}
+
+fn attempt(
+    p: &Prepared,
+    limit: Duration,
+    logs: &[PathBuf],
+    rt: &tokio::runtime::Runtime,
+) -> Result<(), String> {
+    match p {
+        Prepared::Tcp(addr) => timed(rt, limit, async move {
+            tokio::net::TcpStream::connect(addr.as_str())
+                .await
+                .map(drop)
+                .map_err(|e| format!("connect to {addr}: {e}"))
+        }),
+        Prepared::Http(h, want) => timed(rt, limit, async move {
+            let mut c = h.connect().await.map_err(|e| e.to_string())?;
+            let r = h.call(&mut c, 0).await.map_err(|e| e.to_string())?;
+            match (r.class, want) {
+                (Class::Http(s), Some(w)) if s == *w => Ok(()),
+                (Class::Http(s), None) if (200..300).contains(&s) => Ok(()),
+                (c, _) => Err(c.to_string()),
+            }
+        }),
+        Prepared::Grpc(g) => timed(rt, limit, async move {
+            let mut c = g.connect().await.map_err(|e| e.to_string())?;
+            let r = g.call(&mut c, 0).await.map_err(|e| e.to_string())?;
+            match r.class {
+                Class::Grpc(GrpcCode::Ok) => Ok(()),
+                c => Err(format!(
+                    "{c}{}",
+                    r.detail.map(|d| format!(": {d}")).unwrap_or_default()
+                )),
+            }
+        }),
+        Prepared::Log(re) => {
+            if logs.iter().any(|f| log_matches(f, re)) {
+                Ok(())
+            } else {
+                Err(format!("no log line matches `{}`", re.as_str()))
+            }
+        }
+        Prepared::Command(cmd) => run_bounded(cmd, limit),
+    }
+}
+
+fn timed(
+    rt: &tokio::runtime::Runtime,
+    limit: Duration,
+    fut: impl std::future::Future<Output = Result<(), String>>,
+) -> Result<(), String> {
+    rt.block_on(async { tokio::time::timeout(limit, fut).await })
+        .unwrap_or_else(|_| Err(format!("no answer within {limit:?}")))
+}
+
+fn log_matches(file: &Path, re: &regex_lite::Regex) -> bool {
+    std::fs::read(file)
+        .map(|b| String::from_utf8_lossy(&b).lines().any(|l| re.is_match(l)))
+        .unwrap_or(false)
+}
+
+/// Runs a command in its own process group; kills the group when it overstays `limit`.
+fn run_bounded(cmd: &[String], limit: Duration) -> Result<(), String> {
+    use std::os::unix::process::CommandExt as _;
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot run `{}`: {e}", cmd[0]))?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) if s.success() => return Ok(()),
+            Ok(Some(s)) => return Err(format!("`{}` {s}", cmd.join(" "))),
+            Ok(None) if start.elapsed() >= limit => {
+                super::kill_group(child.id() as i32, libc::SIGKILL);
+                let _ = child.wait();
+                return Err(format!("`{}` still running after {limit:?}", cmd.join(" ")));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Processes: placeholders filled in, free ports chosen, members spawned into their own
+//! process groups (pinned, tagged, killed if bakeoff itself dies), and the sweep that finds
+//! tagged processes that escaped their group.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::plan::{Check, Contender, Probe};
+
+/// What `{port}`, `{port:NAME}`, `{state}` and `{member}` stand for in one member.
+pub struct Placeholders<'a> {
+    pub ports: &'a BTreeMap<String, u16>,
+    pub state: PathBuf,
+    pub member: String,
+}
+
+/// Fills in `{port}`, `{port:NAME}`, `{state}`, `{member}` and `{env:NAME}` (or
+/// `{env:NAME:-default}`); every other brace is left as written (shell scripts use `${x}`).
+pub fn expand(text: &str, p: &Placeholders) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('{') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let Some(end) = rest.find('}') else { break };
+        let inner = &rest[1..end];
+        let replaced = match inner.split_once(':') {
+            None if inner == "port" => Some(port(p, "port")?),
+            None if inner == "state" => Some(p.state.display().to_string()),
+            None if inner == "member" => Some(p.member.clone()),
+            Some(("port", name)) => Some(port(p, name)?),
+            Some(("env", spec)) => Some(env_var(spec)?),
+            _ => None,
+        };
+        match replaced {
+            Some(v) => {
+                out.push_str(&v);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// `NAME` or `NAME:-default`, as in the shell.
+fn env_var(spec: &str) -> Result<String, String> {
+    let (var, default) = match spec.split_once(":-") {
+        Some((v, d)) => (v, Some(d)),
+        None => (spec, None),
+    };
+    match (std::env::var(var), default) {
+        (Ok(v), _) if !v.is_empty() => Ok(v),
+        (_, Some(d)) => Ok(d.to_string()),
+        _ => Err(format!(
+            "`{{env:{spec}}}`: the environment variable {var} is not set"
+        )),
+    }
+}
+
+fn port(p: &Placeholders, name: &str) -> Result<String, String> {
+    p.ports
+        .get(name)
+        .map(u16::to_string)
+        .ok_or_else(|| format!("no port named `{name}`"))
+}
+
+/// Names of the ports a contender uses (`{port}` is named `port`).
+pub fn ports_named(c: &Contender) -> BTreeSet<String> {
+    let mut texts: Vec<&str> = Vec::new();
+    let probe_texts = |p: &'_ Probe, out: &mut Vec<String>| match &p.check {
+        Check::Tcp(a) => out.push(a.clone()),
+        Check::Http { url, .. } => out.push(url.clone()),
+        Check::Grpc { endpoint, .. } => out.extend(endpoint.clone()),
+        Check::Log(_) => {}
+        Check::Command(cmd) => out.extend(cmd.iter().cloned()),
+    };
+    let mut owned = Vec::new();
+    for m in &c.members {
+        texts.extend(m.command.iter().map(String::as_str));
+        texts.extend(m.env.iter().map(|(_, v)| v.as_str()));
+        texts.push(&m.endpoint);
+        probe_texts(&m.ready, &mut owned);
+    }
+    if let Some(p) = &c.ready_when {
+        probe_texts(p, &mut owned);
+    }
+    for cmd in c.setup.iter().chain(&c.cleanup) {
+        texts.extend(cmd.iter().map(String::as_str));
+    }
+    texts.extend(owned.iter().map(String::as_str));
+    let mut names = BTreeSet::new();
+    for t in texts {
+        let mut rest = t;
+        while let Some(i) = rest.find("{port") {
+            rest = &rest[i + 5..];
+            if rest.starts_with('}') {
+                names.insert("port".to_string());
+            } else if let Some(r) = rest.strip_prefix(':') {
+                if let Some(end) = r.find('}') {
+                    names.insert(r[..end].to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// One free loopback port per name. All listeners stay open until every port is chosen, so
+/// the ports differ; they are closed before the contender starts (a tiny race, as in every
+/// tool that picks ports for another process).
+pub fn free_ports(names: &BTreeSet<String>) -> Result<BTreeMap<String, u16>, String> {
+    let mut held = Vec::new();
+    let mut ports = BTreeMap::new();
+    for n in names {
+        let l = TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| format!("cannot find a free port: {e}"))?;
+        let port = l.local_addr().map_err(|e| e.to_string())?.port();
+        held.push(l);
+        ports.insert(n.clone(), port);
+    }
+    Ok(ports)
+}
+
+/// The `host:port` of an endpoint URL when something already accepts connections there.
+pub fn answering(endpoint: &str) -> Option<String> {
+    let hostport = endpoint.trim_start_matches("http://");
+    let hostport = hostport.split('/').next()?;
+    let addr = hostport.to_socket_addrs().ok()?.next()?;
+    TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+        .ok()
+        .map(|_| hostport.to_string())
+}
+
+pub struct SpawnSpec<'a> {
+    pub command: &'a [String],
+    pub env: &'a [(String, String)],
+    pub dir: Option<&'a Path>,
+    pub stdout: &'a Path,
+    pub stderr: &'a Path,
+    pub cpus: Option<&'a [usize]>,
+    pub tag: &'a str,
+}
+
+/// Spawns a member as the leader of a new process group, its output going to log files.
+pub fn spawn(s: &SpawnSpec) -> Result<Child, String> {
+    let out = File::create(s.stdout).map_err(|e| format!("{}: {e}", s.stdout.display()))?;
+    let err = File::create(s.stderr).map_err(|e| format!("{}: {e}", s.stderr.display()))?;
+    let mut cmd = Command::new(&s.command[0]);
+    cmd.args(&s.command[1..])
+        .envs(s.env.iter().map(|(k, v)| (k, v)))
+        .env(super::TAG_VAR, s.tag)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    if let Some(d) = s.dir {
+        cmd.current_dir(d);
+    }
+    let cpus = s.cpus.map(<[usize]>::to_vec);
+    // SAFETY: the closure runs in the child between fork and exec and only makes
+    // async-signal-safe system calls (prctl, sched_setaffinity) on stack data.
+    unsafe {
+        cmd.pre_exec(move || {
+            // If bakeoff dies, the member is killed with it.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            if let Some(cpus) = &cpus {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                for &c in cpus {
+                    libc::CPU_SET(c, &mut set);
+                }
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| e.to_string())
+}
+
+/// Runs a setup or cleanup command to completion (bounded), appending its output to `log`.
+pub fn run_logged(
+    cmd: &[String],
+    log: &Path,
+    dir: Option<&Path>,
+    tag: &str,
+    limit: Duration,
+) -> Result<(), String> {
+    let open = || OpenOptions::new().create(true).append(true).open(log);
+    let (out, err) = match (open(), open()) {
+        (Ok(o), Ok(e)) => (o, e),
+        (Err(e), _) | (_, Err(e)) => return Err(format!("{}: {e}", log.display())),
+    };
+    let mut c = Command::new(&cmd[0]);
+    c.args(&cmd[1..])
+        .env(super::TAG_VAR, tag)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    if let Some(d) = dir {
+        c.current_dir(d);
+    }
+    let mut child = c.spawn().map_err(|e| format!("`{}`: {e}", cmd[0]))?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(s) if s.success() => return Ok(()),
+            Some(s) => {
+                return Err(format!(
+                    "`{}` {s} (output in {})",
+                    cmd.join(" "),
+                    log.display()
+                ))
+            }
+            None if start.elapsed() > limit
+                || crate::load::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) =>
+            {
+                super::kill_group(child.id() as i32, libc::SIGKILL);
+                let _ = child.wait();
+                return Err(format!("`{}` did not finish", cmd.join(" ")));
+            }
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// Kills every process whose environment carries `BAKEOFF_RUN=tag` (processes that left
+/// their process group, e.g. daemons that called setsid). Returns how many it found.
+pub fn sweep(tag: &str) -> usize {
+    let needle = format!("{}={tag}", super::TAG_VAR);
+    let mut found = 0;
+    for _round in 0..3 {
+        let pids = tagged(&needle);
+        if pids.is_empty() {
+            break;
+        }
+        found += pids.len();
+        for pid in pids {
+            // SAFETY: kill has no memory preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    found
+}
+
+/// Processes whose environment contains exactly `needle` (`NAME=value`).
+pub fn tagged(needle: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let me = std::process::id() as i32;
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            // A zombie has an empty environ; it is already dead and only waits to be reaped.
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_fill_in_and_shell_braces_survive() {
+        let ports: BTreeMap<String, u16> = [("port".into(), 2379), ("peer".into(), 2380)].into();
+        let p = Placeholders {
+            ports: &ports,
+            state: PathBuf::from("/tmp/s"),
+            member: "m1".into(),
+        };
+        assert_eq!(
+            expand(
+                "--x={port} --p={port:peer} --d={state}/{member} ${HOME} {seq}",
+                &p
+            )
+            .unwrap(),
+            "--x=2379 --p=2380 --d=/tmp/s/m1 ${HOME} {seq}"
+        );
+        assert!(expand("{port:nope}", &p).unwrap_err().contains("nope"));
+        assert!(expand("{env:BAKEOFF_SURELY_UNSET_VAR}", &p)
+            .unwrap_err()
+            .contains("BAKEOFF_SURELY_UNSET_VAR"));
+        assert_eq!(expand("a{b", &p).unwrap(), "a{b");
+        assert_eq!(
+            expand("{env:BAKEOFF_SURELY_UNSET_VAR:-/usr/bin/x}", &p).unwrap(),
+            "/usr/bin/x"
+        );
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let names: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let ports = free_ports(&names).unwrap();
+        let set: BTreeSet<u16> = ports.values().copied().collect();
+        assert_eq!(set.len(), 3);
+    }
+}

@@ -1,0 +1,207 @@
+//! The results of a bake-off: one versioned JSON document holding everything measured
+//! (full load results with their histograms), rewritten atomically after every step so a
+//! run that dies keeps what it measured. Reports, `compare` and `--resume` read only this.
+
+pub mod env;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::contender::MemberExit;
+use crate::load::LoadResult;
+
+/// Bumped whenever a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Results {
+    pub schema_version: u32,
+    /// e.g. `bakeoff 0.1.0`.
+    pub tool: String,
+    pub name: String,
+    /// The plan file as given (absolute); its text is copied next to this file as `plan.toml`.
+    pub plan_path: String,
+    /// `running`, `complete`, `interrupted` or `failed`.
+    pub status: String,
+    /// A `--smoke` run (one repetition, short scenarios): not for comparing.
+    pub smoke: bool,
+    /// UTC, RFC 3339.
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub environment: env::Environment,
+    pub baseline: Option<String>,
+    pub repetitions: u32,
+    pub order: String,
+    pub contenders: Vec<ContenderInfo>,
+    pub scenarios: Vec<ScenarioInfo>,
+    /// One entry per contender and repetition, in the order they ran.
+    pub runs: Vec<Run>,
+    /// Things the reader should know (fewer cores than asked, a cleanup that failed, ...).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ContenderInfo {
+    pub name: String,
+    /// The contender this one is compared against.
+    pub baseline: Option<String>,
+    pub members: Vec<MemberInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemberInfo {
+    pub name: String,
+    /// As written in the plan, placeholders not filled in.
+    pub command: Vec<String>,
+    pub endpoint: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScenarioInfo {
+    pub name: String,
+    /// e.g. `etcdserverpb.KV/Range` or `GET /`.
+    pub call: String,
+    pub points: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Run {
+    pub contender: String,
+    /// 1-based.
+    pub repetition: u32,
+    /// `running`, `complete`, `failed` (the contender did not start or died) or `interrupted`.
+    pub status: String,
+    pub error: Option<String>,
+    pub started_at: String,
+    pub startup: Option<Startup>,
+    pub points: Vec<PointRun>,
+    /// CPU time and peak memory of the contender's process tree over the whole repetition.
+    pub usage: Option<Usage>,
+    pub disk_end_bytes: Option<u64>,
+    pub exits: Vec<MemberExit>,
+    /// Log files, relative to the results directory.
+    pub logs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Startup {
+    /// From spawning the first member until every member's readiness probe passed.
+    pub first_response_s: f64,
+    /// Until the ready condition held (equal to the first response when there is none).
+    pub ready_s: f64,
+    pub disk_after_start_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Usage {
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    pub peak_rss_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PointRun {
+    pub scenario: String,
+    pub point: String,
+    pub vars: Vec<(String, String)>,
+    pub clients: usize,
+    /// `first` or `all` members.
+    pub target: String,
+    pub started_at: String,
+    /// CPU seconds the contender's process tree used during the measured load.
+    pub contender_cpu_s: Option<f64>,
+    pub load: Option<LoadResult>,
+    pub error: Option<String>,
+}
+
+impl Results {
+    /// Writes `dir/results.json` atomically: a temporary file, flushed to disk, renamed.
+    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        write_atomic(&dir.join("results.json"), &json)
+    }
+
+    pub fn load(dir: &Path) -> anyhow::Result<Results> {
+        use anyhow::Context as _;
+        let file = dir.join("results.json");
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read `{}`", file.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("`{}` is not JSON", file.display()))?;
+        match v.get("schema_version").and_then(|s| s.as_u64()) {
+            Some(s) if s == u64::from(SCHEMA_VERSION) => {}
+            other => anyhow::bail!(
+                "`{}` has schema version {other:?}; this bakeoff reads version {SCHEMA_VERSION}",
+                file.display()
+            ),
+        }
+        serde_json::from_value(v)
+            .with_context(|| format!("`{}` is not a bakeoff results file", file.display()))
+    }
+}
+
+/// Replaces `path` with `bytes` so that a reader sees the old or the new file, never half.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// The current time as UTC RFC 3339, e.g. `2026-11-30T10:49:09Z`.
+pub fn now_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    utc(secs)
+}
+
+/// Seconds since the Unix epoch as UTC RFC 3339 (civil-from-days, Howard Hinnant's algorithm).
+pub fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates_are_right() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_796_035_749), "2026-11-30T10:49:09Z");
+    }
+
+    #[test]
+    fn atomic_writes_replace_the_file() {
+        let dir = std::env::temp_dir().join(format!("bakeoff-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("r.json");
+        write_atomic(&f, b"one").unwrap();
+        write_atomic(&f, b"two").unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"two");
+        assert!(!dir.join("r.tmp").exists());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
