@@ -18,6 +18,7 @@ use crate::protocol::target::Endpoint;
 use crate::protocol::template::Template;
 use crate::protocol::{Protocol, Reply};
 use crate::report;
+use crate::runner;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -36,6 +37,25 @@ pub enum Command {
     Load(LoadArgs),
     /// Send one request and print the answer (gRPC answers decoded to JSON).
     Call(CallArgs),
+    /// Run a bake-off from a plan file: start each contender fresh, time it, load it, repeat.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file (TOML).
+    #[arg(value_name = "PLAN", required_unless_present = "resume")]
+    pub plan: Option<PathBuf>,
+    /// Write results here [default: bakeoff-results/<time>-<name>].
+    #[arg(long = "out", value_name = "DIR", conflicts_with = "resume")]
+    pub out: Option<PathBuf>,
+    /// Continue an interrupted run in DIR (repetitions that finished are kept).
+    #[arg(long = "resume", value_name = "DIR", conflicts_with_all = ["plan", "smoke"])]
+    pub resume: Option<PathBuf>,
+    /// Check the plan in seconds: one repetition, each scenario at its smallest point for
+    /// about a second.
+    #[arg(long = "smoke")]
+    pub smoke: bool,
 }
 
 /// What to call and how: shared by `load` and `call`.
@@ -125,26 +145,7 @@ pub struct CallArgs {
     pub json: bool,
 }
 
-/// Parses `250ms`, `10s`, `2m`, `1h`, `1.5s` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration like 500ms, 10s or 2m"))?;
-    let scale = match unit.trim() {
-        "" | "s" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        u => return Err(format!("`{u}` is not a time unit (use ms, s, m or h)")),
-    };
-    Duration::try_from_secs_f64(n * scale).map_err(|_| format!("`{s}` is out of range"))
-}
+pub use crate::plan::parse_duration;
 
 /// A protocol client chosen and checked from the flags.
 pub enum Target {
@@ -286,6 +287,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Load(args) => run_load(&args),
         Command::Call(args) => run_call(&args),
+        Command::Run(args) => run_plan(&args),
     }
 }
 
@@ -307,9 +309,40 @@ fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     Ok(if result.interrupted { 130 } else { 0 })
 }
 
+/// Exit codes of `bakeoff run`: 0 all went well, 2 a contender failed (its results and the
+/// others' are kept), 130 interrupted.
+fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
+    install_interrupt_handler();
+    let opts = runner::RunOptions {
+        out: args.out.clone(),
+        resume: args.resume.clone(),
+        smoke: args.smoke,
+    };
+    let mut rep = runner::events::Terminal::new(std::io::stderr().is_terminal());
+    let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
+    emit(&report::run_summary::render(&done.results))?;
+    let results = done.dir.join("results.json");
+    eprintln!("results: {}", results.display());
+    if done.results.status == "interrupted" {
+        eprintln!(
+            "interrupted; continue with: bakeoff run --resume {}",
+            done.dir.display()
+        );
+        return Ok(130);
+    }
+    Ok(if done.results.runs.iter().any(|r| r.status == "failed") {
+        2
+    } else {
+        0
+    })
+}
+
 fn drive<P: Protocol>(p: P, cfg: &LoadConfig) -> anyhow::Result<load::LoadResult> {
     let mut bar = report::progress::Bar::new(std::io::stderr().is_terminal());
-    let result = load::run(Arc::new(p), cfg, &mut |p| bar.update(p));
+    let result = load::run(Arc::new(p), cfg, &mut |p| {
+        bar.update(p);
+        load::Flow::Continue
+    });
     bar.finish();
     Ok(result?)
 }

@@ -12,5 +12,6 @@ pub mod protocol;
 pub mod report;
 pub mod results;
 pub mod rng;
+pub mod runner;
 pub mod stats;
 pub mod sys;

@@ -92,6 +92,13 @@ impl LoadConfig {
     }
 }
 
+/// The caller's answer to a progress report: go on, or stop sending (e.g. the server died).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
 /// What the engine tells its caller while it runs (about five times a second).
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
@@ -119,7 +126,7 @@ struct WorkerOut {
 pub fn run<P: Protocol>(
     proto: Arc<P>,
     cfg: &LoadConfig,
-    progress: &mut dyn FnMut(Progress),
+    progress: &mut dyn FnMut(Progress) -> Flow,
 ) -> Result<LoadResult, LoadError> {
     let dispenser = Arc::new(Dispenser::new(cfg.pacing, cfg.stop, cfg.warmup));
     let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
@@ -199,12 +206,15 @@ pub fn run<P: Protocol>(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         let now = Instant::now();
-        progress(Progress {
+        let flow = progress(Progress {
             done: counters.iter().map(|c| c.load(Relaxed)).sum(),
             elapsed: now.saturating_duration_since(measure_start),
             stop: cfg.stop,
             warming_up: now < measure_start,
         });
+        if flow == Flow::Stop {
+            dispenser.cancel();
+        }
     }
 
     let mut merged: Option<Recorder> = None;
@@ -228,7 +238,7 @@ pub fn run<P: Protocol>(
         rec,
         cpu,
         measure_start,
-        INTERRUPTED.load(Relaxed),
+        INTERRUPTED.load(Relaxed) || dispenser.is_cancelled(),
     ))
 }
 
@@ -475,7 +485,7 @@ mod tests {
         .unwrap()
         .pin_to(vec![ok_cpu, 1000]);
         let started = Instant::now();
-        let err = run(proto, &cfg, &mut |_| {}).unwrap_err();
+        let err = run(proto, &cfg, &mut |_| Flow::Continue).unwrap_err();
         assert!(
             matches!(&err, LoadError::Worker(m) if m.contains("CPU 1000")),
             "{err}"

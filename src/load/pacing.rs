@@ -64,6 +64,10 @@ impl Dispenser {
         self.cancelled.store(true, Relaxed);
     }
 
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Relaxed)
+    }
+
     fn started(&self) -> Instant {
         *self.start.get().expect("dispenser used before start")
     }

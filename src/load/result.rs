@@ -27,7 +27,8 @@ pub struct LoadResult {
     pub warmup_s: f64,
     /// Requests sent during warm-up, excluded from everything below.
     pub warmup_requests: u64,
-    /// True when the run was stopped early (Ctrl-C / SIGTERM).
+    /// True when the run was stopped early (Ctrl-C / SIGTERM, or its caller stopped it, e.g.
+    /// because the server died).
     pub interrupted: bool,
     /// Seconds from the start of measuring to the last answer.
     pub duration_s: f64,

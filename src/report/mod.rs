@@ -2,6 +2,7 @@
 
 pub mod load_summary;
 pub mod progress;
+pub mod run_summary;
 
 /// Formats microseconds with a unit a reader can take in at a glance.
 pub fn fmt_us(us: f64) -> String {

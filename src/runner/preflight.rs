@@ -1,0 +1,69 @@
+//! Checks that need more than the plan's text, done before any contender starts: programs
+//! exist, `{env:…}` variables are set, and every scenario's requests can be built (gRPC
+//! messages checked against the `.proto` files) — so a typo costs seconds, not a run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::contender::{expand, ports_named, Placeholders};
+use crate::plan::Plan;
+
+use super::drive::{Driver, Protos};
+
+pub fn check(plan: &Plan, protos: &Protos) -> anyhow::Result<()> {
+    for c in &plan.contenders {
+        let ports: BTreeMap<String, u16> = ports_named(c).into_iter().map(|n| (n, 1)).collect();
+        for m in &c.members {
+            let ph = Placeholders {
+                ports: &ports,
+                state: PathBuf::from("/state"),
+                member: m.name.clone(),
+            };
+            let at =
+                |e: String| anyhow::anyhow!("contender `{}`, member `{}`: {e}", c.name, m.name);
+            for arg in m.command.iter().chain(m.env.iter().map(|(_, v)| v)) {
+                expand(arg, &ph).map_err(at)?;
+            }
+            let program = expand(&m.command[0], &ph).map_err(at)?;
+            let dir = c.dir.as_deref();
+            if !program_exists(&program, dir) {
+                anyhow::bail!(
+                    "contender `{}`: program `{program}` not found{}",
+                    c.name,
+                    if program.contains('/') {
+                        ""
+                    } else {
+                        " on PATH"
+                    }
+                );
+            }
+        }
+    }
+    let dummy = ["http://127.0.0.1:1".to_string()];
+    for s in &plan.scenarios {
+        for p in &s.points {
+            Driver::build(&s.call.with_vars(&p.vars), &dummy, protos, plan.seed)
+                .with_context(|| format!("scenario `{}` [{}]", s.name, p.label))?;
+            for step in &s.setup {
+                Driver::build(&step.call.with_vars(&p.vars), &dummy, protos, plan.seed)
+                    .with_context(|| format!("scenario `{}` [{}], setup step", s.name, p.label))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn program_exists(program: &str, dir: Option<&Path>) -> bool {
+    if program.contains('/') {
+        let p = Path::new(program);
+        return match dir {
+            Some(d) if p.is_relative() => d.join(p).is_file(),
+            _ => p.is_file(),
+        };
+    }
+    std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+}
