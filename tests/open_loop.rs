@@ -67,7 +67,7 @@ fn corrected_latency_shows_a_stall_that_service_time_hides() {
         Duration::from_secs(5),
     )
     .unwrap();
-    let r = load::run(proto, &cfg, &mut |_| {}).unwrap();
+    let r = load::run(proto, &cfg, &mut |_| load::Flow::Continue).unwrap();
     assert_eq!(r.requests, 100);
     assert_eq!(r.successes, 100);
     assert_eq!(server.join().unwrap(), 100);

@@ -342,3 +342,133 @@ pub fn u(v: &serde_json::Value, key: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("{key} missing in {v}"))
 }
+
+/// Processes still alive that were started by the bakeoff process `pid` (every contender
+/// process carries `BAKEOFF_RUN=<pid>-…` in its environment).
+pub fn leftovers(pid: u32) -> Vec<i32> {
+    let needle = format!("BAKEOFF_RUN={pid}-");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/environ")).is_ok_and(|env| {
+                env.split(|&b| b == 0)
+                    .any(|kv| kv.starts_with(needle.as_bytes()))
+            })
+        })
+        .collect()
+}
+
+/// A plan's `[[contender]]` for nginx serving `dir/www` on `{port}`; a setup command writes
+/// its configuration into `{state}`.
+pub fn nginx_contender(name: &str, nginx: &Path, dir: &Path) -> String {
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(www.join("index.html"), INDEX).unwrap();
+    let conf = dir.join("nginx.conf.in");
+    std::fs::write(
+        &conf,
+        format!(
+            r#"daemon off; master_process off; worker_processes 1;
+pid @STATE@/nginx.pid; error_log stderr;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off; keepalive_requests 100000;
+  client_body_temp_path @STATE@; proxy_temp_path @STATE@; fastcgi_temp_path @STATE@;
+  uwsgi_temp_path @STATE@; scgi_temp_path @STATE@;
+  server {{ listen 127.0.0.1:@PORT@; root {}; }}
+}}
+"#,
+            www.display()
+        ),
+    )
+    .unwrap();
+    format!(
+        r#"
+[[contender]]
+name = "{name}"
+setup = [["sh", "-c", "sed -e 's/@PORT@/{{port}}/' -e 's#@STATE@#{{state}}#' {conf} > {{state}}/nginx.conf"]]
+command = ["{nginx}", "-p", "{{state}}", "-c", "{{state}}/nginx.conf", "-e", "stderr"]
+ready = {{ http = "http://127.0.0.1:{{port}}/index.html", timeout = "10s" }}
+"#,
+        conf = conf.display(),
+        nginx = nginx.display()
+    )
+}
+
+/// A contender running tests/fixtures/faulty_server.py in `mode` (`die-after` / `hang-after`).
+pub fn faulty_contender(name: &str, mode: &str, after: u32) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/faulty_server.py");
+    format!(
+        r#"
+[[contender]]
+name = "{name}"
+command = ["python3", "{}", "{{port}}", "{mode}", "{after}"]
+ready = {{ log = "serving on", timeout = "10s" }}
+stop_timeout = "500ms"
+"#,
+        script.display()
+    )
+}
+
+/// The outcome of `bakeoff run`: its exit, output, and the results file it wrote.
+pub struct PlanRun {
+    pub output: Output,
+    pub results: serde_json::Value,
+    pub out_dir: PathBuf,
+    pub pid: u32,
+}
+
+impl PlanRun {
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+    pub fn runs(&self) -> &Vec<serde_json::Value> {
+        self.results["runs"].as_array().unwrap()
+    }
+    pub fn run(&self, contender: &str, repetition: u64) -> &serde_json::Value {
+        self.runs()
+            .iter()
+            .find(|r| r["contender"] == contender && r["repetition"] == repetition)
+            .unwrap_or_else(|| panic!("no run of {contender} #{repetition}: {}", self.results))
+    }
+}
+
+/// Writes `plan` to `dir/plan.toml`, runs `bakeoff run` on it (results in `dir/out`), and
+/// reads the results. Panics if bakeoff left a process behind.
+pub fn run_plan(dir: &Path, plan: &str, extra: &[&str]) -> PlanRun {
+    let plan_path = dir.join("plan.toml");
+    std::fs::write(&plan_path, plan).unwrap();
+    let out_dir = dir.join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .arg("run")
+        .arg(&plan_path)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bakeoff runs");
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    let left = leftovers(pid);
+    assert!(left.is_empty(), "bakeoff left processes behind: {left:?}");
+    let results = read_results(&out_dir);
+    PlanRun {
+        output,
+        results,
+        out_dir,
+        pid,
+    }
+}
+
+pub fn read_results(out_dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out_dir.join("results.json")).unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+}

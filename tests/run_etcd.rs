@@ -1,0 +1,113 @@
+//! The acceptance run: `examples/etcd/plan.toml` (etcd 3.4.23 vs 3.5.1, single member and a
+//! 3-member cluster, reads and writes over gRPC) end to end, shortened: 2 repetitions, short
+//! points, fewer clients. Everything else is the example file as shipped.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn shortened(example: &str, protos: &Path) -> String {
+    let replace = |text: String, from: &str, to: &str| {
+        assert!(
+            text.contains(from),
+            "the example no longer contains `{from}`"
+        );
+        text.replace(from, to)
+    };
+    let mut t = example.to_string();
+    t = replace(t, "repetitions = 3", "repetitions = 2");
+    t = replace(t, "duration = \"5s\"", "duration = \"300ms\"");
+    t = replace(t, "warmup = \"500ms\"", "warmup = \"100ms\"");
+    t = replace(t, "clients = [1, 64, 256]", "clients = [1, 8]");
+    t = replace(
+        t,
+        "protos = [\"protos/rpc.proto\"]",
+        &format!("protos = [\"{}\"]", protos.display()),
+    );
+    t
+}
+
+#[test]
+fn the_etcd_example_plan_runs_end_to_end() {
+    let (Some(e34), Some(e35)) = (etcd34_bin(), etcd35_bin()) else {
+        return;
+    };
+    std::env::set_var("ETCD34", &e34);
+    std::env::set_var("ETCD35", &e35);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/etcd");
+    let example = std::fs::read_to_string(root.join("plan.toml")).unwrap();
+    let dir = TempDir::new("run-etcd");
+    let run = run_plan(
+        dir.path(),
+        &shortened(&example, &root.join("protos/rpc.proto")),
+        &[],
+    );
+    assert!(
+        run.output.status.success(),
+        "{}\n{}",
+        run.stderr(),
+        run.stdout()
+    );
+    let r = &run.results;
+    assert_eq!(r["status"], "complete");
+    assert_eq!(run.runs().len(), 8);
+
+    let info = |name: &str| {
+        r["contenders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(info("etcd-3.5")["baseline"], "etcd-3.4");
+    assert_eq!(info("etcd-3.5-x3")["baseline"], "etcd-3.4-x3");
+    assert!(info("etcd-3.4")["baseline"].is_null());
+    assert!(info("etcd-3.4-x3")["baseline"].is_null());
+
+    for x in run.runs() {
+        let name = x["contender"].as_str().unwrap();
+        assert_eq!(x["status"], "complete", "{x}");
+        let cluster = name.ends_with("-x3");
+        assert_eq!(
+            x["exits"].as_array().unwrap().len(),
+            if cluster { 3 } else { 1 }
+        );
+        assert!(x["startup"]["disk_after_start_bytes"].as_u64().unwrap() > 0);
+        let points = x["points"].as_array().unwrap();
+        // 2 key sizes × 2 client counts, for the first member; clusters also for all members.
+        assert_eq!(points.len(), if cluster { 16 } else { 8 }, "{name}");
+        for p in points {
+            let l = &p["load"];
+            assert!(l["successes"].as_u64().unwrap() > 0, "{p}");
+            assert_eq!(l["failures"], 0, "{p}");
+            assert!(l["target"].as_str().unwrap().starts_with("gRPC"), "{l}");
+            if p["target"] == "all" {
+                assert!(
+                    l["target"]
+                        .as_str()
+                        .unwrap()
+                        .contains("and 2 more endpoints"),
+                    "{l}"
+                );
+            }
+        }
+    }
+    // The seed-003 style table: deltas against each contender's baseline.
+    let out = run.stdout();
+    assert!(
+        out.contains(
+            "| key_size | clients | target | contender | req/s (delta) | p90 ms (delta) | failed |"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("| 256 | 8 | all | etcd-3.5-x3 | "), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| 64 | 1 | first | etcd-3.5 |"))
+        .unwrap();
+    assert!(row.contains("%)"), "{row}");
+}

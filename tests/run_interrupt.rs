@@ -1,0 +1,105 @@
+//! SIGTERM in the middle of a bake-off: bakeoff stops the contender, keeps what it measured,
+//! says how to continue, and `--resume` finishes the job without redoing finished work.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn sigterm_stops_cleanly_and_resume_finishes_the_run() {
+    let Some(nginx) = nginx_bin() else { return };
+    let dir = TempDir::new("interrupt");
+    let plan = format!(
+        "name = \"interrupt me\"\nrepetitions = 2\nbaseline = \"a\"\n{}{}\n[[scenario]]\nname = \"index\"\nhttp = \"/index.html\"\nduration = \"1s\"\n",
+        nginx_contender("a", &nginx, dir.path()),
+        nginx_contender("b", &nginx, dir.path())
+    );
+    let plan_path = dir.path().join("plan.toml");
+    std::fs::write(&plan_path, &plan).unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .arg("run")
+        .arg(&plan_path)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+
+    // Wait (bounded) until one repetition is done and the next is under way.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = read_results(&out);
+        let runs = r["runs"].as_array().cloned().unwrap_or_default();
+        let complete = runs.iter().filter(|x| x["status"] == "complete").count();
+        if complete >= 1 && runs.last().is_some_and(|x| x["status"] == "running") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run never got going: {r}");
+        assert!(child.try_wait().unwrap().is_none(), "bakeoff ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending a signal to our own child.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGTERM);
+    }
+    let stop_deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < stop_deadline,
+            "bakeoff did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("bakeoff run --resume"), "{stderr}");
+    assert!(leftovers(pid).is_empty(), "processes left behind");
+
+    let r = read_results(&out);
+    assert_eq!(r["status"], "interrupted");
+    let runs = r["runs"].as_array().unwrap().clone();
+    assert!(runs.iter().all(|x| x["status"] != "running"), "{r}");
+    let complete: Vec<_> = runs
+        .iter()
+        .filter(|x| x["status"] == "complete")
+        .cloned()
+        .collect();
+    assert!(!complete.is_empty() && complete.len() < 4, "{r}");
+
+    // Resume: finished repetitions are kept as they were, the rest is run.
+    let resumed = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .arg("run")
+        .arg("--resume")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let r = read_results(&out);
+    assert_eq!(r["status"], "complete");
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "{r}");
+    assert!(runs.iter().all(|x| x["status"] == "complete"), "{r}");
+    for c in &complete {
+        assert!(
+            runs.contains(c),
+            "a finished repetition changed on resume: {c}"
+        );
+    }
+    // A second resume has nothing left to do.
+    let again = bakeoff(&["run", "--resume", out.to_str().unwrap()]);
+    assert!(again.status.success());
+    assert_eq!(read_results(&out)["runs"].as_array().unwrap().len(), 4);
+}
