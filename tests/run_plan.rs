@@ -181,3 +181,33 @@ fn plan_mistakes_are_reported_with_line_and_column_before_anything_starts() {
         "{err}"
     );
 }
+
+#[test]
+fn cores_the_machine_lacks_are_reported_and_left_unpinned() {
+    let Some(nginx) = nginx_bin() else { return };
+    let dir = TempDir::new("run-cores");
+    let plan = format!(
+        "name = \"cores\"\nrepetitions = 1\ncores = {{ contender = [998], load = [999] }}\n{}\n[[scenario]]\nname = \"s\"\nhttp = \"/index.html\"\nrequests = 20\n",
+        nginx_contender("a", &nginx, dir.path())
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let warnings = run.results["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .contains("pins contenders to CPUs [998]"),
+        "{warnings:?}"
+    );
+    assert!(
+        run.stderr()
+            .contains("warning: the plan pins the load engine to CPUs [999]"),
+        "{}",
+        run.stderr()
+    );
+    assert!(run.results["environment"]["load_cpus"].is_null());
+    assert!(run.stdout().contains("## Warnings"), "{}", run.stdout());
+    assert_eq!(run.run("a", 1)["points"][0]["load"]["successes"], 20);
+}

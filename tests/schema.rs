@@ -7,6 +7,7 @@ mod common;
 use serde_json::Value;
 
 const SCHEMA: &str = include_str!("../docs/load-result.schema.json");
+const RESULTS_SCHEMA: &str = include_str!("../docs/results.schema.json");
 
 fn resolve<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
     match s.get("$ref").and_then(Value::as_str) {
@@ -32,6 +33,11 @@ fn type_ok(t: &str, v: &Value) -> bool {
 }
 
 fn check(root: &Value, schema: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
+    // The one reference across files: a scenario point's load result.
+    if schema.get("$ref").and_then(Value::as_str) == Some("load-result.schema.json") {
+        let load: Value = serde_json::from_str(SCHEMA).unwrap();
+        return check(&load, &load, v, path, errors);
+    }
     let schema = resolve(root, schema);
     if let Some(alts) = schema.get("oneOf").and_then(Value::as_array) {
         let fits = alts.iter().filter(|a| {
@@ -99,7 +105,11 @@ fn check(root: &Value, schema: &Value, v: &Value, path: &str, errors: &mut Vec<S
 }
 
 fn assert_fits(v: &Value) {
-    let root: Value = serde_json::from_str(SCHEMA).unwrap();
+    assert_fits_schema(SCHEMA, v);
+}
+
+fn assert_fits_schema(schema: &str, v: &Value) {
+    let root: Value = serde_json::from_str(schema).unwrap();
     let mut errors = Vec::new();
     check(&root, &root, v, "$", &mut errors);
     assert!(
@@ -147,4 +157,35 @@ fn the_checker_rejects_what_the_schema_forbids() {
     assert!(text.contains("`extra` is not in the schema"), "{text}");
     assert!(text.contains("sideways"), "{text}");
     assert!(text.contains("is not 1"), "{text}");
+}
+
+#[test]
+fn results_json_fits_its_committed_schema_including_failures() {
+    let Some(nginx) = common::nginx_bin() else {
+        return;
+    };
+    let dir = common::TempDir::new("schema-run");
+    let plan = format!(
+        r#"name = "schema"
+repetitions = 1
+baseline = "good"
+{}
+[[contender]]
+name = "broken"
+command = ["sh", "-c", "exit 4"]
+
+[[scenario]]
+name = "index"
+http = "GET /index.html?size={{size}}"
+matrix = {{ size = [1, 2] }}
+requests = 50
+"#,
+        common::nginx_contender("good", &nginx, dir.path())
+    );
+    let run = common::run_plan(dir.path(), &plan, &[]);
+    let r = &run.results;
+    assert_eq!(r["runs"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["runs"][0]["points"][1]["vars"]["size"], "2", "{r}");
+    assert_eq!(r["runs"][1]["status"], "failed", "{r}");
+    assert_fits_schema(RESULTS_SCHEMA, r);
 }

@@ -9,6 +9,7 @@ pub mod usage;
 
 use std::path::PathBuf;
 use std::process::Child;
+use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,38 @@ use usage::{Sampler, Usage};
 /// The environment variable every process started for a contender carries, so teardown can
 /// find the ones that left the process group.
 pub const TAG_VAR: &str = "BAKEOFF_RUN";
+
+/// Process groups of members now running, so a second Ctrl-C can kill them from the signal
+/// handler before bakeoff exits (their children would otherwise outlive it).
+static LIVE_GROUPS: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
+
+fn register_group(pgid: i32) {
+    for slot in &LIVE_GROUPS {
+        if slot.compare_exchange(0, pgid, SeqCst, SeqCst).is_ok() {
+            return;
+        }
+    }
+}
+
+fn unregister_group(pgid: i32) {
+    for slot in &LIVE_GROUPS {
+        let _ = slot.compare_exchange(pgid, 0, SeqCst, SeqCst);
+    }
+}
+
+/// Kills every running member's process group. Async-signal-safe (atomics and `kill` only),
+/// for use in a signal handler.
+pub fn kill_all_live() {
+    for slot in &LIVE_GROUPS {
+        let g = slot.load(SeqCst);
+        if g > 1 {
+            // SAFETY: kill has no memory preconditions.
+            unsafe {
+                libc::kill(-g, libc::SIGKILL);
+            }
+        }
+    }
+}
 
 /// Everything needed to start one contender for one repetition.
 pub struct Launch<'a> {
@@ -218,6 +251,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
                 for m in &mut members {
                     kill_group(m.pid, libc::SIGKILL);
                     m.poll(true);
+                    unregister_group(m.pid);
                 }
                 spawn::sweep(&tag);
                 return Err(StartError::Spawn {
@@ -227,6 +261,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
                 });
             }
         };
+        register_group(child.id() as i32);
         all_logs.extend(p.logs.iter().cloned());
         members.push(MemberProc {
             name: m.name.clone(),
@@ -464,6 +499,7 @@ impl Running {
         // Children that outlived their member's leader are still in its group.
         for m in &self.members {
             kill_group(m.pid, libc::SIGKILL);
+            unregister_group(m.pid);
         }
         spawn::sweep(&self.tag);
     }

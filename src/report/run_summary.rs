@@ -118,7 +118,7 @@ fn scenario(r: &Results, name: &str, call: &str, out: &mut String) {
         .flat_map(|x| &x.points)
         .find(|p| p.scenario == name);
     let var_names: Vec<String> = sample_point
-        .map(|p| p.vars.iter().map(|(k, _)| k.clone()).collect())
+        .map(|p| p.vars.keys().cloned().collect())
         .unwrap_or_default();
     let has_target = info.points.iter().any(|p| p.contains("target="));
     let mut head: Vec<String> = var_names.clone();
@@ -164,7 +164,7 @@ fn scenario(r: &Results, name: &str, call: &str, out: &mut String) {
             let bp = base_of(&|l| l.latency_us.p90 as f64 / 1e3);
             let failed: u64 = loads.iter().map(|l| l.failures).sum();
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
-            let mut row: Vec<String> = first.vars.iter().map(|(_, v)| v.clone()).collect();
+            let mut row: Vec<String> = first.vars.values().cloned().collect();
             row.push(first.clients.to_string());
             if has_target {
                 row.push(first.target.clone());

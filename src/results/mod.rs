@@ -4,6 +4,7 @@
 
 pub mod env;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +23,7 @@ pub struct Results {
     pub name: String,
     /// The plan file as given (absolute); its text is copied next to this file as `plan.toml`.
     pub plan_path: String,
-    /// `running`, `complete`, `interrupted` or `failed`.
+    /// `running`, `complete` or `interrupted`.
     pub status: String,
     /// A `--smoke` run (one repetition, short scenarios): not for comparing.
     pub smoke: bool,
@@ -104,7 +105,8 @@ pub struct Usage {
 pub struct PointRun {
     pub scenario: String,
     pub point: String,
-    pub vars: Vec<(String, String)>,
+    /// Matrix variables of this point.
+    pub vars: BTreeMap<String, String>,
     pub clients: usize,
     /// `first` or `all` members.
     pub target: String,

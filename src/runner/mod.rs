@@ -66,11 +66,17 @@ pub fn run(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // bakeoff's own threads (probes, the sampler) stay off the contenders' CPUs; contenders
+    // that are not pinned get every CPU back.
+    let allowed = crate::sys::allowed_cpus();
+    if let Some(l) = &load_cpus {
+        crate::sys::pin_current_thread(l).context("pinning bakeoff to the load CPUs")?;
+    }
     let ctx = Ctx {
         plan: &plan,
         dir: &dir,
         protos: &protos,
-        contender_cpus,
+        contender_cpus: contender_cpus.or_else(|| Some(allowed.clone())),
         load_cpus: load_cpus.unwrap_or_default(),
         rt: &rt,
     };
@@ -89,6 +95,7 @@ pub fn run(
         rep.contender_starting(name, repetition, step + 1, schedule.len());
         ctx.repetition(ci, repetition, &mut results, rep)?;
     }
+    let _ = crate::sys::pin_current_thread(&allowed);
     results.status = if INTERRUPTED.load(Relaxed) {
         "interrupted"
     } else {
@@ -126,6 +133,8 @@ fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, PathBuf, Resul
         );
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
+    // Absolute, so `{state}` still names the right folder for a contender with its own `dir`.
+    let dir = std::fs::canonicalize(&dir)?;
     results::write_atomic(&dir.join("plan.toml"), plan.text.as_bytes())?;
     let results = Results {
         schema_version: results::SCHEMA_VERSION,
@@ -179,6 +188,8 @@ fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, PathBuf, Resul
 /// Reopens an interrupted run: the plan is the copy kept with the results (paths in it are
 /// still relative to the original plan file); repetitions that did not finish are redone.
 fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
+    let dir = &std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot resume `{}`", dir.display()))?;
     let mut results = Results::load(dir)?;
     let text = std::fs::read_to_string(dir.join("plan.toml"))
         .with_context(|| format!("`{}` has no plan.toml to resume from", dir.display()))?;
@@ -210,9 +221,12 @@ fn pinning(plan: &Plan, warnings: &mut Vec<String>) -> (Option<Vec<usize>>, Opti
         if missing.is_empty() {
             Some(set.clone())
         } else {
-            warnings.push(format!(
+            let w = format!(
                 "the plan pins {what} to CPUs {set:?}, but this machine lets bakeoff use only {allowed:?} (CPUs {missing:?} are missing): {what} run unpinned"
-            ));
+            );
+            if !warnings.contains(&w) {
+                warnings.push(w); // once, also when resuming
+            }
             None
         }
     };
@@ -402,7 +416,7 @@ impl Ctx<'_> {
         let mut out = PointRun {
             scenario: s.name.clone(),
             point: p.label.clone(),
-            vars: p.vars.clone(),
+            vars: p.vars.iter().cloned().collect(),
             clients: p.clients,
             target: p.target.as_str().into(),
             started_at: results::now_utc(),
