@@ -39,6 +39,42 @@ pub enum Command {
     Call(CallArgs),
     /// Run a bake-off from a plan file: start each contender fresh, time it, load it, repeat.
     Run(RunArgs),
+    /// Compare benchmark results old against new (Go -bench output, Criterion folders,
+    /// hyperfine JSON, bakeoff results.json): medians, deltas, Mann-Whitney U, per unit.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline, then the inputs compared against it (format found from the content).
+    #[arg(value_name = "OLD NEW [MORE]", num_args = 2.., required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output: text (terminal), md, csv or json.
+    #[arg(long = "format", value_enum, default_value = "text")]
+    pub format: report::compare_table::Format,
+    /// Exit with status 3 when a change is significantly worse than this (e.g. 5%).
+    #[arg(long = "threshold", value_name = "PERCENT", value_parser = parse_percent)]
+    pub threshold: Option<f64>,
+    /// Significance level of the Mann-Whitney U test.
+    #[arg(long = "alpha", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Significant changes smaller than this are reported as within noise.
+    #[arg(long = "noise", value_name = "PERCENT", default_value = "1%", value_parser = parse_percent)]
+    pub noise: f64,
+}
+
+/// `5%`, `5` or `0.5%` → percent.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("`{s}` is not a percentage like 5%"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` must be 0% or more"))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -288,6 +324,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Load(args) => run_load(&args),
         Command::Call(args) => run_call(&args),
         Command::Run(args) => run_plan(&args),
+        Command::Compare(args) => run_compare(&args),
     }
 }
 
@@ -312,7 +349,7 @@ fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
 /// Exit codes of `bakeoff run`: 0 all went well, 2 a contender failed (its results and the
 /// others' are kept), 130 interrupted.
 fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
-    install_interrupt_handler();
+    install_handler(on_interrupt_run, 0);
     let opts = runner::RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),
@@ -335,6 +372,28 @@ fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     } else {
         0
     })
+}
+
+/// Exit codes of `bakeoff compare`: 0, or 3 when `--threshold` tripped.
+fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        bail!("--alpha must be between 0 and 1");
+    }
+    let sets = args
+        .inputs
+        .iter()
+        .map(|p| crate::import::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let opts = crate::compare::Options {
+        thresholds: crate::stats::Thresholds {
+            alpha: args.alpha,
+            noise: args.noise / 100.0,
+        },
+        fail_above_pct: args.threshold,
+    };
+    let r = crate::compare::compare(&sets, opts);
+    emit(&report::compare_table::render(&r, args.format))?;
+    Ok(if r.tripped > 0 { 3 } else { 0 })
 }
 
 fn drive<P: Protocol>(p: P, cfg: &LoadConfig) -> anyhow::Result<load::LoadResult> {
@@ -429,14 +488,28 @@ extern "C" fn on_interrupt(_: libc::c_int) {
     load::INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// During `bakeoff run`: the first Ctrl-C or SIGTERM stops after the step in progress and
+/// stops the contenders properly; a second one kills the contenders' process groups and exits.
+extern "C" fn on_interrupt_run(_: libc::c_int) {
+    if load::INTERRUPTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        crate::contender::kill_all_live();
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(130) }
+    }
+}
+
 /// First Ctrl-C or SIGTERM: stop sending, finish what is in flight, report what was
 /// measured. A second one kills as usual (SA_RESETHAND).
 fn install_interrupt_handler() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    install_handler(on_interrupt, libc::SA_RESETHAND);
+}
+
+fn install_handler(handler: extern "C" fn(libc::c_int), flags: libc::c_int) {
+    // SAFETY: the handlers only touch atomics and call async-signal-safe functions.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_interrupt as *const () as usize;
-        sa.sa_flags = libc::SA_RESETHAND;
+        sa.sa_sigaction = handler as *const () as usize;
+        sa.sa_flags = flags;
         libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
     }

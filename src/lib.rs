@@ -5,7 +5,9 @@
 //! [`report`] module turns results into text. [`cli`] parses flags into checked commands once.
 
 pub mod cli;
+pub mod compare;
 pub mod contender;
+pub mod import;
 pub mod load;
 pub mod plan;
 pub mod protocol;

@@ -1,5 +1,6 @@
 //! Turning measurements into text for people: the `load` summary and the progress bar.
 
+pub mod compare_table;
 pub mod load_summary;
 pub mod progress;
 pub mod run_summary;

@@ -1,0 +1,197 @@
+//! `bakeoff compare`: lines up benchmarks of several inputs (the first is the baseline),
+//! compares each against the baseline with [`crate::stats::compare`], and marks the rows that
+//! are significantly worse than a threshold. One table per unit, as benchstat prints them.
+
+use serde::Serialize;
+
+use crate::import::{BenchSet, Format};
+use crate::stats::{self, Comparison, Direction, Sample, Thresholds, Verdict};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    pub thresholds: Thresholds,
+    /// Fail (in percent) when a row is significantly worse by more than this.
+    pub fail_above_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub inputs: Vec<Input>,
+    pub alpha: f64,
+    pub noise_pct: f64,
+    pub threshold_pct: Option<f64>,
+    pub tables: Vec<Table>,
+    /// Benchmarks (with unit) that some input lacks, by input.
+    pub missing: Vec<Missing>,
+    /// Rows significantly worse than the threshold.
+    pub tripped: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Input {
+    pub label: String,
+    pub format: Format,
+    pub config: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Missing {
+    pub input: String,
+    /// `name (unit)` present in another input but not in this one.
+    pub benchmarks: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Table {
+    pub unit: String,
+    pub direction: Direction,
+    pub rows: Vec<Row>,
+    /// Per compared input: the geometric mean of new/old over rows where both are positive,
+    /// as a change in percent.
+    pub geomean_delta_pct: Vec<Option<f64>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub base: Summary,
+    /// One per compared input, `None` when that input lacks the row.
+    pub cells: Vec<Option<Cell>>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Summary {
+    pub n: usize,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub summary: Summary,
+    pub delta_pct: Option<f64>,
+    pub p: f64,
+    pub verdict: Verdict,
+    /// Significantly worse by more than the threshold.
+    pub tripped: bool,
+}
+
+fn summary(s: &Sample) -> Summary {
+    Summary {
+        n: s.len(),
+        median: s.median(),
+        min: s.min(),
+        max: s.max(),
+    }
+}
+
+/// Compares every input after the first against the first.
+pub fn compare(sets: &[BenchSet], opts: Options) -> Report {
+    let base = &sets[0];
+    let mut units: Vec<&str> = Vec::new();
+    for r in &base.rows {
+        if !units.contains(&r.unit.as_str()) {
+            units.push(&r.unit);
+        }
+    }
+    let mut tripped = 0;
+    let mut tables = Vec::new();
+    for unit in units {
+        let direction = base.direction(unit);
+        let mut rows = Vec::new();
+        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); sets.len() - 1];
+        for r in base.rows.iter().filter(|r| r.unit == unit) {
+            let Ok(old) = Sample::new(r.values.clone()) else {
+                continue;
+            };
+            let mut cells = Vec::new();
+            for (k, other) in sets[1..].iter().enumerate() {
+                let found = other
+                    .rows
+                    .iter()
+                    .find(|o| o.name == r.name && o.unit == unit);
+                let Some(new) = found.and_then(|o| Sample::new(o.values.clone()).ok()) else {
+                    cells.push(None);
+                    continue;
+                };
+                let c: Comparison = stats::compare(&old, &new, direction, opts.thresholds);
+                let trip = c.verdict == Verdict::Worse
+                    && opts
+                        .fail_above_pct
+                        .is_some_and(|t| c.delta_pct.is_some_and(|d| d.abs() > t));
+                tripped += usize::from(trip);
+                if c.old_median > 0.0 && c.new_median > 0.0 {
+                    ratios[k].push(c.new_median / c.old_median);
+                }
+                cells.push(Some(Cell {
+                    summary: summary(&new),
+                    delta_pct: c.delta_pct,
+                    p: c.p,
+                    verdict: c.verdict,
+                    tripped: trip,
+                }));
+            }
+            rows.push(Row {
+                name: r.name.clone(),
+                base: summary(&old),
+                cells,
+            });
+        }
+        let geomean_delta_pct = ratios
+            .iter()
+            .map(|r| stats::geomean(r).map(|g| (g - 1.0) * 100.0))
+            .collect();
+        tables.push(Table {
+            unit: unit.to_string(),
+            direction,
+            rows,
+            geomean_delta_pct,
+        });
+    }
+    Report {
+        inputs: sets
+            .iter()
+            .map(|s| Input {
+                label: s.label.clone(),
+                format: s.format,
+                config: s.config.clone(),
+            })
+            .collect(),
+        alpha: opts.thresholds.alpha,
+        noise_pct: opts.thresholds.noise * 100.0,
+        threshold_pct: opts.fail_above_pct,
+        tables,
+        missing: missing(sets),
+        tripped,
+    }
+}
+
+/// For each input, the benchmarks another input has and it lacks.
+fn missing(sets: &[BenchSet]) -> Vec<Missing> {
+    let key = |r: &crate::import::Row| format!("{} ({})", r.name, r.unit);
+    let mut out = Vec::new();
+    for (i, s) in sets.iter().enumerate() {
+        let mut lacks = Vec::new();
+        for (j, o) in sets.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            for r in &o.rows {
+                let k = key(r);
+                if !s.rows.iter().any(|x| x.name == r.name && x.unit == r.unit)
+                    && !lacks.contains(&k)
+                {
+                    lacks.push(k);
+                }
+            }
+        }
+        if !lacks.is_empty() {
+            out.push(Missing {
+                input: s.label.clone(),
+                benchmarks: lacks,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,62 @@
+//! bakeoff's own `results.json`: each repetition is a sample. Rows are named
+//! `contender/scenario [point]` (throughput and latency percentiles) and `contender/start-up`.
+
+use serde_json::Value;
+
+use super::{error, BenchSet, Format, ImportError};
+use crate::results::{Results, SCHEMA_VERSION};
+
+pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
+    if v["schema_version"].as_u64() != Some(u64::from(SCHEMA_VERSION)) {
+        return Err(error(
+            label,
+            None,
+            format!(
+                "results schema version {} (this bakeoff reads {SCHEMA_VERSION})",
+                v["schema_version"]
+            ),
+        ));
+    }
+    let r: Results = serde_json::from_value(v.clone())
+        .map_err(|e| error(label, None, format!("not a bakeoff results.json: {e}")))?;
+    let mut set = BenchSet::new(label, Format::BakeoffResults);
+    set.config
+        .push(("cpu".into(), r.environment.cpu_model.clone()));
+    set.config
+        .push(("kernel".into(), r.environment.kernel.clone()));
+    for run in &r.runs {
+        let c = &run.contender;
+        if let Some(s) = &run.startup {
+            set.push(
+                &format!("{c}/start-up"),
+                "first response s",
+                s.first_response_s,
+            );
+            set.push(&format!("{c}/start-up"), "ready s", s.ready_s);
+        }
+        if let Some(u) = &run.usage {
+            set.push(
+                &format!("{c}/start-up"),
+                "CPU s",
+                u.cpu_user_s + u.cpu_system_s,
+            );
+            set.push(
+                &format!("{c}/start-up"),
+                "peak RSS B",
+                u.peak_rss_bytes as f64,
+            );
+        }
+        for p in &run.points {
+            let Some(l) = &p.load else { continue };
+            let name = format!("{c}/{} [{}]", p.scenario, p.point);
+            set.push(&name, "req/s", l.requests_per_s);
+            set.push(&name, "p50 µs", l.latency_us.p50 as f64);
+            set.push(&name, "p90 µs", l.latency_us.p90 as f64);
+            set.push(&name, "p99 µs", l.latency_us.p99 as f64);
+        }
+    }
+    if set.rows.is_empty() {
+        return Err(error(label, None, "no measured runs in this results.json"));
+    }
+    Ok(set)
+}
