@@ -168,19 +168,14 @@ pub fn spawn(s: &SpawnSpec) -> Result<Child, String> {
     }
     let cpus = s.cpus.map(<[usize]>::to_vec);
     // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe system calls (prctl, sched_setaffinity) on stack data.
+    // async-signal-safe system calls (prctl, sched_setaffinity) on stack data; the CPU list
+    // was allocated before the fork.
     unsafe {
         cmd.pre_exec(move || {
             // If bakeoff dies, the member is killed with it.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
             if let Some(cpus) = &cpus {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                for &c in cpus {
-                    libc::CPU_SET(c, &mut set);
-                }
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+                crate::sys::pin_current_thread(cpus)?;
             }
             Ok(())
         });

@@ -89,24 +89,23 @@ impl Drop for Sampler {
     }
 }
 
-fn clock_tick() -> f64 {
+/// A `sysconf` value, or `fallback` when the system does not say.
+fn sysconf(name: libc::c_int, fallback: i64) -> i64 {
     // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
+    let v = unsafe { libc::sysconf(name) };
+    if v > 0 {
+        v
     } else {
-        100.0
+        fallback
     }
 }
 
+fn clock_tick() -> f64 {
+    sysconf(libc::_SC_CLK_TCK, 100) as f64
+}
+
 fn page_size() -> u64 {
-    // SAFETY: as above.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
-    }
+    sysconf(libc::_SC_PAGESIZE, 4096) as u64
 }
 
 /// One pass over `/proc`: CPU ticks per process and the summed RSS of the groups.

@@ -16,6 +16,23 @@ const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:{port}";
 
 type Res<T> = Result<T, PlanError>;
 
+/// The call keys a scenario and a setup step share (serde cannot flatten them into both
+/// while rejecting unknown keys, so the raw types repeat them and this picks them out).
+macro_rules! call_fields {
+    ($r:expr) => {
+        CallFields {
+            grpc: $r.grpc.as_ref(),
+            http: $r.http.as_ref(),
+            jsonrpc: $r.jsonrpc.as_ref(),
+            body: $r.body.as_ref(),
+            params: $r.params.as_ref(),
+            path: $r.path.as_ref(),
+            headers: &$r.headers,
+            h2: $r.h2,
+        }
+    };
+}
+
 pub fn check(path: &Path, text: &str) -> Res<Plan> {
     let loc = Locator::new(path, text);
     let raw: RawPlan = toml::from_str(text).map_err(|e| loc.from_toml(&e))?;
@@ -318,16 +335,7 @@ impl Checker<'_> {
         if name.is_empty() {
             return Err(self.at(&r.name, "a scenario needs a `name`"));
         }
-        let fields = CallFields {
-            grpc: r.grpc.as_ref(),
-            http: r.http.as_ref(),
-            jsonrpc: r.jsonrpc.as_ref(),
-            body: r.body.as_ref(),
-            params: r.params.as_ref(),
-            path: r.path.as_ref(),
-            headers: &r.headers,
-            h2: r.h2,
-        };
+        let fields = call_fields!(r);
         let call = self.call(s.span(), &fields, has_protos)?;
 
         let mut clients: Vec<usize> = match &r.clients {
@@ -423,16 +431,7 @@ impl Checker<'_> {
 
     fn step(&self, s: &Spanned<RawStep>, has_protos: bool, vars: &[&str]) -> Res<Step> {
         let r = s.get_ref();
-        let fields = CallFields {
-            grpc: r.grpc.as_ref(),
-            http: r.http.as_ref(),
-            jsonrpc: r.jsonrpc.as_ref(),
-            body: r.body.as_ref(),
-            params: r.params.as_ref(),
-            path: r.path.as_ref(),
-            headers: &r.headers,
-            h2: r.h2,
-        };
+        let fields = call_fields!(r);
         let call = self.call(s.span(), &fields, has_protos)?;
         self.vars_known(&call, vars, s.span())?;
         let requests = match &r.requests {
