@@ -39,9 +39,35 @@ pub enum Command {
     Call(CallArgs),
     /// Run a bake-off from a plan file: start each contender fresh, time it, load it, repeat.
     Run(RunArgs),
+    /// Send compatibility cases to several servers and compare their answers (the first
+    /// endpoint is the baseline).
+    Diff(DiffArgs),
     /// Compare benchmark results old against new (Go -bench output, Criterion folders,
     /// hyperfine JSON, bakeoff results.json): medians, deltas, Mann-Whitney U, per unit.
     Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// A TOML file of `[[compat]]` sections (and the `protos` they need), as in a plan.
+    #[arg(long = "cases", value_name = "FILE")]
+    pub cases: PathBuf,
+    /// The servers: the baseline first (http://host:port).
+    #[arg(value_name = "ENDPOINT", num_args = 2.., required = true)]
+    pub endpoints: Vec<String>,
+    /// A second instance of the baseline's build: fields on which it and the baseline
+    /// disagree are noise, not differences (repeatable).
+    #[arg(long = "noise", value_name = "ENDPOINT")]
+    pub noise: Vec<String>,
+    /// Exit with status 3 when a must-match case differs (for CI).
+    #[arg(long = "fail-on-diff")]
+    pub fail_on_diff: bool,
+    /// Print the analysis and every answer as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
+    /// Give up on a call after this long.
+    #[arg(long = "timeout", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
 }
 
 #[derive(Debug, Args)]
@@ -92,6 +118,9 @@ pub struct RunArgs {
     /// about a second.
     #[arg(long = "smoke")]
     pub smoke: bool,
+    /// Exit with status 3 when a must-match compat case differs (for CI).
+    #[arg(long = "fail-on-diff")]
+    pub fail_on_diff: bool,
 }
 
 /// What to call and how: shared by `load` and `call`.
@@ -325,6 +354,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Call(args) => run_call(&args),
         Command::Run(args) => run_plan(&args),
         Command::Compare(args) => run_compare(&args),
+        Command::Diff(args) => run_diff(&args),
     }
 }
 
@@ -346,8 +376,9 @@ fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     Ok(if result.interrupted { 130 } else { 0 })
 }
 
-/// Exit codes of `bakeoff run`: 0 all went well, 2 a contender failed (its results and the
-/// others' are kept), 130 interrupted.
+/// Exit codes of `bakeoff run`: 0 all went well, 2 a contender or a scenario point failed
+/// (what was measured is kept), 3 compat cases differ and `--fail-on-diff` was given,
+/// 130 interrupted.
 fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     install_handler(on_interrupt_run, 0);
     let opts = runner::RunOptions {
@@ -367,8 +398,70 @@ fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         );
         return Ok(130);
     }
-    Ok(if done.results.runs.iter().any(|r| r.status == "failed") {
+    let failed = done
+        .results
+        .runs
+        .iter()
+        .any(|r| r.status == "failed" || r.points.iter().any(|p| p.error.is_some()));
+    let differs = args.fail_on_diff
+        && report::compat::from_results(&done.results)
+            .iter()
+            .any(|c| c.differences > 0);
+    Ok(if failed {
         2
+    } else if differs {
+        3
+    } else {
+        0
+    })
+}
+
+/// Exit codes of `bakeoff diff`: 0, or 3 with `--fail-on-diff` when a case differs.
+fn run_diff(args: &DiffArgs) -> anyhow::Result<u8> {
+    use crate::compat::analyze::{analyze, Who};
+    let file = crate::plan::Plan::load_cases(&args.cases)?;
+    let protos = runner::drive::Protos {
+        files: file.protos.clone(),
+        includes: file.includes.clone(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut answers = Vec::new();
+    for ep in args.endpoints.iter().chain(&args.noise) {
+        crate::protocol::target::Endpoint::parse(ep).with_context(|| format!("endpoint `{ep}`"))?;
+        let mut all = Vec::new();
+        for set in &file.compat {
+            all.extend(
+                crate::compat::run_set(set, ep, &protos, args.timeout, &rt)
+                    .map_err(anyhow::Error::msg)?,
+            );
+        }
+        answers.push((ep.clone(), all));
+    }
+    let sets: Vec<crate::results::CompatSetInfo> = file
+        .compat
+        .iter()
+        .map(crate::results::CompatSetInfo::from)
+        .collect();
+    let who = Who {
+        baseline: &args.endpoints[0],
+        noise: args.noise.iter().map(String::as_str).collect(),
+        others: args.endpoints[1..].iter().map(String::as_str).collect(),
+    };
+    let refs: Vec<(&str, &[crate::results::CompatAnswer])> = answers
+        .iter()
+        .map(|(e, a)| (e.as_str(), a.as_slice()))
+        .collect();
+    let report = analyze(&sets, &who, &refs);
+    if args.json {
+        let out = serde_json::json!({ "report": report, "sets": sets, "answers": answers.iter().map(|(e, a)| serde_json::json!({"endpoint": e, "answers": a})).collect::<Vec<_>>() });
+        emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
+    } else {
+        emit(&report::compat::markdown(std::slice::from_ref(&report)))?;
+    }
+    Ok(if args.fail_on_diff && report.differences > 0 {
+        3
     } else {
         0
     })

@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod compat;
 pub mod contender;
 pub mod import;
 pub mod load;

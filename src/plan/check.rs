@@ -1,7 +1,7 @@
 //! From the file as written ([`super::raw`]) to the checked plan: every rule a plan must
 //! satisfy, each failure pointing at the value that breaks it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
@@ -9,6 +9,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::error::{nearest, Locator, PlanError};
+use super::matrix::{braced_words, expand};
 use super::raw::{RawContender, RawPlan, RawProbe, RawScenario, RawStep};
 use super::*;
 
@@ -59,18 +60,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         }
     };
     let cores = raw.cores.as_ref().map(|s| c.cores(s)).transpose()?;
-    let protos = raw
-        .protos
-        .iter()
-        .map(|p| {
-            let file = base.join(p.get_ref());
-            if file.is_file() {
-                Ok(file)
-            } else {
-                Err(c.at(p, format!("no such .proto file `{}`", file.display())))
-            }
-        })
-        .collect::<Res<Vec<_>>>()?;
+    let protos = c.protos(&raw.protos, base)?;
     let includes = raw.proto_include.iter().map(|p| base.join(p)).collect();
 
     if raw.contenders.is_empty() {
@@ -106,6 +96,28 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         };
     }
 
+    for (k, rc) in contenders.iter_mut().zip(&raw.contenders) {
+        if let Some(n) = &rc.get_ref().noise_of {
+            let target = known(n)?;
+            if target == k.name {
+                return Err(c.at(
+                    n,
+                    "`noise_of` names another contender (a second instance of its build)",
+                ));
+            }
+            k.noise_of = Some(target);
+        }
+    }
+    if let Some(k) = contenders.iter().find(|k| {
+        k.noise_of.as_ref().is_some_and(|t| {
+            contenders
+                .iter()
+                .any(|o| &o.name == t && o.noise_of.is_some())
+        })
+    }) {
+        return Err(loc.at(0..0, format!("`{}` is a noise instance of a noise instance; point `noise_of` at the real contender", k.name)));
+    }
+
     let mut scenarios = Vec::new();
     for rs in &raw.scenarios {
         let s = c.scenario(rs, !protos.is_empty())?;
@@ -117,6 +129,8 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         }
         scenarios.push(s);
     }
+
+    let compat = c.compat_sets(&raw.compat, base, !protos.is_empty(), raw.seed.unwrap_or(0))?;
 
     Ok(Plan {
         name,
@@ -130,23 +144,47 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         includes,
         contenders,
         scenarios,
+        compat,
     })
 }
 
-struct Checker<'a> {
-    loc: &'a Locator<'a>,
+pub(super) struct Checker<'a> {
+    pub(super) loc: &'a Locator<'a>,
 }
 
 impl Checker<'_> {
-    fn at<T>(&self, s: &Spanned<T>, message: impl Into<String>) -> PlanError {
+    /// `.proto` files, relative to the plan; each must exist.
+    pub(super) fn protos(
+        &self,
+        list: &[Spanned<String>],
+        base: &Path,
+    ) -> Res<Vec<std::path::PathBuf>> {
+        list.iter()
+            .map(|p| {
+                let file = base.join(p.get_ref());
+                if file.is_file() {
+                    Ok(file)
+                } else {
+                    Err(self.at(p, format!("no such .proto file `{}`", file.display())))
+                }
+            })
+            .collect()
+    }
+
+    pub(super) fn at<T>(&self, s: &Spanned<T>, message: impl Into<String>) -> PlanError {
         self.loc.at(s.span(), message)
     }
 
-    fn span(&self, span: Range<usize>, message: impl Into<String>) -> PlanError {
+    pub(super) fn span(&self, span: Range<usize>, message: impl Into<String>) -> PlanError {
         self.loc.at(span, message)
     }
 
-    fn duration(&self, s: Option<&Spanned<String>>, key: &str, default: Duration) -> Res<Duration> {
+    pub(super) fn duration(
+        &self,
+        s: Option<&Spanned<String>>,
+        key: &str,
+        default: Duration,
+    ) -> Res<Duration> {
         let Some(s) = s else { return Ok(default) };
         match parse_duration(s.get_ref()) {
             Ok(d) if !d.is_zero() => Ok(d),
@@ -243,10 +281,11 @@ impl Checker<'_> {
                 Duration::from_secs(10),
             )?,
             dir: r.dir.as_ref().map(|d| base.join(d)),
+            noise_of: None,
         })
     }
 
-    fn name(&self, s: &Spanned<String>, what: &str) -> Res<String> {
+    pub(super) fn name(&self, s: &Spanned<String>, what: &str) -> Res<String> {
         let n = s.get_ref().trim();
         if n.is_empty() || !n.chars().all(|c| c.is_alphanumeric() || "-_.".contains(c)) {
             return Err(self.at(
@@ -257,7 +296,7 @@ impl Checker<'_> {
         Ok(n.to_string())
     }
 
-    fn command(&self, s: &Spanned<Vec<String>>) -> Res<Vec<String>> {
+    pub(super) fn command(&self, s: &Spanned<Vec<String>>) -> Res<Vec<String>> {
         match s.get_ref().first() {
             Some(p) if !p.trim().is_empty() => Ok(s.get_ref().clone()),
             _ => Err(self.at(s, "a command is a list: program first, then its arguments")),
@@ -429,7 +468,7 @@ impl Checker<'_> {
         })
     }
 
-    fn step(&self, s: &Spanned<RawStep>, has_protos: bool, vars: &[&str]) -> Res<Step> {
+    pub(super) fn step(&self, s: &Spanned<RawStep>, has_protos: bool, vars: &[&str]) -> Res<Step> {
         let r = s.get_ref();
         let fields = call_fields!(r);
         let call = self.call(s.span(), &fields, has_protos)?;
@@ -442,7 +481,7 @@ impl Checker<'_> {
         Ok(Step { call, requests })
     }
 
-    fn call(&self, span: Range<usize>, f: &CallFields, has_protos: bool) -> Res<Call> {
+    pub(super) fn call(&self, span: Range<usize>, f: &CallFields, has_protos: bool) -> Res<Call> {
         let headers: Vec<(String, String)> = f.headers.clone().into_iter().collect();
         let path = f.path.map(|p| p.get_ref().clone());
         match (f.grpc, f.http, f.jsonrpc) {
@@ -506,7 +545,7 @@ impl Checker<'_> {
 
     /// A `{name}` in a call that is neither a matrix variable nor a template keyword is
     /// almost always a typo; catch it now instead of sending it literally.
-    fn vars_known(&self, call: &Call, vars: &[&str], span: Range<usize>) -> Res<()> {
+    pub(super) fn vars_known(&self, call: &Call, vars: &[&str], span: Range<usize>) -> Res<()> {
         let texts: Vec<&str> = match call {
             Call::Grpc { body, .. } => vec![body],
             Call::Http { path, body, .. } => [Some(path.as_str()), body.as_deref()]
@@ -532,81 +571,21 @@ impl Checker<'_> {
     }
 }
 
-struct CallFields<'a> {
-    grpc: Option<&'a Spanned<String>>,
-    http: Option<&'a Spanned<String>>,
-    jsonrpc: Option<&'a Spanned<String>>,
-    body: Option<&'a Spanned<toml::Value>>,
-    params: Option<&'a Spanned<toml::Value>>,
-    path: Option<&'a Spanned<String>>,
-    headers: &'a BTreeMap<String, String>,
-    h2: bool,
+pub(super) struct CallFields<'a> {
+    pub(super) grpc: Option<&'a Spanned<String>>,
+    pub(super) http: Option<&'a Spanned<String>>,
+    pub(super) jsonrpc: Option<&'a Spanned<String>>,
+    pub(super) body: Option<&'a Spanned<toml::Value>>,
+    pub(super) params: Option<&'a Spanned<toml::Value>>,
+    pub(super) path: Option<&'a Spanned<String>>,
+    pub(super) headers: &'a BTreeMap<String, String>,
+    pub(super) h2: bool,
 }
 
 /// A body or params value: a string is used as written, a table or array becomes JSON.
-fn value_text(v: &toml::Value) -> String {
+pub(super) fn value_text(v: &toml::Value) -> String {
     match v {
         toml::Value::String(s) => s.clone(),
         other => serde_json::to_string(other).expect("TOML values serialize to JSON"),
     }
-}
-
-/// `{word}` placeholders made of identifier characters only (JSON's `{"` never matches).
-fn braced_words(text: &str) -> BTreeSet<&str> {
-    let mut out = BTreeSet::new();
-    let mut rest = text;
-    while let Some(i) = rest.find('{') {
-        rest = &rest[i + 1..];
-        if let Some(end) = rest.find('}') {
-            let w = &rest[..end];
-            if !w.is_empty()
-                && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !w.starts_with(|c: char| c.is_ascii_digit())
-            {
-                out.insert(w);
-            }
-        }
-    }
-    out
-}
-
-/// Every combination: target outermost, then the matrix variables, then clients, so a table
-/// reads like seed 003 (key size, clients, target).
-fn expand(
-    targets: &[Option<Spread>],
-    axes: &[(String, Vec<String>)],
-    clients: &[usize],
-) -> Vec<Point> {
-    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
-    for (k, vals) in axes {
-        combos = combos
-            .into_iter()
-            .flat_map(|c| {
-                vals.iter().map(move |v| {
-                    let mut c = c.clone();
-                    c.push((k.clone(), v.clone()));
-                    c
-                })
-            })
-            .collect();
-    }
-    let mut points = Vec::new();
-    for t in targets {
-        for vars in &combos {
-            for &n in clients {
-                let mut label: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                label.push(format!("clients={n}"));
-                if let Some(t) = t {
-                    label.push(format!("target={}", t.as_str()));
-                }
-                points.push(Point {
-                    label: label.join(" "),
-                    vars: vars.clone(),
-                    clients: n,
-                    target: t.unwrap_or(Spread::First),
-                });
-            }
-        }
-    }
-    points
 }

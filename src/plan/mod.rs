@@ -3,7 +3,9 @@
 //! of the crate only ever sees the checked types below.
 
 mod check;
+mod compat;
 pub mod error;
+mod matrix;
 mod raw;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +29,45 @@ pub struct Plan {
     pub includes: Vec<PathBuf>,
     pub contenders: Vec<Contender>,
     pub scenarios: Vec<Scenario>,
+    pub compat: Vec<CompatSet>,
+}
+
+/// `[[compat]]`: one call made with many requests; every contender gets every request and
+/// the answers are compared with the baseline's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompatSet {
+    /// Defaults to the call, e.g. `etcdserverpb.KV/Range`.
+    pub name: String,
+    /// The call; a request is its body (gRPC, HTTP) or params (JSON-RPC), or replaces
+    /// `{case}` where the call's path or body has it.
+    pub call: Call,
+    pub cases: Vec<Case>,
+    pub mode: CompatMode,
+    /// Field paths left out of the comparison (`header.member_id`; `kvs[].create_revision`).
+    pub ignore: Vec<String>,
+    /// Repeated fields compared as multisets.
+    pub unordered: Vec<String>,
+    /// Fields equal when one is the other with its bytes reversed (still reported).
+    pub byte_order: Vec<String>,
+    /// Calls made once, before the cases.
+    pub setup: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// The request as text; `raw:BASE64` sends those bytes as a gRPC message as they are.
+    pub request: String,
+    /// Where it came from: `cases.jsonl:12`, `requests[3]`, `generate #7`.
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompatMode {
+    /// A difference is a finding.
+    MustMatch,
+    /// Answers that legitimately change (the tip of a chain): kept and shown, never counted.
+    RecordOnly,
 }
 
 /// In which order contenders take turns: `A B A B …` (spreads slow drift of the machine over
@@ -60,6 +101,9 @@ pub struct Contender {
     /// How long to wait after SIGTERM before SIGKILL.
     pub stop_timeout: Duration,
     pub dir: Option<PathBuf>,
+    /// A second instance of this contender's build, started only for the compat cases to
+    /// tell noise from differences.
+    pub noise_of: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -202,6 +246,17 @@ impl Call {
         }
     }
 
+    /// Whether `text` appears in the call's path, body or params.
+    pub fn mentions(&self, text: &str) -> bool {
+        match self {
+            Call::Grpc { body, .. } => body.contains(text),
+            Call::Http { path, body, .. } => {
+                path.contains(text) || body.as_deref().is_some_and(|b| b.contains(text))
+            }
+            Call::JsonRpc { path, params, .. } => path.contains(text) || params.contains(text),
+        }
+    }
+
     /// e.g. `etcdserverpb.KV/Range` or `GET /index.html`.
     pub fn describe(&self) -> String {
         match self {
@@ -242,6 +297,29 @@ impl Plan {
         check::check(path, text)
     }
 
+    /// Reads a cases file for `bakeoff diff`: `[[compat]]` sections and their `.proto` files,
+    /// or a whole plan (its contenders are then not used).
+    pub fn load_cases(path: &Path) -> anyhow::Result<CasesFile> {
+        use anyhow::Context as _;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the cases file `{}`", path.display()))?;
+        let is_plan = toml::from_str::<toml::Table>(&text)
+            .is_ok_and(|t| t.contains_key("contender") || t.contains_key("name"));
+        if is_plan {
+            let p = Plan::parse(path, &text)?;
+            if p.compat.is_empty() {
+                anyhow::bail!("the plan `{}` has no [[compat]] sections", path.display());
+            }
+            return Ok(CasesFile {
+                seed: p.seed,
+                protos: p.protos,
+                includes: p.includes,
+                compat: p.compat,
+            });
+        }
+        Ok(compat::check_cases_file(path, &text)?)
+    }
+
     /// The contender `name` is compared against (none for the baseline itself).
     pub fn baseline_of(&self, name: &str) -> Option<&str> {
         let c = self.contenders.iter().find(|c| c.name == name)?;
@@ -259,6 +337,15 @@ impl Plan {
         }
         self
     }
+}
+
+/// A cases file for `bakeoff diff`.
+#[derive(Debug, Clone)]
+pub struct CasesFile {
+    pub seed: u64,
+    pub protos: Vec<PathBuf>,
+    pub includes: Vec<PathBuf>,
+    pub compat: Vec<CompatSet>,
 }
 
 /// Parses `250ms`, `10s`, `2m`, `1h`, `1.5s` or a bare number of seconds.

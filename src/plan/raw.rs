@@ -26,6 +26,60 @@ pub struct RawPlan {
     pub contenders: Vec<Spanned<RawContender>>,
     #[serde(rename = "scenario", default)]
     pub scenarios: Vec<Spanned<RawScenario>>,
+    #[serde(rename = "compat", default)]
+    pub compat: Vec<Spanned<RawCompat>>,
+}
+
+/// A file of compatibility cases for `bakeoff diff --cases FILE`: a plan's `[[compat]]`
+/// sections with the `.proto` files they need, and nothing else.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCasesFile {
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub protos: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub proto_include: Vec<String>,
+    #[serde(rename = "compat", default)]
+    pub compat: Vec<Spanned<RawCompat>>,
+}
+
+/// `[[compat]]`: the same call made with many requests, answers compared across contenders.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCompat {
+    pub name: Option<Spanned<String>>,
+    pub grpc: Option<Spanned<String>>,
+    pub http: Option<Spanned<String>>,
+    pub jsonrpc: Option<Spanned<String>>,
+    pub path: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub h2: bool,
+    /// A JSONL file of requests, relative to the plan.
+    pub cases: Option<Spanned<String>>,
+    /// Requests written in the plan (strings, or tables turned into JSON).
+    #[serde(default)]
+    pub requests: Vec<Spanned<toml::Value>>,
+    pub generate: Option<Spanned<RawGenerate>>,
+    pub mode: Option<Spanned<String>>,
+    #[serde(default)]
+    pub ignore: Vec<String>,
+    #[serde(default)]
+    pub unordered: Vec<String>,
+    #[serde(default)]
+    pub byte_order: Vec<String>,
+    #[serde(default)]
+    pub setup: Vec<Spanned<RawStep>>,
+}
+
+/// `count` requests from one template (`{seq}` is 0..count, `{rand:…}` follows the seed).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGenerate {
+    pub count: Spanned<i64>,
+    pub request: Spanned<toml::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -57,6 +111,9 @@ pub struct RawContender {
     pub stop_timeout: Option<Spanned<String>>,
     #[serde(rename = "member", default)]
     pub members: Vec<Spanned<RawMember>>,
+    /// A second instance of that contender's build, started only to answer the compat
+    /// cases: fields on which the two disagree are noise.
+    pub noise_of: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

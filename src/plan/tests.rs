@@ -179,3 +179,62 @@ ready = { http = "http://127.0.0.1:{port:c2}/health", status = 200, attempt_time
     );
     assert_eq!(p.baseline_of("x3"), None);
 }
+
+#[test]
+fn compat_sections_collect_their_cases_from_everywhere() {
+    let dir = std::env::temp_dir().join(format!("bakeoff-plan-compat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("cases.jsonl"),
+        "# a comment\n{\"id\": 1}\n\n{\"id\": 2}\n",
+    )
+    .unwrap();
+    let text = format!(
+        "{ONE}\n[[compat]]\nhttp = \"POST /api\"\ncases = \"cases.jsonl\"\nrequests = ['x', {{ id = 3 }}]\n\
+         generate = {{ count = 3, request = '{{\"id\": {{seq}}}}' }}\nmode = \"record_only\"\nignore = [\"header\"]\n"
+    );
+    let p = Plan::parse(&dir.join("plan.toml"), &text).unwrap();
+    let s = &p.compat[0];
+    assert_eq!(s.name, "POST /api");
+    assert_eq!(s.mode, CompatMode::RecordOnly);
+    let got: Vec<(&str, &str)> = s
+        .cases
+        .iter()
+        .map(|c| (c.request.as_str(), c.origin.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("{\"id\": 1}", "cases.jsonl:2"),
+            ("{\"id\": 2}", "cases.jsonl:4"),
+            ("x", "requests[0]"),
+            ("{\"id\":3}", "requests[1]"),
+            ("{\"id\": 0}", "generate #0"),
+            ("{\"id\": 1}", "generate #1"),
+            ("{\"id\": 2}", "generate #2"),
+        ]
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn compat_mistakes_are_pointed_at() {
+    let e = err(&format!("{ONE}\n[[compat]]\nhttp = \"POST /\"\n"));
+    assert!(e.contains("needs requests"), "{e}");
+    let e = err(&format!(
+        "protos = [\"Cargo.toml\"]\n{ONE}\n[[compat]]\ngrpc = \"a.B/C\"\nrequests = ['not json']\n"
+    ));
+    assert!(e.contains("a gRPC request is a JSON object"), "{e}");
+    let e = err(&format!(
+        "protos = [\"Cargo.toml\"]\n{ONE}\n[[compat]]\ngrpc = \"a.B/C\"\nrequests = ['raw:%%%']\n"
+    ));
+    assert!(e.contains("base64"), "{e}");
+    let e = err(&format!(
+        "{ONE}\n[[compat]]\nhttp = \"POST /\"\nrequests = ['x']\nmode = \"maybe\"\n"
+    ));
+    assert!(e.contains("`mode` is `must_match` or `record_only`"), "{e}");
+    let e = err(&format!("{ONE}noise_of = \"b\"\n"));
+    assert!(e.contains("no contender is named `b`"), "{e}");
+    let e = err(&format!("{ONE}noise_of = \"a\"\n"));
+    assert!(e.contains("`noise_of` names another contender"), "{e}");
+}

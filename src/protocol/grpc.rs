@@ -202,6 +202,24 @@ impl Grpc {
         })
     }
 
+    /// A client that sends `message` (already encoded, possibly malformed) as it is.
+    pub fn raw(
+        endpoint: Endpoint,
+        method: MethodDescriptor,
+        message: &[u8],
+        keep_body: bool,
+    ) -> Grpc {
+        let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
+        Grpc {
+            endpoint,
+            method,
+            path,
+            body: Body::Fixed(frame(message)),
+            seed: 0,
+            keep_body,
+        }
+    }
+
     pub fn method(&self) -> &MethodDescriptor {
         &self.method
     }

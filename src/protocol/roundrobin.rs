@@ -21,6 +21,13 @@ impl<P: Protocol> RoundRobin<P> {
     }
 }
 
+impl<P> RoundRobin<P> {
+    /// The client for the first endpoint.
+    pub fn first(&self) -> &P {
+        &self.parts[0]
+    }
+}
+
 impl<P: Protocol> Protocol for RoundRobin<P> {
     type Conn = (usize, P::Conn);
 

@@ -1,6 +1,7 @@
 //! Turning measurements into text for people: the `load` summary and the progress bar.
 
 pub mod compare_table;
+pub mod compat;
 pub mod load_summary;
 pub mod progress;
 pub mod run_summary;

@@ -15,6 +15,7 @@ pub fn render(r: &Results) -> String {
         let _ = writeln!(out, "_Smoke run: one repetition, short scenarios — check the plan, do not compare these numbers._\n");
     }
     startup(r, &mut out);
+    out.push_str(&super::compat::markdown(&super::compat::from_results(r)));
     for s in &r.scenarios {
         scenario(r, &s.name, &s.call, &mut out);
     }

@@ -40,6 +40,44 @@ pub struct Results {
     pub runs: Vec<Run>,
     /// Things the reader should know (fewer cores than asked, a cleanup that failed, ...).
     pub warnings: Vec<String>,
+    /// The plan's `[[compat]]` sections, with every request; answers are in each run.
+    pub compat: Vec<CompatSetInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompatSetInfo {
+    pub name: String,
+    pub call: String,
+    pub mode: crate::plan::CompatMode,
+    pub ignore: Vec<String>,
+    pub unordered: Vec<String>,
+    pub byte_order: Vec<String>,
+    pub cases: Vec<CaseInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseInfo {
+    pub request: String,
+    /// `cases.jsonl:12`, `requests[3]`, `generate #7`.
+    pub origin: String,
+}
+
+/// One contender's answer to one compat case.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompatAnswer {
+    pub set: String,
+    /// Index into the set's cases.
+    pub case: usize,
+    /// e.g. `gRPC OK`, `HTTP 404`, `timeout`.
+    pub outcome: String,
+    pub success: bool,
+    /// The status message or error text, if any.
+    pub detail: Option<String>,
+    /// Each message (one for unary calls) in canonical JSON: gRPC decoded with proto field
+    /// names and defaults included; HTTP and JSON-RPC bodies parsed when they are JSON.
+    pub messages: Vec<serde_json::Value>,
+    /// Each message's bytes, base64.
+    pub raw: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -48,6 +86,8 @@ pub struct ContenderInfo {
     /// The contender this one is compared against.
     pub baseline: Option<String>,
     pub members: Vec<MemberInfo>,
+    /// Set for a second instance of another contender's build, run only for compat noise.
+    pub noise_of: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -83,6 +123,8 @@ pub struct Run {
     pub exits: Vec<MemberExit>,
     /// Log files, relative to the results directory.
     pub logs: Vec<String>,
+    /// Answers to the compat cases (first repetition only).
+    pub compat: Vec<CompatAnswer>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
@@ -115,6 +157,27 @@ pub struct PointRun {
     pub contender_cpu_s: Option<f64>,
     pub load: Option<LoadResult>,
     pub error: Option<String>,
+}
+
+impl From<&crate::plan::CompatSet> for CompatSetInfo {
+    fn from(s: &crate::plan::CompatSet) -> CompatSetInfo {
+        CompatSetInfo {
+            name: s.name.clone(),
+            call: s.call.describe(),
+            mode: s.mode,
+            ignore: s.ignore.clone(),
+            unordered: s.unordered.clone(),
+            byte_order: s.byte_order.clone(),
+            cases: s
+                .cases
+                .iter()
+                .map(|c| CaseInfo {
+                    request: c.request.clone(),
+                    origin: c.origin.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 impl Results {

@@ -41,6 +41,7 @@ impl Driver {
         endpoints: &[String],
         protos: &Protos,
         seed: u64,
+        keep_body: bool,
     ) -> anyhow::Result<Driver> {
         let eps = endpoints
             .iter()
@@ -53,7 +54,7 @@ impl Driver {
                 let t = Template::parse(body).context("gRPC request body")?;
                 let parts = eps
                     .into_iter()
-                    .map(|ep| Grpc::new(ep, m.clone(), t.clone(), seed, false))
+                    .map(|ep| Grpc::new(ep, m.clone(), t.clone(), seed, keep_body))
                     .collect::<Result<Vec<_>, _>>()?;
                 Driver::Grpc(RoundRobin::new(parts))
             }
@@ -88,14 +89,14 @@ impl Driver {
                     let parts = eps
                         .into_iter()
                         .map(|ep| {
-                            Http2::new(ep, request()?, seed, false).map_err(anyhow::Error::msg)
+                            Http2::new(ep, request()?, seed, keep_body).map_err(anyhow::Error::msg)
                         })
                         .collect::<anyhow::Result<Vec<_>>>()?;
                     Driver::Http2(RoundRobin::new(parts))
                 } else {
                     let parts = eps
                         .into_iter()
-                        .map(|ep| Ok(Http1::new(ep, request()?, seed, false)))
+                        .map(|ep| Ok(Http1::new(ep, request()?, seed, keep_body)))
                         .collect::<anyhow::Result<Vec<_>>>()?;
                     Driver::Http1(RoundRobin::new(parts))
                 }
@@ -110,12 +111,28 @@ impl Driver {
                     .into_iter()
                     .map(|mut ep| {
                         ep.path = path.clone();
-                        JsonRpc::new(ep, method, params, headers.clone(), seed, false)
+                        JsonRpc::new(ep, method, params, headers.clone(), seed, keep_body)
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 Driver::JsonRpc(RoundRobin::new(parts))
             }
         })
+    }
+
+    /// A gRPC client that sends `b64`'s bytes as the request message, unchecked.
+    pub fn build_raw_grpc(
+        method: &str,
+        b64: &str,
+        endpoint: &str,
+        protos: &Protos,
+    ) -> anyhow::Result<Driver> {
+        use base64::Engine as _;
+        let m = grpc::load_method(&protos.files, &protos.includes, method)?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64.trim())?;
+        let ep = Endpoint::parse(endpoint)?;
+        Ok(Driver::Grpc(RoundRobin::new(vec![Grpc::raw(
+            ep, m, &bytes, true,
+        )])))
     }
 
     pub fn run(
@@ -151,7 +168,7 @@ pub fn run_step(
 ) -> anyhow::Result<()> {
     let call = step.call.with_vars(vars);
     let what = call.describe();
-    let driver = Driver::build(&call, &[endpoint.to_string()], protos, seed)
+    let driver = Driver::build(&call, &[endpoint.to_string()], protos, seed, false)
         .with_context(|| format!("setup step `{what}`"))?;
     let threads = 1;
     let cfg = LoadConfig::new(

@@ -25,6 +25,7 @@ pub trait Reporter {
     fn load_progress(&mut self, _p: Progress) {}
     fn point_done(&mut self, _scenario: &str, _point: &str, _result: &LoadResult) {}
     fn point_failed(&mut self, _scenario: &str, _point: &str, _error: &str) {}
+    fn compat_done(&mut self, _set: &str, _cases: usize) {}
 }
 
 /// Prints each event as a line on stderr (and a progress bar while a point runs, on a TTY).
@@ -92,6 +93,9 @@ impl Reporter for Terminal {
     fn point_failed(&mut self, scenario: &str, point: &str, error: &str) {
         self.bar.finish();
         say(&format!("  {scenario} [{point}] FAILED: {error}"));
+    }
+    fn compat_done(&mut self, set: &str, cases: usize) {
+        say(&format!("  compat {set}: {cases} cases answered"));
     }
 }
 

@@ -19,6 +19,9 @@ use crate::results::{self, env::Environment, PointRun, Results, Run};
 use drive::{Driver, Protos};
 pub use events::Reporter;
 
+/// Per compat call: a server that holds a request longer is recorded as timed out.
+const COMPAT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Where results go [default: `bakeoff-results/<timestamp>-<name>`].
@@ -168,6 +171,7 @@ fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, PathBuf, Resul
                         endpoint: m.endpoint.clone(),
                     })
                     .collect(),
+                noise_of: c.noise_of.clone(),
             })
             .collect(),
         scenarios: plan
@@ -181,6 +185,11 @@ fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, PathBuf, Resul
             .collect(),
         runs: Vec::new(),
         warnings: Vec::new(),
+        compat: plan
+            .compat
+            .iter()
+            .map(results::CompatSetInfo::from)
+            .collect(),
     };
     Ok((plan, dir, results))
 }
@@ -235,16 +244,20 @@ fn pinning(plan: &Plan, warnings: &mut Vec<String>) -> (Option<Vec<usize>>, Opti
     (c, l)
 }
 
-/// (repetition, contender index) in the order they run.
+/// (repetition, contender index) in the order they run. A noise instance only answers the
+/// compat cases, so it runs once.
 fn schedule(plan: &Plan) -> Vec<(u32, usize)> {
     let reps = 1..=plan.repetitions;
     let n = plan.contenders.len();
-    match plan.order {
+    let all: Vec<(u32, usize)> = match plan.order {
         Order::Interleaved => reps.flat_map(|r| (0..n).map(move |c| (r, c))).collect(),
         Order::Sequential => (0..n)
             .flat_map(|c| reps.clone().map(move |r| (r, c)))
             .collect(),
-    }
+    };
+    all.into_iter()
+        .filter(|&(r, c)| r == 1 || plan.contenders[c].noise_of.is_none())
+        .collect()
 }
 
 struct Ctx<'a> {
@@ -281,6 +294,7 @@ impl Ctx<'_> {
             disk_end_bytes: None,
             exits: Vec::new(),
             logs: Vec::new(),
+            compat: Vec::new(),
         });
         let idx = results.runs.len() - 1;
         let save = |results: &Results| results.save(self.dir).context("writing results.json");
@@ -299,7 +313,13 @@ impl Ctx<'_> {
             Ok(r) => r,
             Err(e) => {
                 let run = &mut results.runs[idx];
-                run.status = "failed".into();
+                // A setup command cut short by Ctrl-C is redone on --resume, not a failure.
+                run.status = if INTERRUPTED.load(Relaxed) {
+                    "interrupted"
+                } else {
+                    "failed"
+                }
+                .into();
                 run.error = Some(format!("did not start: {e}"));
                 rep.contender_failed(&c.name, &e.to_string());
                 let _ = std::fs::remove_dir_all(&state);
@@ -320,7 +340,12 @@ impl Ctx<'_> {
                     disk_after_start_bytes: contender::usage::disk_usage(&state),
                 });
                 save(results)?;
-                self.serve(&mut running, results, idx, rep)?;
+                if repetition == 1 && !self.plan.compat.is_empty() {
+                    self.compat(&running, results, idx, rep)?;
+                }
+                if c.noise_of.is_none() {
+                    self.serve(&mut running, results, idx, rep)?;
+                }
             }
             Err((first, e)) => {
                 let text = match first {
@@ -365,6 +390,42 @@ impl Ctx<'_> {
         let _ = std::fs::remove_dir_all(&state);
         let _ = std::fs::remove_dir(self.dir.join("state")); // only when empty
         save(results)
+    }
+
+    /// Every compat case against the contender's first member; answers kept in the run.
+    fn compat(
+        &self,
+        running: &Running,
+        results: &mut Results,
+        idx: usize,
+        rep: &mut dyn Reporter,
+    ) -> anyhow::Result<()> {
+        for set in &self.plan.compat {
+            if INTERRUPTED.load(Relaxed) {
+                return Ok(());
+            }
+            let answers = crate::compat::run_set(
+                set,
+                &running.endpoints[0],
+                self.protos,
+                COMPAT_TIMEOUT,
+                self.rt,
+            );
+            match answers {
+                Ok(a) => {
+                    rep.compat_done(&set.name, a.len());
+                    results.runs[idx].compat.extend(a);
+                }
+                Err(e) => {
+                    rep.point_failed(&set.name, "compat setup", &e);
+                    results
+                        .warnings
+                        .push(format!("{} repetition 1: {e}", results.runs[idx].contender));
+                }
+            }
+            results.save(self.dir).context("writing results.json")?;
+        }
+        Ok(())
     }
 
     /// Every scenario point against a running contender. Stops at the first sign that the
@@ -447,6 +508,7 @@ impl Ctx<'_> {
             &endpoints,
             self.protos,
             self.plan.seed,
+            false,
         );
         let threads = self.load_cpus.len();
         let cfg = LoadConfig::new(s.pacing, s.stop, p.clients, threads, s.warmup, s.timeout)

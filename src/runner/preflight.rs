@@ -44,11 +44,17 @@ pub fn check(plan: &Plan, protos: &Protos) -> anyhow::Result<()> {
     let dummy = ["http://127.0.0.1:1".to_string()];
     for s in &plan.scenarios {
         for p in &s.points {
-            Driver::build(&s.call.with_vars(&p.vars), &dummy, protos, plan.seed)
+            Driver::build(&s.call.with_vars(&p.vars), &dummy, protos, plan.seed, false)
                 .with_context(|| format!("scenario `{}` [{}]", s.name, p.label))?;
             for step in &s.setup {
-                Driver::build(&step.call.with_vars(&p.vars), &dummy, protos, plan.seed)
-                    .with_context(|| format!("scenario `{}` [{}], setup step", s.name, p.label))?;
+                Driver::build(
+                    &step.call.with_vars(&p.vars),
+                    &dummy,
+                    protos,
+                    plan.seed,
+                    false,
+                )
+                .with_context(|| format!("scenario `{}` [{}], setup step", s.name, p.label))?;
             }
         }
     }

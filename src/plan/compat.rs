@@ -1,0 +1,185 @@
+//! Checking `[[compat]]` sections (in a plan or a `bakeoff diff` cases file): where the
+//! requests come from (a JSONL file, the plan itself, a seeded generator), how answers are
+//! normalized, and whether a difference counts.
+
+use std::path::Path;
+
+use toml::Spanned;
+
+use super::check::{value_text, CallFields, Checker};
+use super::error::{Locator, PlanError};
+use super::raw::{RawCasesFile, RawCompat};
+use super::{Call, Case, CasesFile, CompatMode, CompatSet};
+use crate::protocol::template::Template;
+
+type Res<T> = Result<T, PlanError>;
+
+impl Checker<'_> {
+    /// Every `[[compat]]` section, with names unique.
+    pub(super) fn compat_sets(
+        &self,
+        raw: &[Spanned<RawCompat>],
+        base: &Path,
+        has_protos: bool,
+        seed: u64,
+    ) -> Res<Vec<CompatSet>> {
+        let mut sets: Vec<CompatSet> = Vec::new();
+        for s in raw {
+            let set = self.compat(s, base, has_protos, seed)?;
+            if sets.iter().any(|o| o.name == set.name) {
+                let m = format!(
+                    "two [[compat]] sections are named `{}`; give one a `name`",
+                    set.name
+                );
+                return Err(self.span(s.span(), m));
+            }
+            sets.push(set);
+        }
+        Ok(sets)
+    }
+
+    fn compat(
+        &self,
+        s: &Spanned<RawCompat>,
+        base: &Path,
+        has_protos: bool,
+        seed: u64,
+    ) -> Res<CompatSet> {
+        let r = s.get_ref();
+        let fields = CallFields {
+            grpc: r.grpc.as_ref(),
+            http: r.http.as_ref(),
+            jsonrpc: r.jsonrpc.as_ref(),
+            body: None,
+            params: None,
+            path: r.path.as_ref(),
+            headers: &r.headers,
+            h2: r.h2,
+        };
+        let call = self.call(s.span(), &fields, has_protos)?;
+        self.vars_known(&call, &["case"], s.span())?;
+        let grpc = matches!(call, Call::Grpc { .. });
+        let mut cases = Vec::new();
+        if let Some(f) = &r.cases {
+            let file = base.join(f.get_ref());
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                self.at(
+                    f,
+                    format!("cannot read cases file `{}`: {e}", file.display()),
+                )
+            })?;
+            for (i, line) in text.lines().enumerate() {
+                let l = line.trim();
+                if l.is_empty() || l.starts_with('#') || l.starts_with("//") {
+                    continue;
+                }
+                let origin = format!("{}:{}", f.get_ref(), i + 1);
+                if grpc {
+                    check_grpc_request(l).map_err(|e| self.at(f, format!("{origin}: {e}")))?;
+                }
+                cases.push(Case {
+                    request: l.to_string(),
+                    origin,
+                });
+            }
+        }
+        for (i, v) in r.requests.iter().enumerate() {
+            let request = value_text(v.get_ref());
+            if grpc {
+                check_grpc_request(&request).map_err(|e| self.at(v, e))?;
+            }
+            cases.push(Case {
+                request,
+                origin: format!("requests[{i}]"),
+            });
+        }
+        if let Some(g) = &r.generate {
+            let gr = g.get_ref();
+            let count = *gr.count.get_ref();
+            if !(1..=100_000).contains(&count) {
+                return Err(self.at(&gr.count, "`count` must be between 1 and 100000"));
+            }
+            let t = Template::parse(&value_text(gr.request.get_ref()))
+                .map_err(|e| self.at(&gr.request, e.to_string()))?;
+            for i in 0..count as u64 {
+                let request = t.render_string(i, seed);
+                if grpc {
+                    check_grpc_request(&request).map_err(|e| {
+                        self.at(&gr.request, format!("generated request #{i}: {e}"))
+                    })?;
+                }
+                cases.push(Case {
+                    request,
+                    origin: format!("generate #{i}"),
+                });
+            }
+        }
+        if cases.is_empty() {
+            return Err(self.span(s.span(), "a [[compat]] section needs requests: `cases = \"file.jsonl\"`, `requests = [...]` or `generate = { count, request }`"));
+        }
+        let mode = match r.mode.as_ref().map(|m| (m, m.get_ref().as_str())) {
+            None | Some((_, "must_match")) => CompatMode::MustMatch,
+            Some((_, "record_only")) => CompatMode::RecordOnly,
+            Some((m, other)) => {
+                return Err(self.at(
+                    m,
+                    format!("`mode` is `must_match` or `record_only`, not `{other}`"),
+                ))
+            }
+        };
+        let mut setup = Vec::new();
+        for st in &r.setup {
+            setup.push(self.step(st, has_protos, &[])?);
+        }
+        Ok(CompatSet {
+            name: r
+                .name
+                .as_ref()
+                .map_or_else(|| call.describe(), |n| n.get_ref().clone()),
+            call,
+            cases,
+            mode,
+            ignore: r.ignore.clone(),
+            unordered: r.unordered.clone(),
+            byte_order: r.byte_order.clone(),
+            setup,
+        })
+    }
+}
+
+/// A gRPC request is proto3 JSON, or `raw:` and the message bytes in base64 (for malformed
+/// requests the JSON form cannot express).
+fn check_grpc_request(text: &str) -> Result<(), String> {
+    use base64::Engine as _;
+    if let Some(b) = text.strip_prefix("raw:") {
+        return base64::engine::general_purpose::STANDARD
+            .decode(b.trim())
+            .map(drop)
+            .map_err(|e| format!("`raw:` is followed by base64 message bytes: {e}"));
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) if v.is_object() => Ok(()),
+        Ok(_) => Err(format!("a gRPC request is a JSON object, not `{text}`")),
+        Err(e) => Err(format!("a gRPC request is a JSON object ({e}): `{text}`")),
+    }
+}
+
+/// Checks a `bakeoff diff` cases file.
+pub(super) fn check_cases_file(path: &Path, text: &str) -> Res<CasesFile> {
+    let loc = Locator::new(path, text);
+    let raw: RawCasesFile = toml::from_str(text).map_err(|e| loc.from_toml(&e))?;
+    let c = Checker { loc: &loc };
+    let base = path.parent().unwrap_or(Path::new("."));
+    let protos = c.protos(&raw.protos, base)?;
+    let seed = raw.seed.unwrap_or(0);
+    let compat = c.compat_sets(&raw.compat, base, !protos.is_empty(), seed)?;
+    if compat.is_empty() {
+        return Err(loc.at(0..0, "a cases file needs at least one [[compat]] section"));
+    }
+    Ok(CasesFile {
+        seed,
+        protos,
+        includes: raw.proto_include.iter().map(|p| base.join(p)).collect(),
+        compat,
+    })
+}

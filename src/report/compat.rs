@@ -1,0 +1,211 @@
+//! The compatibility section: a matrix of calls × contenders (identical / compared), the
+//! fields set apart as noise, and each class of difference with its shortest example.
+
+use std::fmt::Write as _;
+
+use crate::compat::analyze::{analyze, CompatReport, Who};
+use crate::plan::CompatMode;
+use crate::results::Results;
+
+/// One report per baseline in use (a contender's own `baseline`, else the plan's, else the
+/// first contender); noise instances of that baseline feed its noise cancellation.
+pub fn from_results(r: &Results) -> Vec<CompatReport> {
+    if r.compat.is_empty() {
+        return Vec::new();
+    }
+    let real: Vec<&str> = r
+        .contenders
+        .iter()
+        .filter(|c| c.noise_of.is_none())
+        .map(|c| c.name.as_str())
+        .collect();
+    let Some(first) = real.first().copied() else {
+        return Vec::new();
+    };
+    let default_base = r.baseline.as_deref().unwrap_or(first);
+    let base_of = |name: &str| {
+        r.contenders
+            .iter()
+            .find(|c| c.name == name)
+            .and_then(|c| c.baseline.as_deref())
+            .unwrap_or(default_base)
+    };
+    let mut bases: Vec<&str> = Vec::new();
+    for c in &real {
+        let b = base_of(c);
+        if b != *c && !bases.contains(&b) {
+            bases.push(b);
+        }
+    }
+    let answers: Vec<(&str, &[crate::results::CompatAnswer])> = r
+        .runs
+        .iter()
+        .filter(|run| run.repetition == 1)
+        .map(|run| (run.contender.as_str(), run.compat.as_slice()))
+        .collect();
+    bases
+        .into_iter()
+        .map(|b| {
+            let who = Who {
+                baseline: b,
+                noise: r
+                    .contenders
+                    .iter()
+                    .filter(|c| c.noise_of.as_deref() == Some(b))
+                    .map(|c| c.name.as_str())
+                    .collect(),
+                others: real
+                    .iter()
+                    .copied()
+                    .filter(|c| *c != b && base_of(c) == b)
+                    .collect(),
+            };
+            analyze(&r.compat, &who, &answers)
+        })
+        .collect()
+}
+
+pub fn markdown(reports: &[CompatReport]) -> String {
+    let mut out = String::new();
+    for rep in reports {
+        let noise = if rep.noise_instances.is_empty() {
+            "no second instance of the baseline, so no noise cancellation".to_string()
+        } else {
+            format!("noise measured against {}", rep.noise_instances.join(", "))
+        };
+        let _ = writeln!(out, "## Compatibility against {} ({noise})\n", rep.baseline);
+        let others: Vec<&str> = rep
+            .sets
+            .first()
+            .map(|s| s.contenders.iter().map(|c| c.contender.as_str()).collect())
+            .unwrap_or_default();
+        let _ = writeln!(out, "| call | cases | {} |", others.join(" | "));
+        let _ = writeln!(out, "|---|---|{}", "---|".repeat(others.len()));
+        for s in &rep.sets {
+            let cells: Vec<String> = s
+                .contenders
+                .iter()
+                .map(|c| {
+                    let mut t = format!("{}/{} identical", c.identical, c.compared);
+                    if c.same_failure > 0 {
+                        t.push_str(&format!(" ({} fail alike)", c.same_failure));
+                    }
+                    t
+                })
+                .collect();
+            let mode = if s.mode == CompatMode::RecordOnly {
+                " (record only)"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "| {}{mode} | {} | {} |",
+                s.name,
+                s.cases,
+                cells.join(" | ")
+            );
+        }
+        out.push('\n');
+        let noisy: Vec<String> = rep
+            .sets
+            .iter()
+            .filter(|s| !s.noise_fields.is_empty() || s.noisy_cases > 0)
+            .map(|s| {
+                let mut t = format!("`{}`: {}", s.name, s.noise_fields.join(", "));
+                if s.noisy_cases > 0 {
+                    let _ = write!(
+                        t,
+                        " ({} cases whose outcome itself varied were left out)",
+                        s.noisy_cases
+                    );
+                }
+                t
+            })
+            .collect();
+        if !noisy.is_empty() {
+            let _ = writeln!(
+                out,
+                "Noise, not counted (the baseline's own instances disagreed on these fields):\n"
+            );
+            for n in noisy {
+                let _ = writeln!(out, "- {n}");
+            }
+            out.push('\n');
+        }
+        for c in &others {
+            let mut any = false;
+            let mut alike = Vec::new();
+            for s in &rep.sets {
+                let Some(cr) = s.contenders.iter().find(|x| x.contender == *c) else {
+                    continue;
+                };
+                for class in &cr.classes {
+                    if class.kind == "both_failed" {
+                        alike.push(format!(
+                            "- `{}`: {} ({} cases, e.g. `{}`)",
+                            s.name,
+                            class.class,
+                            class.cases,
+                            one_line(&class.example.request, 80)
+                        ));
+                        continue;
+                    }
+                    if !any {
+                        let _ = writeln!(out, "### {c}: how it differs from {}\n", rep.baseline);
+                        any = true;
+                    }
+                    let e = &class.example;
+                    let _ = writeln!(
+                        out,
+                        "- **{}** — {} of {} cases of `{}`{}. Shortest example ({}):",
+                        class.class,
+                        class.cases,
+                        cr.compared,
+                        s.name,
+                        if s.mode == CompatMode::RecordOnly {
+                            " (record only, not counted)"
+                        } else {
+                            ""
+                        },
+                        e.origin
+                    );
+                    let _ = writeln!(out, "  - request: `{}`", one_line(&e.request, 200));
+                    let _ = writeln!(
+                        out,
+                        "  - {}: `{}`",
+                        rep.baseline,
+                        one_line(&e.baseline.to_string(), 240)
+                    );
+                    let _ = writeln!(out, "  - {c}: `{}`", one_line(&e.other.to_string(), 240));
+                    for d in e.diff.iter().take(5) {
+                        let _ = writeln!(out, "  - diff: {}", one_line(d, 200));
+                    }
+                }
+            }
+            if any {
+                out.push('\n');
+            }
+            if !alike.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{c} and {} fail alike on these (same status, a match):\n",
+                    rep.baseline
+                );
+                for a in alike {
+                    let _ = writeln!(out, "{a}");
+                }
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let s = s.replace('\n', " ").replace('`', "'");
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
