@@ -453,7 +453,16 @@ fn run_diff(args: &DiffArgs) -> anyhow::Result<u8> {
         .iter()
         .map(|(e, a)| (e.as_str(), a.as_slice()))
         .collect();
-    let report = analyze(&sets, &who, &refs);
+    let reference: Vec<crate::results::CompatAnswer> = file
+        .compat
+        .iter()
+        .flat_map(|set| {
+            (0..set.cases.len())
+                .filter_map(|i| crate::compat::ask_reference(set, i, &protos, args.timeout, &rt))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let report = analyze(&sets, &who, &refs, &reference);
     if args.json {
         let out = serde_json::json!({ "report": report, "sets": sets, "answers": answers.iter().map(|(e, a)| serde_json::json!({"endpoint": e, "answers": a})).collect::<Vec<_>>() });
         emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;

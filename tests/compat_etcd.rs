@@ -246,3 +246,98 @@ fn bakeoff_diff_compares_running_servers_and_gates_ci() {
         "{text}"
     );
 }
+
+#[test]
+fn answers_are_checked_against_a_reference_speaking_another_protocol() {
+    let Some((e34, _)) = binaries() else { return };
+    // The reference: an etcd bakeoff does not start, asked over its JSON gateway while the
+    // contenders are asked over gRPC. It holds one key more than the contenders.
+    let reference = start_etcd(&e34);
+    let protos = example().parent().unwrap().join("protos/rpc.proto");
+    let put = bakeoff(&[
+        "load",
+        "--grpc",
+        &reference.url(),
+        "--proto",
+        protos.to_str().unwrap(),
+        "--call",
+        "etcdserverpb.KV/Put",
+        "-d",
+        r#"{"key":"{b64:key-{seq}}","value":"{b64:value-{seq}}"}"#,
+        "-n",
+        "21",
+        "-c",
+        "1",
+    ]);
+    assert!(
+        put.status.success(),
+        "{}",
+        String::from_utf8_lossy(&put.stderr)
+    );
+    let contender = |name: &str, bin: &str| {
+        format!(
+            r#"
+[[contender]]
+name = "{name}"
+command = ["{bin}", "--name", "m1", "--data-dir", "{{state}}",
+           "--listen-client-urls", "http://127.0.0.1:{{port}}", "--advertise-client-urls", "http://127.0.0.1:{{port}}",
+           "--listen-peer-urls", "http://127.0.0.1:{{port:peer}}", "--initial-advertise-peer-urls", "http://127.0.0.1:{{port:peer}}",
+           "--initial-cluster", "m1=http://127.0.0.1:{{port:peer}}"]
+ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200 }}
+"#
+        )
+    };
+    let plan = format!(
+        r#"name = "reference"
+repetitions = 1
+baseline = "etcd-3.4"
+protos = ["{protos}"]
+{}{}
+[[compat]]
+name = "Range"
+grpc = "etcdserverpb.KV/Range"
+setup = [{{ grpc = "etcdserverpb.KV/Put", body = '{{"key": "{{b64:key-{{seq}}}}", "value": "{{b64:value-{{seq}}}}"}}', requests = 20 }}]
+generate = {{ count = 10, request = '{{"key": "{{b64:key-{{seq}}}}"}}' }}
+[compat.reference]
+endpoint = "{url}"
+http = "POST /v3/kv/range"
+fields = [
+  {{ ours = "kvs[0].value", theirs = "kvs[0].value" }},
+  {{ ours = "kvs[0].key", theirs = "kvs[0].key", transform = ["base64", "reverse", "to_hex"], ours_transform = ["base64", "reverse", "to_hex"] }},
+  {{ ours = "count", theirs = "count" }},
+  {{ ours = "header.revision", theirs = "header.revision" }},
+]
+"#,
+        contender("etcd-3.4", e34.to_str().unwrap()),
+        contender("etcd-3.5", "{env:ETCD35}"),
+        protos = protos.display(),
+        url = reference.url(),
+    );
+    let dir = TempDir::new("compat-ref");
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let r = report(&run);
+    let refs = &set(&r, "Range").reference;
+    assert_eq!(refs.len(), 2);
+    for c in refs {
+        assert_eq!((c.matched, c.checked), (0, 10), "{c:?}");
+        // Values, keys (through the transforms) and counts agree; the revision does not,
+        // because the reference holds one write more.
+        assert_eq!(c.classes.len(), 1, "{:?}", c.classes);
+        assert_eq!(
+            c.classes[0].class,
+            "differs from the reference at header.revision"
+        );
+        assert!(
+            c.classes[0].example.diff[0]
+                .contains(r#"header.revision = "21" but the reference's header.revision = "22""#),
+            "{:?}",
+            c.classes[0].example.diff
+        );
+    }
+    assert!(
+        run.stdout().contains("| Range | http://"),
+        "{}",
+        run.stdout()
+    );
+}

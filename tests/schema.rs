@@ -165,6 +165,9 @@ fn results_json_fits_its_committed_schema_including_failures() {
         return;
     };
     let dir = common::TempDir::new("schema-run");
+    let Some(reference) = common::start_nginx() else {
+        return;
+    };
     let plan = format!(
         r#"name = "schema"
 repetitions = 1
@@ -179,13 +182,24 @@ name = "index"
 http = "GET /index.html?size={{size}}"
 matrix = {{ size = [1, 2] }}
 requests = 50
+
+[[compat]]
+http = "GET /{{case}}"
+requests = ["index.html", "missing"]
+[compat.reference]
+endpoint = "{}"
+http = "GET /{{case}}"
+fields = [{{ ours = "", theirs = "", transform = ["string"], ours_transform = ["string"] }}]
 "#,
-        common::nginx_contender("good", &nginx, dir.path())
+        common::nginx_contender("good", &nginx, dir.path()),
+        reference.url("/")
     );
     let run = common::run_plan(dir.path(), &plan, &[]);
     let r = &run.results;
     assert_eq!(r["runs"].as_array().unwrap().len(), 2, "{r}");
     assert_eq!(r["runs"][0]["points"][1]["vars"]["size"], "2", "{r}");
     assert_eq!(r["runs"][1]["status"], "failed", "{r}");
+    assert_eq!(r["runs"][0]["compat"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["compat_reference"].as_array().unwrap().len(), 2, "{r}");
     assert_fits_schema(RESULTS_SCHEMA, r);
 }

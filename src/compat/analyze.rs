@@ -40,6 +40,18 @@ pub struct SetReport {
     /// Cases whose outcome differed between the baseline's instances: left out.
     pub noisy_cases: usize,
     pub contenders: Vec<ContenderReport>,
+    /// Checks against the set's reference server, for the baseline and every other contender.
+    pub reference: Vec<ReferenceReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReferenceReport {
+    pub contender: String,
+    pub endpoint: String,
+    /// Cases where both answered and every mapped field matched.
+    pub matched: usize,
+    pub checked: usize,
+    pub classes: Vec<ClassReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -102,10 +114,13 @@ fn body(a: &CompatAnswer) -> Value {
 
 type Answers<'a> = BTreeMap<&'a str, BTreeMap<(&'a str, usize), &'a CompatAnswer>>;
 
+/// Compares every contender with the baseline (and, for sets that name one, with the
+/// reference server whose answers are `reference`).
 pub fn analyze(
     sets: &[CompatSetInfo],
     who: &Who,
     answers: &[(&str, &[CompatAnswer])],
+    reference: &[CompatAnswer],
 ) -> CompatReport {
     let mut by: Answers = BTreeMap::new();
     for (c, list) in answers {
@@ -208,7 +223,15 @@ pub fn analyze(
                 classes,
             });
         }
+        let reference_reports = match &set.reference {
+            Some(info) => std::iter::once(who.baseline)
+                .chain(who.others.iter().copied())
+                .map(|c| check_reference(set, info, c, &|i| get(c, i), reference))
+                .collect(),
+            None => Vec::new(),
+        };
         out.push(SetReport {
+            reference: reference_reports,
             name: set.name.clone(),
             call: set.call.clone(),
             mode: set.mode,
@@ -227,6 +250,71 @@ pub fn analyze(
         noise_instances: who.noise.iter().map(|s| s.to_string()).collect(),
         sets: out,
         differences,
+    }
+}
+
+/// One contender's answers to a set, checked field by field against the reference's.
+fn check_reference<'a>(
+    set: &CompatSetInfo,
+    info: &crate::results::ReferenceInfo,
+    contender: &str,
+    get: &dyn Fn(usize) -> Option<&'a CompatAnswer>,
+    reference: &[CompatAnswer],
+) -> ReferenceReport {
+    let mut groups: BTreeMap<String, (usize, Example)> = BTreeMap::new();
+    let (mut matched, mut checked) = (0, 0);
+    for (i, case) in set.cases.iter().enumerate() {
+        let Some(r) = reference.iter().find(|a| a.set == set.name && a.case == i) else {
+            continue;
+        };
+        let Some(a) = get(i) else { continue };
+        if !(a.success && r.success) {
+            continue;
+        }
+        checked += 1;
+        let misses: Vec<(String, String)> = info
+            .fields
+            .iter()
+            .filter_map(|m| {
+                super::reference::check(m, &body(a), &body(r))
+                    .err()
+                    .map(|e| (m.ours.clone(), e))
+            })
+            .collect();
+        if misses.is_empty() {
+            matched += 1;
+            continue;
+        }
+        for (field, why) in misses {
+            let example = Example {
+                case: i,
+                origin: case.origin.clone(),
+                request: case.request.clone(),
+                baseline: summary(r),
+                other: summary(a),
+                diff: vec![why],
+            };
+            let e = groups.entry(field).or_insert((0, example.clone()));
+            e.0 += 1;
+            if example.request.len() < e.1.request.len() {
+                e.1 = example;
+            }
+        }
+    }
+    ReferenceReport {
+        contender: contender.to_string(),
+        endpoint: info.endpoint.clone(),
+        matched,
+        checked,
+        classes: groups
+            .into_iter()
+            .map(|(field, (cases, example))| ClassReport {
+                kind: "reference_differs".into(),
+                class: format!("differs from the reference at {field}"),
+                cases,
+                example,
+            })
+            .collect(),
     }
 }
 
@@ -338,6 +426,7 @@ mod tests {
                     origin: format!("requests[{i}]"),
                 })
                 .collect(),
+            reference: None,
         }
     }
 
@@ -377,7 +466,12 @@ mod tests {
             noise: vec!["a2"],
             others: vec!["b"],
         };
-        let r = analyze(&sets, &who, &[("a", &base), ("a2", &twin), ("b", &other)]);
+        let r = analyze(
+            &sets,
+            &who,
+            &[("a", &base), ("a2", &twin), ("b", &other)],
+            &[],
+        );
         let get = &r.sets[0];
         assert_eq!(get.noise_fields, ["node"]);
         let c = &get.contenders[0];

@@ -5,6 +5,7 @@
 
 pub mod analyze;
 pub mod diff;
+pub mod reference;
 
 use std::time::Duration;
 
@@ -42,6 +43,41 @@ pub fn ask(
     timeout: Duration,
     rt: &tokio::runtime::Runtime,
 ) -> CompatAnswer {
+    ask_with(set, index, &set.call, endpoint, protos, timeout, rt)
+}
+
+/// Sends case `index` of `set` to the set's reference server.
+pub fn ask_reference(
+    set: &CompatSet,
+    index: usize,
+    protos: &Protos,
+    timeout: Duration,
+    rt: &tokio::runtime::Runtime,
+) -> Option<CompatAnswer> {
+    let r = set.reference.as_ref()?;
+    let call = r
+        .call
+        .with_vars(&[("case".to_string(), set.cases[index].request.clone())]);
+    Some(ask_with(
+        set,
+        index,
+        &call,
+        &r.endpoint,
+        protos,
+        timeout,
+        rt,
+    ))
+}
+
+fn ask_with(
+    set: &CompatSet,
+    index: usize,
+    call: &Call,
+    endpoint: &str,
+    protos: &Protos,
+    timeout: Duration,
+    rt: &tokio::runtime::Runtime,
+) -> CompatAnswer {
     let request = &set.cases[index].request;
     let mut answer = CompatAnswer {
         set: set.name.clone(),
@@ -52,17 +88,20 @@ pub fn ask(
         messages: Vec::new(),
         raw: Vec::new(),
     };
-    let built = match (request.strip_prefix("raw:"), &set.call) {
-        (Some(b64), Call::Grpc { method, .. }) => {
+    // The set's own call takes the request; a reference's call already has it filled in.
+    let is_set_call = std::ptr::eq(call, &set.call);
+    let built = match (request.strip_prefix("raw:"), call) {
+        (Some(b64), Call::Grpc { method, .. }) if is_set_call => {
             Driver::build_raw_grpc(method, b64, endpoint, protos)
         }
-        _ => Driver::build(
-            &call_for(&set.call, request),
+        _ if is_set_call => Driver::build(
+            &call_for(call, request),
             &[endpoint.to_string()],
             protos,
             0,
             true,
         ),
+        _ => Driver::build(call, &[endpoint.to_string()], protos, 0, true),
     };
     let driver = match built {
         Ok(d) => d,

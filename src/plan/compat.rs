@@ -8,8 +8,8 @@ use toml::Spanned;
 
 use super::check::{value_text, CallFields, Checker};
 use super::error::{Locator, PlanError};
-use super::raw::{RawCasesFile, RawCompat};
-use super::{Call, Case, CasesFile, CompatMode, CompatSet};
+use super::raw::{RawCasesFile, RawCompat, RawReference};
+use super::{Call, Case, CasesFile, CompatMode, CompatSet, FieldMap, Reference, Transform};
 use crate::protocol::template::Template;
 
 type Res<T> = Result<T, PlanError>;
@@ -131,7 +131,13 @@ impl Checker<'_> {
         for st in &r.setup {
             setup.push(self.step(st, has_protos, &[])?);
         }
+        let reference = r
+            .reference
+            .as_ref()
+            .map(|x| self.reference(x, has_protos))
+            .transpose()?;
         Ok(CompatSet {
+            reference,
             name: r
                 .name
                 .as_ref()
@@ -143,6 +149,64 @@ impl Checker<'_> {
             unordered: r.unordered.clone(),
             byte_order: r.byte_order.clone(),
             setup,
+        })
+    }
+}
+
+impl Checker<'_> {
+    fn reference(&self, s: &Spanned<RawReference>, has_protos: bool) -> Res<Reference> {
+        let r = s.get_ref();
+        let endpoint = r.endpoint.get_ref().clone();
+        crate::protocol::target::Endpoint::parse(&endpoint)
+            .map_err(|e| self.at(&r.endpoint, e.to_string()))?;
+        let fields = CallFields {
+            grpc: r.grpc.as_ref(),
+            http: r.http.as_ref(),
+            jsonrpc: r.jsonrpc.as_ref(),
+            body: None,
+            params: None,
+            path: r.path.as_ref(),
+            headers: &r.headers,
+            h2: false,
+        };
+        let mut call = self.call(s.span(), &fields, has_protos)?;
+        let request = r
+            .request
+            .as_ref()
+            .map_or("{case}".to_string(), |v| value_text(v.get_ref()));
+        call = crate::compat::call_for(&call, &request);
+        if r.fields.is_empty() {
+            return Err(self.at(
+                s,
+                "a reference needs `fields = [{ ours = \"…\", theirs = \"…\" }]`",
+            ));
+        }
+        let chain = |list: &[Spanned<String>]| -> Res<Vec<Transform>> {
+            list.iter()
+                .map(|t| {
+                    Transform::parse(t.get_ref()).ok_or_else(|| {
+                        self.at(t, format!("`{}` is not a transform (hex, base64, reverse, to_hex, to_base64, string)", t.get_ref()))
+                    })
+                })
+                .collect()
+        };
+        let fields = r
+            .fields
+            .iter()
+            .map(|f| {
+                let m = f.get_ref();
+                Ok(FieldMap {
+                    ours: m.ours.clone(),
+                    theirs: m.theirs.clone(),
+                    transform: chain(&m.transform)?,
+                    ours_transform: chain(&m.ours_transform)?,
+                })
+            })
+            .collect::<Res<Vec<_>>>()?;
+        Ok(Reference {
+            endpoint,
+            call,
+            fields,
         })
     }
 }

@@ -51,6 +51,54 @@ pub struct CompatSet {
     pub byte_order: Vec<String>,
     /// Calls made once, before the cases.
     pub setup: Vec<Step>,
+    pub reference: Option<Reference>,
+}
+
+/// An outside server (any protocol) some fields of every answer are checked against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub endpoint: String,
+    /// Its call; `{case}` in it is replaced by the case's request.
+    pub call: Call,
+    pub fields: Vec<FieldMap>,
+}
+
+/// `ours` (a path in the contender's answer) must equal `theirs` (a path in the reference's
+/// answer) after each side's transforms.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FieldMap {
+    pub ours: String,
+    pub theirs: String,
+    pub transform: Vec<Transform>,
+    pub ours_transform: Vec<Transform>,
+}
+
+/// Steps that turn a JSON value into what is compared: decode hex or base64 into bytes,
+/// reverse bytes (a hash shown little-endian on one side), encode bytes again, or compare
+/// as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transform {
+    Hex,
+    Base64,
+    Reverse,
+    ToHex,
+    ToBase64,
+    String,
+}
+
+impl Transform {
+    pub fn parse(s: &str) -> Option<Transform> {
+        Some(match s {
+            "hex" => Transform::Hex,
+            "base64" => Transform::Base64,
+            "reverse" => Transform::Reverse,
+            "to_hex" => Transform::ToHex,
+            "to_base64" => Transform::ToBase64,
+            "string" => Transform::String,
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

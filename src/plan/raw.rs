@@ -72,6 +72,35 @@ pub struct RawCompat {
     pub byte_order: Vec<String>,
     #[serde(default)]
     pub setup: Vec<Spanned<RawStep>>,
+    pub reference: Option<Spanned<RawReference>>,
+}
+
+/// A server bakeoff does not start (it may speak another protocol) whose answers some
+/// fields are checked against.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReference {
+    pub endpoint: Spanned<String>,
+    pub grpc: Option<Spanned<String>>,
+    pub http: Option<Spanned<String>>,
+    pub jsonrpc: Option<Spanned<String>>,
+    pub path: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The request, with `{case}` for the case's request; the case's request when absent.
+    pub request: Option<Spanned<toml::Value>>,
+    pub fields: Vec<Spanned<RawFieldMap>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFieldMap {
+    pub ours: String,
+    pub theirs: String,
+    #[serde(default)]
+    pub transform: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub ours_transform: Vec<Spanned<String>>,
 }
 
 /// `count` requests from one template (`{seq}` is 0..count, `{rand:…}` follows the seed).

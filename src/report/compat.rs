@@ -60,7 +60,7 @@ pub fn from_results(r: &Results) -> Vec<CompatReport> {
                     .filter(|c| *c != b && base_of(c) == b)
                     .collect(),
             };
-            analyze(&r.compat, &who, &answers)
+            analyze(&r.compat, &who, &answers, &r.compat_reference)
         })
         .collect()
 }
@@ -133,6 +133,7 @@ pub fn markdown(reports: &[CompatReport]) -> String {
             }
             out.push('\n');
         }
+        reference_section(rep, &mut out);
         for c in &others {
             let mut any = false;
             let mut alike = Vec::new();
@@ -200,6 +201,62 @@ pub fn markdown(reports: &[CompatReport]) -> String {
         }
     }
     out
+}
+
+/// Sets checked against an outside reference: a matrix, then each mismatching field.
+fn reference_section(rep: &CompatReport, out: &mut String) {
+    let sets: Vec<_> = rep
+        .sets
+        .iter()
+        .filter(|s| !s.reference.is_empty())
+        .collect();
+    if sets.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = sets[0]
+        .reference
+        .iter()
+        .map(|r| r.contender.as_str())
+        .collect();
+    let _ = writeln!(
+        out,
+        "Checked against reference servers (fields mapped across protocols):\n"
+    );
+    let _ = writeln!(out, "| call | reference | {} |", names.join(" | "));
+    let _ = writeln!(out, "|---|---|{}", "---|".repeat(names.len()));
+    for s in &sets {
+        let cells: Vec<String> = s
+            .reference
+            .iter()
+            .map(|r| format!("{}/{} match", r.matched, r.checked))
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            s.name,
+            s.reference[0].endpoint,
+            cells.join(" | ")
+        );
+    }
+    out.push('\n');
+    for s in &sets {
+        for r in &s.reference {
+            for c in &r.classes {
+                let _ = writeln!(
+                    out,
+                    "- **{}: {}** — {} of {} cases of `{}`, e.g. {}: {}",
+                    r.contender,
+                    c.class,
+                    c.cases,
+                    r.checked,
+                    s.name,
+                    c.example.origin,
+                    one_line(c.example.diff.first().map_or("", String::as_str), 200)
+                );
+            }
+        }
+    }
+    out.push('\n');
 }
 
 fn one_line(s: &str, max: usize) -> String {

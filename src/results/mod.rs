@@ -42,6 +42,8 @@ pub struct Results {
     pub warnings: Vec<String>,
     /// The plan's `[[compat]]` sections, with every request; answers are in each run.
     pub compat: Vec<CompatSetInfo>,
+    /// The reference servers' answers to the compat cases (sets that name one).
+    pub compat_reference: Vec<CompatAnswer>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -53,6 +55,15 @@ pub struct CompatSetInfo {
     pub unordered: Vec<String>,
     pub byte_order: Vec<String>,
     pub cases: Vec<CaseInfo>,
+    /// The outside server some fields are checked against, if any.
+    pub reference: Option<ReferenceInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReferenceInfo {
+    pub endpoint: String,
+    pub call: String,
+    pub fields: Vec<crate::plan::FieldMap>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -176,6 +187,11 @@ impl From<&crate::plan::CompatSet> for CompatSetInfo {
                     origin: c.origin.clone(),
                 })
                 .collect(),
+            reference: s.reference.as_ref().map(|r| ReferenceInfo {
+                endpoint: r.endpoint.clone(),
+                call: r.call.describe(),
+                fields: r.fields.clone(),
+            }),
         }
     }
 }

@@ -69,6 +69,10 @@ pub fn run(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    if results.compat_reference.is_empty() {
+        ask_references(&plan, &protos, &rt, &mut results, rep);
+        results.save(&dir).context("writing results.json")?;
+    }
     // bakeoff's own threads (probes, the sampler) stay off the contenders' CPUs; contenders
     // that are not pinned get every CPU back.
     let allowed = crate::sys::allowed_cpus();
@@ -108,6 +112,36 @@ pub fn run(
     results.finished_at = Some(results::now_utc());
     results.save(&dir).context("writing results.json")?;
     Ok(Finished { dir, results })
+}
+
+/// Asks the reference servers (outside servers the plan names) every case of their sets,
+/// once, before any contender starts.
+fn ask_references(
+    plan: &Plan,
+    protos: &Protos,
+    rt: &tokio::runtime::Runtime,
+    results: &mut Results,
+    rep: &mut dyn Reporter,
+) {
+    for set in plan.compat.iter().filter(|s| s.reference.is_some()) {
+        let answers: Vec<_> = (0..set.cases.len())
+            .filter_map(|i| crate::compat::ask_reference(set, i, protos, COMPAT_TIMEOUT, rt))
+            .collect();
+        if !answers.iter().any(|a| a.success) {
+            let first = answers.first().map_or(String::new(), |a| {
+                format!("{} {}", a.outcome, a.detail.clone().unwrap_or_default())
+            });
+            let w = format!(
+                "compat `{}`: the reference {} answered none of {} cases (first: {first})",
+                set.name,
+                set.reference.as_ref().map_or("", |r| r.endpoint.as_str()),
+                answers.len(),
+            );
+            rep.warning(&w);
+            results.warnings.push(w);
+        }
+        results.compat_reference.extend(answers);
+    }
 }
 
 fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, PathBuf, Results)> {
@@ -190,6 +224,7 @@ fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, PathBuf, Resul
             .iter()
             .map(results::CompatSetInfo::from)
             .collect(),
+        compat_reference: Vec::new(),
     };
     Ok((plan, dir, results))
 }
