@@ -65,6 +65,11 @@ pub struct Summary {
     pub median: f64,
     pub min: f64,
     pub max: f64,
+    /// 95 % order-statistic interval of the median, when there are enough samples.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// Otherwise: how many samples an interval needs.
+    pub ci_needs: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -78,11 +83,18 @@ pub struct Cell {
 }
 
 fn summary(s: &Sample) -> Summary {
+    let ci = stats::median_ci(s, 0.95);
     Summary {
         n: s.len(),
         median: s.median(),
         min: s.min(),
         max: s.max(),
+        ci_low: ci.as_ref().ok().map(|c| c.lo),
+        ci_high: ci.as_ref().ok().map(|c| c.hi),
+        ci_needs: match ci {
+            Err(stats::StatsError::NeedsMore { needed, .. }) => Some(needed),
+            _ => None,
+        },
     }
 }
 

@@ -82,6 +82,8 @@ fn seed_004_tables_come_out_with_the_seeds_deltas() {
         );
         // One run per side can never be significant; say so instead of a verdict.
         assert_eq!(cell["verdict"], "underpowered");
+        assert_eq!(row["base"]["ci_needs"], 6);
+        assert!(row["base"]["ci_low"].is_null());
         checked += 1;
     }
     assert_eq!(checked, 42);
@@ -273,6 +275,13 @@ fn hyperfine_exports_compare_by_command_name() {
     let work = &t["rows"][0];
     assert_eq!(work["name"], "work");
     assert_eq!(work["base"]["n"], 15);
+    // 15 samples give a 95 % interval of the median; one sample (seed 004) does not.
+    let (lo, med, hi) = (
+        work["base"]["ci_low"].as_f64().unwrap(),
+        work["base"]["median"].as_f64().unwrap(),
+        work["base"]["ci_high"].as_f64().unwrap(),
+    );
+    assert!(lo <= med && med <= hi && lo < hi, "{work}");
     assert_eq!(work["cells"][0]["verdict"], "better", "{work}");
     assert_eq!(v["tripped"], 0);
     // `startup` exists only in the new file: listed, not dropped.

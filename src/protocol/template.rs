@@ -3,7 +3,9 @@
 //! `{seq}` is the request number, `{rand:A..B}` a number in `A..B` (half-open), `{line:FILE}`
 //! cycles through the lines of a file, `{b64:…}` base64-encodes what it encloses (proto3
 //! JSON writes `bytes` fields in base64, e.g. etcd keys), and `{fill:N:…}` repeats what it
-//! encloses to exactly N bytes (keys and values of a given size). Any other `{` is literal, so JSON
+//! encloses to exactly N bytes (keys and values of a given size). `{edge:A..B}` cycles through
+//! the edges of the half-open range: A, B−1 (the first and last valid values), B (one past
+//! the end) and A−1 — the requests a compat suite should always include. Any other `{` is literal, so JSON
 //! bodies need no escaping. Random values are a pure function of `(seed, request number,
 //! placeholder)`, so a run with the same `--seed` sends the same requests in any thread order.
 
@@ -27,6 +29,7 @@ enum Part {
     Line(Arc<[String]>),
     B64(Template),
     Fill { len: usize, inner: Template },
+    Edge { lo: i64, hi: i64 },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -65,6 +68,10 @@ impl Template {
                     let mut s = String::new();
                     inner.render(seq, seed, &mut s);
                     base64::engine::general_purpose::STANDARD.encode_string(s, out);
+                }
+                Part::Edge { lo, hi } => {
+                    let edges = [*lo as i128, *hi as i128 - 1, *hi as i128, *lo as i128 - 1];
+                    push_int(out, edges[(seq % 4) as usize]);
                 }
                 Part::Fill { len, inner } => {
                     let mut s = String::new();
@@ -145,6 +152,14 @@ fn parse_until(
             });
             *slot += 1;
             i += "{rand:".len() + end + 1;
+        } else if let Some(spec) = rest.strip_prefix("{edge:") {
+            let end = spec
+                .find('}')
+                .ok_or_else(|| err(i, "`{edge:` is not closed with `}`".into()))?;
+            let (lo, hi) = parse_range(&spec[..end]).map_err(|r| err(i, r))?;
+            flush(&mut lit, &mut parts);
+            parts.push(Part::Edge { lo, hi });
+            i += "{edge:".len() + end + 1;
         } else if let Some(spec) = rest.strip_prefix("{line:") {
             let end = spec
                 .find('}')
@@ -242,6 +257,14 @@ mod tests {
         assert!(s.starts_with(r#"{"key":"ay0z","v":"#), "{s}");
         let v: i64 = s[s.rfind(':').unwrap() + 1..s.len() - 1].parse().unwrap();
         assert!((10..20).contains(&v));
+    }
+
+    #[test]
+    fn edges_cycle_through_the_ends_of_a_range() {
+        let t = Template::parse("h={edge:0..800000}").unwrap();
+        let got: Vec<String> = (0..5).map(|i| t.render_string(i, 0)).collect();
+        assert_eq!(got, ["h=0", "h=799999", "h=800000", "h=-1", "h=0"]);
+        assert!(Template::parse("{edge:5..5}").is_err());
     }
 
     #[test]

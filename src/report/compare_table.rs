@@ -41,6 +41,17 @@ pub fn fmt_value(v: f64) -> String {
     }
 }
 
+/// The median with the half-width of its 95 % interval, e.g. `155 ±2%`.
+fn with_ci(s: &crate::compare::Summary) -> String {
+    match (s.ci_low, s.ci_high) {
+        (Some(lo), Some(hi)) if s.median != 0.0 => {
+            let w = ((s.median - lo).max(hi - s.median) / s.median.abs() * 100.0).round();
+            format!("{} ±{w:.0}%", fmt_value(s.median))
+        }
+        _ => fmt_value(s.median),
+    }
+}
+
 fn delta(c: &Cell) -> String {
     c.delta_pct.map_or("—".into(), |d| format!("{d:+.2}%"))
 }
@@ -79,11 +90,11 @@ fn cells(r: &Report, t: &Table) -> (Vec<String>, Vec<Vec<String>>) {
     }
     let mut body = Vec::new();
     for row in &t.rows {
-        let mut line = vec![row.name.clone(), fmt_value(row.base.median)];
+        let mut line = vec![row.name.clone(), with_ci(&row.base)];
         for c in &row.cells {
             match c {
                 Some(c) => line.extend([
-                    fmt_value(c.summary.median),
+                    with_ci(&c.summary),
                     delta(c),
                     p(c),
                     format!("{}+{}", row.base.n, c.summary.n),
@@ -175,6 +186,18 @@ fn tables(r: &Report, md: bool) -> String {
             out,
             "threshold {t}%: {} significantly worse beyond it",
             r.tripped
+        );
+    }
+    let needs = r
+        .tables
+        .iter()
+        .flat_map(|t| &t.rows)
+        .filter_map(|row| row.base.ci_needs)
+        .max();
+    if let Some(n) = needs {
+        let _ = writeln!(
+            out,
+            "± is the 95% interval of the median; it needs ≥ {n} samples, so some values show none"
         );
     }
     if r.tables
