@@ -39,12 +39,30 @@ pub enum Command {
     Call(CallArgs),
     /// Run a bake-off from a plan file: start each contender fresh, time it, load it, repeat.
     Run(RunArgs),
+    /// A whole bake-off with built-in contenders, in under a minute: start-up, compat,
+    /// latency, a small concurrency sweep, 3 repetitions, findings.
+    Demo(DemoArgs),
+    /// The demo's contender (used by `bakeoff demo`).
+    #[command(hide = true)]
+    DemoServer {
+        #[arg(value_enum)]
+        version: crate::demo::server::Version,
+        port: u16,
+        state: PathBuf,
+    },
     /// Send compatibility cases to several servers and compare their answers (the first
     /// endpoint is the baseline).
     Diff(DiffArgs),
     /// Compare benchmark results old against new (Go -bench output, Criterion folders,
     /// hyperfine JSON, bakeoff results.json): medians, deltas, Mann-Whitney U, per unit.
     Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Write results here [default: bakeoff-results/<time>-<name>].
+    #[arg(long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -355,6 +373,20 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => run_plan(&args),
         Command::Compare(args) => run_compare(&args),
         Command::Diff(args) => run_diff(&args),
+        Command::Demo(args) => {
+            install_handler(on_interrupt_run, 0);
+            let mut rep = runner::events::Terminal::new(std::io::stderr().is_terminal());
+            let done = crate::demo::run(args.out.clone(), &mut rep)?;
+            finish_run(&done, false)
+        }
+        Command::DemoServer {
+            version,
+            port,
+            state,
+        } => {
+            crate::demo::server::serve(version, port, state)?;
+            Ok(0)
+        }
     }
 }
 
@@ -388,6 +420,11 @@ fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     };
     let mut rep = runner::events::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
+    finish_run(&done, args.fail_on_diff)
+}
+
+/// Prints the summary and says where the results are; the exit code of `run` and `demo`.
+fn finish_run(done: &runner::Finished, fail_on_diff: bool) -> anyhow::Result<u8> {
     emit(&report::run_summary::render(&done.results))?;
     let results = done.dir.join("results.json");
     eprintln!("results: {}", results.display());
@@ -403,7 +440,7 @@ fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         .runs
         .iter()
         .any(|r| r.status == "failed" || r.points.iter().any(|p| p.error.is_some()));
-    let differs = args.fail_on_diff
+    let differs = fail_on_diff
         && report::compat::from_results(&done.results)
             .iter()
             .any(|c| c.differences > 0);

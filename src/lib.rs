@@ -8,6 +8,8 @@ pub mod cli;
 pub mod compare;
 pub mod compat;
 pub mod contender;
+pub mod demo;
+pub mod diagnose;
 pub mod import;
 pub mod load;
 pub mod plan;

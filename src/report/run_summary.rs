@@ -19,6 +19,14 @@ pub fn render(r: &Results) -> String {
     for s in &r.scenarios {
         scenario(r, &s.name, &s.call, &mut out);
     }
+    let found = crate::diagnose::findings(r, crate::diagnose::Limits::default());
+    if !found.is_empty() {
+        let _ = writeln!(out, "## Findings\n");
+        for f in &found {
+            let _ = writeln!(out, "- {f}");
+        }
+        out.push('\n');
+    }
     let failed: Vec<&Run> = r.runs.iter().filter(|x| x.error.is_some()).collect();
     if !failed.is_empty() {
         let _ = writeln!(out, "## Failures\n");

@@ -1,0 +1,212 @@
+//! Findings computed from results — the problems people miss when they read a table:
+//! a latency floor or tail near 40 ms (Nagle's algorithm meeting delayed ACKs: the server does
+//! not set TCP_NODELAY), a load generator that was the bottleneck, and repetitions too noisy
+//! to compare. Findings never change results; every report shows them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::load::LoadResult;
+use crate::results::Results;
+use crate::stats::Sample;
+
+/// The band where a Nagle + delayed-ACK stall lands: Linux's delayed-ACK minimum is 40 ms,
+/// ~44 ms seen on this machine; a little either side for scheduling.
+pub const STALL_BAND_US: (u64, u64) = (38_000, 52_000);
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// Calls sit in the 40–50 ms band with (almost) nothing between the main mode and it.
+    StallBand {
+        contender: String,
+        /// `scenario [point]` where it shows.
+        places: Vec<String>,
+        /// Share of the calls in the band, over those places.
+        share: f64,
+        /// The whole distribution sits there (a floor), not only a tail.
+        floor: bool,
+        /// The contender's CPU use over those points (cores), when known.
+        contender_cores: Option<f64>,
+    },
+    /// The load generator's threads were busy most of the time: the figure measures it.
+    GeneratorSaturated {
+        contender: String,
+        place: String,
+        utilization: f64,
+    },
+    /// Throughput varied across repetitions by more than the threshold.
+    NoisyRepetitions {
+        contender: String,
+        place: String,
+        spread_pct: f64,
+        repetitions: usize,
+    },
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Finding::StallBand { contender, places, share, floor, contender_cores } => {
+                let idle = contender_cores
+                    .map(|c| format!(" while its CPU was {:.0}% busy", c * 100.0))
+                    .unwrap_or_default();
+                let what = if *floor {
+                    format!("{contender}: its calls sit at 40–50 ms ({:.0}% of them){idle}", share * 100.0)
+                } else {
+                    format!("{contender}: {:.1}% of its calls take 40–50 ms with almost none between its usual latency and that band{idle}", share * 100.0)
+                };
+                write!(
+                    f,
+                    "{what} — looks like Nagle + delayed ACK: the server does not set TCP_NODELAY (seen in {})",
+                    places.join(", ")
+                )
+            }
+            Finding::GeneratorSaturated { contender, place, utilization } => write!(
+                f,
+                "{contender}, {place}: the load generator was {:.0}% busy — these figures measure the client, not the server (give the load more cores: `cores.load`)",
+                utilization * 100.0
+            ),
+            Finding::NoisyRepetitions { contender, place, spread_pct, repetitions } => write!(
+                f,
+                "{contender}, {place}: throughput varies by {spread_pct:.0}% across {repetitions} repetitions — too noisy to trust small deltas"
+            ),
+        }
+    }
+}
+
+/// Thresholds for findings.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A tail counts from this share of calls in the band.
+    pub stall_share: f64,
+    pub saturated: f64,
+    /// (max − min) / median of requests/s across repetitions.
+    pub noisy: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            stall_share: 0.01,
+            saturated: 0.9,
+            noisy: 0.10,
+        }
+    }
+}
+
+/// Share of calls in the stall band, and whether the gap below it is (nearly) empty.
+pub fn stall_band(l: &LoadResult) -> Option<(u64, u64)> {
+    let h = l.latency_us.histogram().ok()?;
+    if h.is_empty() {
+        return None;
+    }
+    let (lo, hi) = STALL_BAND_US;
+    let band = h.count_between(lo, hi);
+    // The gap: from twice the median (or 10 ms, whichever is larger) up to the band.
+    let p50 = h.value_at_quantile(0.5);
+    let gap_lo = (2 * p50).max(10_000);
+    let gap = if gap_lo < lo {
+        h.count_between(gap_lo, lo - 1)
+    } else {
+        0
+    };
+    (band > 0 && gap * 4 <= band).then_some((band, h.len()))
+}
+
+pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
+    let mut out = Vec::new();
+    // Stall band, per contender over all its points.
+    let mut per: BTreeMap<&str, Stalls> = BTreeMap::new();
+    for run in &r.runs {
+        for p in &run.points {
+            let Some(l) = &p.load else { continue };
+            let place = format!("{} [{}]", p.scenario, p.point);
+            if let Some((band, total)) = stall_band(l) {
+                let share = band as f64 / total as f64;
+                if share >= limits.stall_share {
+                    let e = per.entry(&run.contender).or_insert(Stalls {
+                        floor: true,
+                        ..Stalls::default()
+                    });
+                    e.band += band;
+                    e.total += total;
+                    if !e.places.contains(&place) {
+                        e.places.push(place.clone());
+                    }
+                    e.cpu_s += p.contender_cpu_s.unwrap_or(0.0);
+                    e.secs += l.duration_s;
+                    e.floor &= l.latency_us.p50 >= STALL_BAND_US.0;
+                }
+            }
+            if l.generator.utilization >= limits.saturated {
+                let f = Finding::GeneratorSaturated {
+                    contender: run.contender.clone(),
+                    place,
+                    utilization: l.generator.utilization,
+                };
+                if !out.iter().any(|o: &Finding| same_place(o, &f)) {
+                    out.push(f);
+                }
+            }
+        }
+    }
+    for (c, s) in per {
+        out.insert(
+            0,
+            Finding::StallBand {
+                contender: c.to_string(),
+                share: s.band as f64 / s.total as f64,
+                floor: s.floor,
+                contender_cores: (s.secs > 0.0 && s.cpu_s > 0.0).then(|| s.cpu_s / s.secs),
+                places: s.places,
+            },
+        );
+    }
+    // Noisy repetitions.
+    let mut rates: BTreeMap<(&str, String), Vec<f64>> = BTreeMap::new();
+    for run in &r.runs {
+        for p in &run.points {
+            if let Some(l) = &p.load {
+                rates
+                    .entry((&run.contender, format!("{} [{}]", p.scenario, p.point)))
+                    .or_default()
+                    .push(l.requests_per_s);
+            }
+        }
+    }
+    for ((c, place), v) in rates {
+        let Ok(s) = Sample::new(v) else { continue };
+        if s.len() < 2 || s.median() <= 0.0 {
+            continue;
+        }
+        let spread = (s.max() - s.min()) / s.median();
+        if spread > limits.noisy {
+            out.push(Finding::NoisyRepetitions {
+                contender: c.to_string(),
+                place,
+                spread_pct: spread * 100.0,
+                repetitions: s.len(),
+            });
+        }
+    }
+    out
+}
+
+/// Calls in the stall band for one contender, summed over the points where they show.
+#[derive(Default)]
+struct Stalls {
+    band: u64,
+    total: u64,
+    places: Vec<String>,
+    cpu_s: f64,
+    secs: f64,
+    /// Every such point has its median in the band.
+    floor: bool,
+}
+
+fn same_place(a: &Finding, b: &Finding) -> bool {
+    matches!((a, b), (Finding::GeneratorSaturated { contender: c1, place: p1, .. }, Finding::GeneratorSaturated { contender: c2, place: p2, .. }) if c1 == c2 && p1 == p2)
+}

@@ -1,0 +1,74 @@
+//! `bakeoff demo` end to end: the whole bake-off with the built-in contenders, and the
+//! findings it must produce.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use bakeoff::results::Results;
+use common::*;
+
+#[test]
+fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
+    let dir = TempDir::new("demo");
+    let out = dir.path().join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .arg("demo")
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    eprintln!("bakeoff demo took {:.1?}", started.elapsed());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(leftovers(pid).is_empty(), "the demo left processes behind");
+
+    let r = Results::load(&out).unwrap();
+    assert_eq!(r.status, "complete");
+    assert_eq!(
+        r.runs.len(),
+        7,
+        "v1 and v2 three times, the noise instance once"
+    );
+    // v1 builds its index slowly: ready well after v2.
+    let ready = |c: &str| {
+        let mut v: Vec<f64> = r
+            .runs
+            .iter()
+            .filter(|x| x.contender == c)
+            .filter_map(|x| x.startup.map(|s| s.ready_s))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    assert!(
+        ready("v1") > 2.0 * ready("v2"),
+        "{} vs {}",
+        ready("v1"),
+        ready("v2")
+    );
+    // The findings and differences the demo exists to show.
+    assert!(text.contains("v1: its calls sit at 40–50 ms"), "{text}");
+    assert!(
+        text.contains("the server does not set TCP_NODELAY"),
+        "{text}"
+    );
+    assert!(!text.contains("v2: its calls sit"), "{text}");
+    assert!(text.contains("**byte order reversed at hash**"), "{text}");
+    assert!(
+        text.contains("**status differs: HTTP 500 vs HTTP 400**"),
+        "{text}"
+    );
+    assert!(text.contains("both failed with HTTP 404"), "{text}");
+    assert!(text.contains("| 8 | v2 | "), "{text}");
+}

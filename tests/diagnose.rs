@@ -1,0 +1,45 @@
+//! Findings from real runs: a server without TCP_NODELAY that writes each answer in two
+//! packets shows the ~40 ms floor, one that does so for every 20th answer shows the tail,
+//! and a well-behaved one shows neither.
+
+mod common;
+
+use bakeoff::diagnose::{findings, Finding, Limits};
+use bakeoff::results::Results;
+use common::*;
+
+#[test]
+fn the_nagle_floor_and_tail_are_found_and_a_clean_server_is_not_flagged() {
+    let dir = TempDir::new("diagnose");
+    let plan = format!(
+        "name = \"findings\"\nrepetitions = 1\n{}{}{}\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nclients = 1\nduration = \"2s\"\n",
+        faulty_contender("floor", "nagle", 0),
+        faulty_contender("tail", "nagle-tail", 20),
+        faulty_contender("clean", "ok", 0),
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let r = Results::load(&run.out_dir).unwrap();
+    let found = findings(&r, Limits::default());
+    let stall = |name: &str| {
+        found.iter().find_map(|f| match f {
+            Finding::StallBand {
+                contender,
+                share,
+                floor,
+                ..
+            } if contender == name => Some((*share, *floor)),
+            _ => None,
+        })
+    };
+    let (share, floor) = stall("floor").expect("the floor is found");
+    assert!(floor && share > 0.9, "{share}");
+    let (share, floor) = stall("tail").expect("the tail is found");
+    assert!(!floor && (0.02..0.12).contains(&share), "{share}");
+    assert!(stall("clean").is_none(), "{found:?}");
+    // Shown in the summary with the reason.
+    let out = run.stdout();
+    assert!(out.contains("## Findings"), "{out}");
+    assert!(out.contains("floor: its calls sit at 40–50 ms"), "{out}");
+    assert!(out.contains("the server does not set TCP_NODELAY"), "{out}");
+}
