@@ -168,6 +168,69 @@ pub fn run_set(
         .collect())
 }
 
+/// What `bakeoff diff` found: the analysis, the sets, and every endpoint's answers.
+pub struct DiffOutcome {
+    pub report: CompatReport,
+    pub sets: Vec<crate::results::CompatSetInfo>,
+    pub answers: Vec<(String, Vec<CompatAnswer>)>,
+}
+
+/// Asks servers that are already running every case of `file`; the first endpoint is the
+/// baseline, `noise` are second instances of its build.
+pub fn diff_endpoints(
+    file: &crate::plan::CasesFile,
+    endpoints: &[String],
+    noise: &[String],
+    timeout: Duration,
+) -> anyhow::Result<DiffOutcome> {
+    use anyhow::Context as _;
+    let protos = Protos {
+        files: file.protos.clone(),
+        includes: file.includes.clone(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut answers = Vec::new();
+    for ep in endpoints.iter().chain(noise) {
+        crate::protocol::target::Endpoint::parse(ep).with_context(|| format!("endpoint `{ep}`"))?;
+        let mut all = Vec::new();
+        for set in &file.compat {
+            all.extend(run_set(set, ep, &protos, timeout, &rt).map_err(anyhow::Error::msg)?);
+        }
+        answers.push((ep.clone(), all));
+    }
+    let reference: Vec<CompatAnswer> = file
+        .compat
+        .iter()
+        .flat_map(|set| {
+            (0..set.cases.len())
+                .filter_map(|i| ask_reference(set, i, &protos, timeout, &rt))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let sets: Vec<_> = file
+        .compat
+        .iter()
+        .map(crate::results::CompatSetInfo::from)
+        .collect();
+    let who = analyze::Who {
+        baseline: &endpoints[0],
+        noise: noise.iter().map(String::as_str).collect(),
+        others: endpoints[1..].iter().map(String::as_str).collect(),
+    };
+    let refs: Vec<(&str, &[CompatAnswer])> = answers
+        .iter()
+        .map(|(e, a)| (e.as_str(), a.as_slice()))
+        .collect();
+    let report = analyze(&sets, &who, &refs, &reference);
+    Ok(DiffOutcome {
+        report,
+        sets,
+        answers,
+    })
+}
+
 impl Driver {
     /// One call on a fresh connection to the first endpoint.
     pub async fn once(&self) -> Result<Reply, CallError> {

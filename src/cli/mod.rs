@@ -1,24 +1,20 @@
 //! Command-line definitions. Flags become checked values here, once; the rest of the crate
 //! never sees a raw flag.
 
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
 
-use crate::load::{self, LoadConfig, Pacing, Stop};
+use crate::load::{LoadConfig, Pacing, Stop};
 use crate::protocol::grpc::{self, Grpc};
 use crate::protocol::http1::{Http1, Http1Request};
 use crate::protocol::http2::Http2;
 use crate::protocol::jsonrpc::JsonRpc;
 use crate::protocol::target::Endpoint;
 use crate::protocol::template::Template;
-use crate::protocol::{Protocol, Reply};
 use crate::report;
-use crate::runner;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -365,6 +361,10 @@ impl LoadArgs {
     }
 }
 
+mod commands;
+
+use commands::*;
+
 /// Runs a parsed command; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
@@ -373,12 +373,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => run_plan(&args),
         Command::Compare(args) => run_compare(&args),
         Command::Diff(args) => run_diff(&args),
-        Command::Demo(args) => {
-            install_handler(on_interrupt_run, 0);
-            let mut rep = runner::events::Terminal::new(std::io::stderr().is_terminal());
-            let done = crate::demo::run(args.out.clone(), &mut rep)?;
-            finish_run(&done, false)
-        }
+        Command::Demo(args) => run_demo(&args),
         Command::DemoServer {
             version,
             port,
@@ -387,270 +382,6 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             crate::demo::server::serve(version, port, state)?;
             Ok(0)
         }
-    }
-}
-
-fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
-    let cfg = args.config()?;
-    let target = args.target.build(false)?;
-    install_interrupt_handler();
-    let result = match target {
-        Target::Http1(p) => drive(p, &cfg),
-        Target::Http2(p) => drive(p, &cfg),
-        Target::Grpc(p) => drive(p, &cfg),
-        Target::JsonRpc(p) => drive(p, &cfg),
-    }?;
-    if args.json {
-        emit(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
-    } else {
-        emit(&report::load_summary::render(&result))?;
-    }
-    Ok(if result.interrupted { 130 } else { 0 })
-}
-
-/// Exit codes of `bakeoff run`: 0 all went well, 2 a contender or a scenario point failed
-/// (what was measured is kept), 3 compat cases differ and `--fail-on-diff` was given,
-/// 130 interrupted.
-fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
-    install_handler(on_interrupt_run, 0);
-    let opts = runner::RunOptions {
-        out: args.out.clone(),
-        resume: args.resume.clone(),
-        smoke: args.smoke,
-    };
-    let mut rep = runner::events::Terminal::new(std::io::stderr().is_terminal());
-    let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
-    finish_run(&done, args.fail_on_diff)
-}
-
-/// Prints the summary and says where the results are; the exit code of `run` and `demo`.
-fn finish_run(done: &runner::Finished, fail_on_diff: bool) -> anyhow::Result<u8> {
-    emit(&report::run_summary::render(&done.results))?;
-    let results = done.dir.join("results.json");
-    eprintln!("results: {}", results.display());
-    if done.results.status == "interrupted" {
-        eprintln!(
-            "interrupted; continue with: bakeoff run --resume {}",
-            done.dir.display()
-        );
-        return Ok(130);
-    }
-    let failed = done
-        .results
-        .runs
-        .iter()
-        .any(|r| r.status == "failed" || r.points.iter().any(|p| p.error.is_some()));
-    let differs = fail_on_diff
-        && report::compat::from_results(&done.results)
-            .iter()
-            .any(|c| c.differences > 0);
-    Ok(if failed {
-        2
-    } else if differs {
-        3
-    } else {
-        0
-    })
-}
-
-/// Exit codes of `bakeoff diff`: 0, or 3 with `--fail-on-diff` when a case differs.
-fn run_diff(args: &DiffArgs) -> anyhow::Result<u8> {
-    use crate::compat::analyze::{analyze, Who};
-    let file = crate::plan::Plan::load_cases(&args.cases)?;
-    let protos = runner::drive::Protos {
-        files: file.protos.clone(),
-        includes: file.includes.clone(),
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let mut answers = Vec::new();
-    for ep in args.endpoints.iter().chain(&args.noise) {
-        crate::protocol::target::Endpoint::parse(ep).with_context(|| format!("endpoint `{ep}`"))?;
-        let mut all = Vec::new();
-        for set in &file.compat {
-            all.extend(
-                crate::compat::run_set(set, ep, &protos, args.timeout, &rt)
-                    .map_err(anyhow::Error::msg)?,
-            );
-        }
-        answers.push((ep.clone(), all));
-    }
-    let sets: Vec<crate::results::CompatSetInfo> = file
-        .compat
-        .iter()
-        .map(crate::results::CompatSetInfo::from)
-        .collect();
-    let who = Who {
-        baseline: &args.endpoints[0],
-        noise: args.noise.iter().map(String::as_str).collect(),
-        others: args.endpoints[1..].iter().map(String::as_str).collect(),
-    };
-    let refs: Vec<(&str, &[crate::results::CompatAnswer])> = answers
-        .iter()
-        .map(|(e, a)| (e.as_str(), a.as_slice()))
-        .collect();
-    let reference: Vec<crate::results::CompatAnswer> = file
-        .compat
-        .iter()
-        .flat_map(|set| {
-            (0..set.cases.len())
-                .filter_map(|i| crate::compat::ask_reference(set, i, &protos, args.timeout, &rt))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let report = analyze(&sets, &who, &refs, &reference);
-    if args.json {
-        let out = serde_json::json!({ "report": report, "sets": sets, "answers": answers.iter().map(|(e, a)| serde_json::json!({"endpoint": e, "answers": a})).collect::<Vec<_>>() });
-        emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
-    } else {
-        emit(&report::compat::markdown(std::slice::from_ref(&report)))?;
-    }
-    Ok(if args.fail_on_diff && report.differences > 0 {
-        3
-    } else {
-        0
-    })
-}
-
-/// Exit codes of `bakeoff compare`: 0, or 3 when `--threshold` tripped.
-fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        bail!("--alpha must be between 0 and 1");
-    }
-    let sets = args
-        .inputs
-        .iter()
-        .map(|p| crate::import::load(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let opts = crate::compare::Options {
-        thresholds: crate::stats::Thresholds {
-            alpha: args.alpha,
-            noise: args.noise / 100.0,
-        },
-        fail_above_pct: args.threshold,
-    };
-    let r = crate::compare::compare(&sets, opts);
-    emit(&report::compare_table::render(&r, args.format))?;
-    Ok(if r.tripped > 0 { 3 } else { 0 })
-}
-
-fn drive<P: Protocol>(p: P, cfg: &LoadConfig) -> anyhow::Result<load::LoadResult> {
-    let mut bar = report::progress::Bar::new(std::io::stderr().is_terminal());
-    let result = load::run(Arc::new(p), cfg, &mut |p| {
-        bar.update(p);
-        load::Flow::Continue
-    });
-    bar.finish();
-    Ok(result?)
-}
-
-fn run_call(args: &CallArgs) -> anyhow::Result<u8> {
-    let target = args.target.build(true)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let timeout = args.target.timeout;
-    let (reply, messages) = rt.block_on(async {
-        match target {
-            Target::Http1(p) => once(&p, timeout).await.map(text_messages),
-            Target::Http2(p) => once(&p, timeout).await.map(text_messages),
-            Target::JsonRpc(p) => once(&p, timeout).await.map(text_messages),
-            Target::Grpc(p) => {
-                let reply = once(&p, timeout).await?;
-                let out = p.method().output();
-                let msgs = reply
-                    .body
-                    .iter()
-                    .flatten()
-                    .map(|m| grpc::decode_json(&out, m).map_err(anyhow::Error::msg))
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                Ok((reply, msgs))
-            }
-        }
-    })?;
-    if args.json {
-        let out = serde_json::json!({
-            "outcome": reply.class.to_string(),
-            "kind": reply.class.kind(),
-            "code": reply.class.code(),
-            "success": reply.class.is_success(),
-            "detail": reply.detail,
-            "messages": messages,
-        });
-        emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
-    } else {
-        eprintln!("{}", reply.class);
-        if let Some(d) = &reply.detail {
-            eprintln!("{d}");
-        }
-        for m in &messages {
-            match m {
-                serde_json::Value::String(s) => emit(&format!("{s}\n"))?,
-                v => emit(&format!("{}\n", serde_json::to_string_pretty(v)?))?,
-            }
-        }
-    }
-    Ok(if reply.class.is_success() { 0 } else { 1 })
-}
-
-/// Writes to stdout, returning errors (a closed pipe) instead of panicking like `println!`.
-fn emit(text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()
-}
-
-async fn once<P: Protocol>(p: &P, timeout: Duration) -> anyhow::Result<Reply> {
-    let attempt = async {
-        let mut conn = p.connect().await?;
-        p.call(&mut conn, 0).await
-    };
-    let reply = tokio::time::timeout(timeout, attempt)
-        .await
-        .map_err(|_| anyhow::anyhow!("no answer within {timeout:?}"))??;
-    Ok(reply)
-}
-
-fn text_messages(r: Reply) -> (Reply, Vec<serde_json::Value>) {
-    let msgs = r
-        .body
-        .iter()
-        .flatten()
-        .map(|b| serde_json::Value::String(String::from_utf8_lossy(b).into_owned()))
-        .collect();
-    (r, msgs)
-}
-
-extern "C" fn on_interrupt(_: libc::c_int) {
-    load::INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// During `bakeoff run`: the first Ctrl-C or SIGTERM stops after the step in progress and
-/// stops the contenders properly; a second one kills the contenders' process groups and exits.
-extern "C" fn on_interrupt_run(_: libc::c_int) {
-    if load::INTERRUPTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        crate::contender::kill_all_live();
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(130) }
-    }
-}
-
-/// First Ctrl-C or SIGTERM: stop sending, finish what is in flight, report what was
-/// measured. A second one kills as usual (SA_RESETHAND).
-fn install_interrupt_handler() {
-    install_handler(on_interrupt, libc::SA_RESETHAND);
-}
-
-fn install_handler(handler: extern "C" fn(libc::c_int), flags: libc::c_int) {
-    // SAFETY: the handlers only touch atomics and call async-signal-safe functions.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler as *const () as usize;
-        sa.sa_flags = flags;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
     }
 }
 
