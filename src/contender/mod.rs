@@ -3,18 +3,19 @@
 //! timed, CPU and memory sampled, and teardown that leaves no process behind — the group is
 //! signalled, and any process still carrying this start's tag in its environment is killed.
 
+mod member;
 pub mod probe;
 mod spawn;
 pub mod usage;
 
 use std::path::PathBuf;
-use std::process::Child;
-use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{Check, Contender, Probe};
+pub use member::kill_all_live;
+use member::{describe_exit, log_tail, register_group, unregister_group, MemberProc};
 pub use probe::ProbeError;
 pub use spawn::{expand, ports_named, Placeholders};
 use usage::{Sampler, Usage};
@@ -22,38 +23,6 @@ use usage::{Sampler, Usage};
 /// The environment variable every process started for a contender carries, so teardown can
 /// find the ones that left the process group.
 pub const TAG_VAR: &str = "BAKEOFF_RUN";
-
-/// Process groups of members now running, so a second Ctrl-C can kill them from the signal
-/// handler before bakeoff exits (their children would otherwise outlive it).
-static LIVE_GROUPS: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
-
-fn register_group(pgid: i32) {
-    for slot in &LIVE_GROUPS {
-        if slot.compare_exchange(0, pgid, SeqCst, SeqCst).is_ok() {
-            return;
-        }
-    }
-}
-
-fn unregister_group(pgid: i32) {
-    for slot in &LIVE_GROUPS {
-        let _ = slot.compare_exchange(pgid, 0, SeqCst, SeqCst);
-    }
-}
-
-/// Kills every running member's process group. Async-signal-safe (atomics and `kill` only),
-/// for use in a signal handler.
-pub fn kill_all_live() {
-    for slot in &LIVE_GROUPS {
-        let g = slot.load(SeqCst);
-        if g > 1 {
-            // SAFETY: kill has no memory preconditions.
-            unsafe {
-                libc::kill(-g, libc::SIGKILL);
-            }
-        }
-    }
-}
 
 /// Everything needed to start one contender for one repetition.
 pub struct Launch<'a> {
@@ -102,19 +71,6 @@ pub struct MemberExit {
 pub struct Startup {
     pub first_response: Duration,
     pub ready: Duration,
-}
-
-struct MemberProc {
-    name: String,
-    /// Kept for its handles; the process is reaped with `wait4` (see [`MemberProc::poll`]).
-    _child: Child,
-    pid: i32,
-    /// CPU time of the member and its reaped descendants, known once it has been reaped.
-    reaped_cpu: Option<Usage>,
-    exit: Option<MemberExit>,
-    ready: Probe,
-    endpoint: String,
-    logs: Vec<PathBuf>,
 }
 
 /// A started contender. Dropping it kills whatever is still running.
@@ -505,97 +461,9 @@ impl Running {
     }
 }
 
-impl MemberProc {
-    /// Reaps the member if it has exited (or, with `block`, once it does), keeping the CPU
-    /// time the kernel reports for it and its reaped descendants. `None` while it runs.
-    fn poll(&mut self, block: bool) -> Option<std::process::ExitStatus> {
-        use std::os::unix::process::ExitStatusExt as _;
-        if self.reaped_cpu.is_some() {
-            return None;
-        }
-        let mut status = 0;
-        // SAFETY: wait4 writes into the two locals we pass.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        let flags = if block { 0 } else { libc::WNOHANG };
-        let r = unsafe { libc::wait4(self.pid, &mut status, flags, &mut ru) };
-        if r != self.pid {
-            return None;
-        }
-        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        self.reaped_cpu = Some(Usage {
-            cpu_user_s: secs(ru.ru_utime),
-            cpu_system_s: secs(ru.ru_stime),
-            peak_rss_bytes: ru.ru_maxrss.max(0) as u64 * 1024,
-        });
-        Some(std::process::ExitStatus::from_raw(status))
-    }
-}
-
 impl Drop for Running {
     fn drop(&mut self) {
         self.shutdown();
-    }
-}
-
-fn describe_exit(
-    member: &str,
-    pid: i32,
-    status: std::process::ExitStatus,
-    stopped_by_bakeoff: bool,
-) -> MemberExit {
-    use std::os::unix::process::ExitStatusExt as _;
-    let signal = status.signal();
-    MemberExit {
-        member: member.to_string(),
-        pid,
-        status: match signal {
-            Some(s) => format!("killed by signal {s} ({})", signal_name(s)),
-            None => status.to_string(),
-        },
-        code: status.code(),
-        signal,
-        stopped_by_bakeoff,
-    }
-}
-
-fn signal_name(s: i32) -> &'static str {
-    match s {
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGINT => "SIGINT",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        _ => "signal",
-    }
-}
-
-/// The last `n` non-empty lines across a member's logs, indented.
-fn log_tail(logs: &[PathBuf], n: usize) -> String {
-    let mut lines = Vec::new();
-    for f in logs {
-        if let Ok(b) = std::fs::read(f) {
-            let text = String::from_utf8_lossy(&b).into_owned();
-            lines.extend(
-                text.lines()
-                    .filter(|l| !l.trim().is_empty())
-                    .map(str::to_string)
-                    .collect::<Vec<_>>(),
-            );
-        }
-    }
-    let start = lines.len().saturating_sub(n);
-    lines[start..]
-        .iter()
-        .map(|l| format!("    {}", truncate(l, 300)))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn truncate(s: &str, max: usize) -> &str {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => &s[..i],
-        None => s,
     }
 }
 

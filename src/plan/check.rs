@@ -9,11 +9,11 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::error::{nearest, Locator, PlanError};
-use super::matrix::{braced_words, expand};
-use super::raw::{RawContender, RawPlan, RawProbe, RawScenario, RawStep};
+use super::matrix::expand;
+use super::raw::{RawContender, RawPlan, RawScenario, RawStep};
 use super::*;
 
-const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:{port}";
+pub(super) const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:{port}";
 
 type Res<T> = Result<T, PlanError>;
 
@@ -303,71 +303,6 @@ impl Checker<'_> {
         }
     }
 
-    /// The member's probe, or by default "its endpoint accepts a TCP connection".
-    fn probe_or_tcp(&self, p: Option<&Spanned<RawProbe>>, endpoint: Option<&str>) -> Res<Probe> {
-        if let Some(p) = p {
-            return self.probe(p);
-        }
-        let endpoint = endpoint.unwrap_or(DEFAULT_ENDPOINT);
-        let hostport = endpoint.trim_start_matches("http://");
-        let hostport = hostport.split('/').next().unwrap_or(hostport);
-        Ok(Probe {
-            check: Check::Tcp(hostport.to_string()),
-            timeout: Duration::from_secs(30),
-            attempt_timeout: Duration::from_secs(1),
-            interval: Duration::from_millis(20),
-        })
-    }
-
-    fn probe(&self, s: &Spanned<RawProbe>) -> Res<Probe> {
-        let r = s.get_ref();
-        let mut checks = Vec::new();
-        if let Some(t) = &r.tcp {
-            checks.push(Check::Tcp(t.clone()));
-        }
-        if let Some(u) = &r.http {
-            checks.push(Check::Http {
-                url: u.clone(),
-                status: r.status,
-            });
-        }
-        if let Some(g) = &r.grpc {
-            checks.push(Check::Grpc {
-                call: g.clone(),
-                body: r.body.as_ref().map_or("{}".into(), value_text),
-                endpoint: r.endpoint.clone(),
-            });
-        }
-        if let Some(l) = &r.log {
-            if let Err(e) = regex_lite::Regex::new(l.get_ref()) {
-                return Err(self.at(l, format!("`log` is not a valid regular expression: {e}")));
-            }
-            checks.push(Check::Log(l.get_ref().clone()));
-        }
-        if let Some(c) = &r.command {
-            checks.push(Check::Command(c.clone()));
-        }
-        if checks.len() != 1 {
-            return Err(self.at(
-                s,
-                "a probe has exactly one of `tcp`, `http`, `grpc`, `log` or `command`",
-            ));
-        }
-        if r.status.is_some() && r.http.is_none() || r.body.is_some() && r.grpc.is_none() {
-            return Err(self.at(s, "`status` goes with `http`, `body` with `grpc`"));
-        }
-        Ok(Probe {
-            check: checks.remove(0),
-            timeout: self.duration(r.timeout.as_ref(), "timeout", Duration::from_secs(30))?,
-            attempt_timeout: self.duration(
-                r.attempt_timeout.as_ref(),
-                "attempt_timeout",
-                Duration::from_secs(1),
-            )?,
-            interval: self.duration(r.interval.as_ref(), "interval", Duration::from_millis(20))?,
-        })
-    }
-
     fn scenario(&self, s: &Spanned<RawScenario>, has_protos: bool) -> Res<Scenario> {
         let r = s.get_ref();
         let name = r.name.get_ref().trim().to_string();
@@ -479,95 +414,6 @@ impl Checker<'_> {
             Some(n) => return Err(self.at(n, "`requests` must be at least 1")),
         };
         Ok(Step { call, requests })
-    }
-
-    pub(super) fn call(&self, span: Range<usize>, f: &CallFields, has_protos: bool) -> Res<Call> {
-        let headers: Vec<(String, String)> = f.headers.clone().into_iter().collect();
-        let path = f.path.map(|p| p.get_ref().clone());
-        match (f.grpc, f.http, f.jsonrpc) {
-            (Some(g), None, None) => {
-                if !has_protos {
-                    return Err(self.at(
-                        g,
-                        "a gRPC call needs `protos = [\"...\"]` at the top of the plan",
-                    ));
-                }
-                if !g.get_ref().contains('/') {
-                    return Err(self.at(
-                        g,
-                        format!(
-                            "`{}` is not a method name; write it as package.Service/Method",
-                            g.get_ref()
-                        ),
-                    ));
-                }
-                if let Some(p) = f.path.or(None) {
-                    return Err(self.at(p, "`path` is for `http` and `jsonrpc` calls"));
-                }
-                Ok(Call::Grpc {
-                    method: g.get_ref().clone(),
-                    body: f.body.map_or("{}".into(), |b| value_text(b.get_ref())),
-                })
-            }
-            (None, Some(h), None) => {
-                let text = h.get_ref().trim();
-                let (method, p) = match text.split_once(' ') {
-                    Some((m, p)) => (m.to_string(), p.trim().to_string()),
-                    None if text.starts_with('/') => ("GET".to_string(), text.to_string()),
-                    None => (text.to_string(), path.clone().unwrap_or("/".into())),
-                };
-                if method.is_empty()
-                    || !method.bytes().all(|b| b.is_ascii_uppercase())
-                    || !p.starts_with('/')
-                {
-                    return Err(self.at(h, format!("`http = \"{text}\"`: write the method and path, e.g. \"GET /index.html\"")));
-                }
-                Ok(Call::Http {
-                    method,
-                    path: p,
-                    headers,
-                    body: f.body.map(|b| value_text(b.get_ref())),
-                    h2: f.h2,
-                })
-            }
-            (None, None, Some(j)) => Ok(Call::JsonRpc {
-                method: j.get_ref().clone(),
-                path: path.unwrap_or("/".into()),
-                params: f.params.map_or("[]".into(), |p| value_text(p.get_ref())),
-                headers,
-            }),
-            _ => Err(self.span(
-                span,
-                "give exactly one of `grpc`, `http` or `jsonrpc` for the call",
-            )),
-        }
-    }
-
-    /// A `{name}` in a call that is neither a matrix variable nor a template keyword is
-    /// almost always a typo; catch it now instead of sending it literally.
-    pub(super) fn vars_known(&self, call: &Call, vars: &[&str], span: Range<usize>) -> Res<()> {
-        let texts: Vec<&str> = match call {
-            Call::Grpc { body, .. } => vec![body],
-            Call::Http { path, body, .. } => [Some(path.as_str()), body.as_deref()]
-                .into_iter()
-                .flatten()
-                .collect(),
-            Call::JsonRpc { path, params, .. } => vec![path, params],
-        };
-        for t in texts {
-            for word in braced_words(t) {
-                if word != "seq" && !vars.contains(&word) {
-                    let hint = nearest(word, vars.iter().copied())
-                        .map(|n| format!("; did you mean `{{{n}}}`?"))
-                        .unwrap_or_else(|| " (declare it under `matrix`)".into());
-                    return Err(self.span(
-                        span.clone(),
-                        format!("`{{{word}}}` is not a matrix variable{hint}"),
-                    ));
-                }
-            }
-        }
-        Ok(())
     }
 }
 

@@ -2,10 +2,12 @@
 //! [`Plan::load`] reads and checks it once; errors name the file, line and column, and the rest
 //! of the crate only ever sees the checked types below.
 
+mod call;
 mod check;
 mod compat;
 pub mod error;
 mod matrix;
+mod probe;
 mod raw;
 
 use std::path::{Path, PathBuf};

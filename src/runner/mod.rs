@@ -6,21 +6,23 @@
 pub mod drive;
 pub mod events;
 mod preflight;
+mod setup;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 
 use crate::contender::{self, Launch, Running};
 use crate::load::{Flow, LoadConfig, INTERRUPTED};
-use crate::plan::{Order, Plan, Point, Scenario, Spread};
-use crate::results::{self, env::Environment, PointRun, Results, Run};
+use crate::plan::{Plan, Point, Scenario, Spread};
+use crate::results::{self, PointRun, Results, Run};
 use drive::{Driver, Protos};
 pub use events::Reporter;
+use setup::{ask_references, fresh, pinning, resume, schedule};
 
 /// Per compat call: a server that holds a request longer is recorded as timed out.
-const COMPAT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const COMPAT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -112,187 +114,6 @@ pub fn run(
     results.finished_at = Some(results::now_utc());
     results.save(&dir).context("writing results.json")?;
     Ok(Finished { dir, results })
-}
-
-/// Asks the reference servers (outside servers the plan names) every case of their sets,
-/// once, before any contender starts.
-fn ask_references(
-    plan: &Plan,
-    protos: &Protos,
-    rt: &tokio::runtime::Runtime,
-    results: &mut Results,
-    rep: &mut dyn Reporter,
-) {
-    for set in plan.compat.iter().filter(|s| s.reference.is_some()) {
-        let answers: Vec<_> = (0..set.cases.len())
-            .filter_map(|i| crate::compat::ask_reference(set, i, protos, COMPAT_TIMEOUT, rt))
-            .collect();
-        if !answers.iter().any(|a| a.success) {
-            let first = answers.first().map_or(String::new(), |a| {
-                format!("{} {}", a.outcome, a.detail.clone().unwrap_or_default())
-            });
-            let w = format!(
-                "compat `{}`: the reference {} answered none of {} cases (first: {first})",
-                set.name,
-                set.reference.as_ref().map_or("", |r| r.endpoint.as_str()),
-                answers.len(),
-            );
-            rep.warning(&w);
-            results.warnings.push(w);
-        }
-        results.compat_reference.extend(answers);
-    }
-}
-
-fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, PathBuf, Results)> {
-    let path = std::fs::canonicalize(path)
-        .with_context(|| format!("cannot read the plan `{}`", path.display()))?;
-    let mut plan = Plan::load(&path)?;
-    if opts.smoke {
-        plan = plan.smoke();
-    }
-    let started_at = results::now_utc();
-    let dir = match &opts.out {
-        Some(d) => d.clone(),
-        None => {
-            let stamp: String = started_at
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric())
-                .collect();
-            PathBuf::from("bakeoff-results")
-                .join(format!("{stamp}-{}", contender::slug(&plan.name)))
-        }
-    };
-    if dir.join("results.json").exists() {
-        bail!(
-            "`{}` already holds results; continue them with --resume {0} or choose another --out",
-            dir.display()
-        );
-    }
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
-    // Absolute, so `{state}` still names the right folder for a contender with its own `dir`.
-    let dir = std::fs::canonicalize(&dir)?;
-    results::write_atomic(&dir.join("plan.toml"), plan.text.as_bytes())?;
-    let results = Results {
-        schema_version: results::SCHEMA_VERSION,
-        tool: format!("bakeoff {}", env!("CARGO_PKG_VERSION")),
-        name: plan.name.clone(),
-        plan_path: path.display().to_string(),
-        status: "running".into(),
-        smoke: opts.smoke,
-        started_at,
-        finished_at: None,
-        environment: Environment::detect(),
-        baseline: plan.contenders.iter().find_map(|c| c.baseline.clone()),
-        repetitions: plan.repetitions,
-        order: match plan.order {
-            Order::Interleaved => "interleaved",
-            Order::Sequential => "sequential",
-        }
-        .into(),
-        contenders: plan
-            .contenders
-            .iter()
-            .map(|c| results::ContenderInfo {
-                name: c.name.clone(),
-                baseline: plan.baseline_of(&c.name).map(str::to_string),
-                members: c
-                    .members
-                    .iter()
-                    .map(|m| results::MemberInfo {
-                        name: m.name.clone(),
-                        command: m.command.clone(),
-                        endpoint: m.endpoint.clone(),
-                    })
-                    .collect(),
-                noise_of: c.noise_of.clone(),
-            })
-            .collect(),
-        scenarios: plan
-            .scenarios
-            .iter()
-            .map(|s| results::ScenarioInfo {
-                name: s.name.clone(),
-                call: s.call.describe(),
-                points: s.points.iter().map(|p| p.label.clone()).collect(),
-            })
-            .collect(),
-        runs: Vec::new(),
-        warnings: Vec::new(),
-        compat: plan
-            .compat
-            .iter()
-            .map(results::CompatSetInfo::from)
-            .collect(),
-        compat_reference: Vec::new(),
-    };
-    Ok((plan, dir, results))
-}
-
-/// Reopens an interrupted run: the plan is the copy kept with the results (paths in it are
-/// still relative to the original plan file); repetitions that did not finish are redone.
-fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
-    let dir = &std::fs::canonicalize(dir)
-        .with_context(|| format!("cannot resume `{}`", dir.display()))?;
-    let mut results = Results::load(dir)?;
-    let text = std::fs::read_to_string(dir.join("plan.toml"))
-        .with_context(|| format!("`{}` has no plan.toml to resume from", dir.display()))?;
-    let mut plan = Plan::parse(Path::new(&results.plan_path), &text)?;
-    if results.smoke {
-        plan = plan.smoke();
-    }
-    results
-        .runs
-        .retain(|r| r.status == "complete" || r.status == "failed");
-    results.status = "running".into();
-    results.finished_at = None;
-    INTERRUPTED.store(false, Relaxed);
-    Ok((plan, dir.to_path_buf(), results))
-}
-
-/// Pins only what the machine allows; says so when it cannot.
-fn pinning(plan: &Plan, warnings: &mut Vec<String>) -> (Option<Vec<usize>>, Option<Vec<usize>>) {
-    let Some(cores) = &plan.cores else {
-        return (None, None);
-    };
-    let allowed = crate::sys::allowed_cpus();
-    let check = |set: &Vec<usize>, what: &str, warnings: &mut Vec<String>| {
-        let missing: Vec<usize> = set
-            .iter()
-            .copied()
-            .filter(|c| !allowed.contains(c))
-            .collect();
-        if missing.is_empty() {
-            Some(set.clone())
-        } else {
-            let w = format!(
-                "the plan pins {what} to CPUs {set:?}, but this machine lets bakeoff use only {allowed:?} (CPUs {missing:?} are missing): {what} run unpinned"
-            );
-            if !warnings.contains(&w) {
-                warnings.push(w); // once, also when resuming
-            }
-            None
-        }
-    };
-    let c = check(&cores.contender, "contenders", warnings);
-    let l = check(&cores.load, "the load engine", warnings);
-    (c, l)
-}
-
-/// (repetition, contender index) in the order they run. A noise instance only answers the
-/// compat cases, so it runs once.
-fn schedule(plan: &Plan) -> Vec<(u32, usize)> {
-    let reps = 1..=plan.repetitions;
-    let n = plan.contenders.len();
-    let all: Vec<(u32, usize)> = match plan.order {
-        Order::Interleaved => reps.flat_map(|r| (0..n).map(move |c| (r, c))).collect(),
-        Order::Sequential => (0..n)
-            .flat_map(|c| reps.clone().map(move |r| (r, c)))
-            .collect(),
-    };
-    all.into_iter()
-        .filter(|&(r, c)| r == 1 || plan.contenders[c].noise_of.is_none())
-        .collect()
 }
 
 struct Ctx<'a> {

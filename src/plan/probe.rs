@@ -1,0 +1,83 @@
+//! Readiness probes in a plan: exactly one check each, with its timeouts.
+
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::check::{value_text, Checker, DEFAULT_ENDPOINT};
+use super::error::PlanError;
+use super::raw::RawProbe;
+use super::{Check, Probe};
+
+type Res<T> = Result<T, PlanError>;
+
+impl Checker<'_> {
+    /// The member's probe, or by default "its endpoint accepts a TCP connection".
+    pub(super) fn probe_or_tcp(
+        &self,
+        p: Option<&Spanned<RawProbe>>,
+        endpoint: Option<&str>,
+    ) -> Res<Probe> {
+        if let Some(p) = p {
+            return self.probe(p);
+        }
+        let endpoint = endpoint.unwrap_or(DEFAULT_ENDPOINT);
+        let hostport = endpoint.trim_start_matches("http://");
+        let hostport = hostport.split('/').next().unwrap_or(hostport);
+        Ok(Probe {
+            check: Check::Tcp(hostport.to_string()),
+            timeout: Duration::from_secs(30),
+            attempt_timeout: Duration::from_secs(1),
+            interval: Duration::from_millis(20),
+        })
+    }
+
+    pub(super) fn probe(&self, s: &Spanned<RawProbe>) -> Res<Probe> {
+        let r = s.get_ref();
+        let mut checks = Vec::new();
+        if let Some(t) = &r.tcp {
+            checks.push(Check::Tcp(t.clone()));
+        }
+        if let Some(u) = &r.http {
+            checks.push(Check::Http {
+                url: u.clone(),
+                status: r.status,
+            });
+        }
+        if let Some(g) = &r.grpc {
+            checks.push(Check::Grpc {
+                call: g.clone(),
+                body: r.body.as_ref().map_or("{}".into(), value_text),
+                endpoint: r.endpoint.clone(),
+            });
+        }
+        if let Some(l) = &r.log {
+            if let Err(e) = regex_lite::Regex::new(l.get_ref()) {
+                return Err(self.at(l, format!("`log` is not a valid regular expression: {e}")));
+            }
+            checks.push(Check::Log(l.get_ref().clone()));
+        }
+        if let Some(c) = &r.command {
+            checks.push(Check::Command(c.clone()));
+        }
+        if checks.len() != 1 {
+            return Err(self.at(
+                s,
+                "a probe has exactly one of `tcp`, `http`, `grpc`, `log` or `command`",
+            ));
+        }
+        if r.status.is_some() && r.http.is_none() || r.body.is_some() && r.grpc.is_none() {
+            return Err(self.at(s, "`status` goes with `http`, `body` with `grpc`"));
+        }
+        Ok(Probe {
+            check: checks.remove(0),
+            timeout: self.duration(r.timeout.as_ref(), "timeout", Duration::from_secs(30))?,
+            attempt_timeout: self.duration(
+                r.attempt_timeout.as_ref(),
+                "attempt_timeout",
+                Duration::from_secs(1),
+            )?,
+            interval: self.duration(r.interval.as_ref(), "interval", Duration::from_millis(20))?,
+        })
+    }
+}
