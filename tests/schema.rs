@@ -8,6 +8,7 @@ use serde_json::Value;
 
 const SCHEMA: &str = include_str!("../docs/load-result.schema.json");
 const RESULTS_SCHEMA: &str = include_str!("../docs/results.schema.json");
+const REPORT_SCHEMA: &str = include_str!("../docs/report.schema.json");
 
 fn resolve<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
     match s.get("$ref").and_then(Value::as_str) {
@@ -202,4 +203,74 @@ fields = [{{ ours = "", theirs = "", transform = ["string"], ours_transform = ["
     assert_eq!(r["runs"][0]["compat"].as_array().unwrap().len(), 2, "{r}");
     assert_eq!(r["compat_reference"].as_array().unwrap().len(), 2, "{r}");
     assert_fits_schema(RESULTS_SCHEMA, r);
+
+    // The reports written at the end of the run: Markdown, a CSV per table, JSON that fits
+    // its schema; `bakeoff report DIR` writes them again and appends to a GitHub summary.
+    let report_dir = run.out_dir.join("report");
+    let md = std::fs::read_to_string(report_dir.join("report.md")).unwrap();
+    assert!(md.contains("## Start-up"), "{md}");
+    let csv = std::fs::read_to_string(report_dir.join("startup.csv")).unwrap();
+    assert!(
+        csv.starts_with("contender,started,first response,"),
+        "{csv}"
+    );
+    assert!(report_dir.join("serving-index.csv").is_file());
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(report_dir.join("report.json")).unwrap()).unwrap();
+    assert_fits_schema(REPORT_SCHEMA, &json);
+    assert_eq!(
+        json["compat"][0]["sets"][0]["reference"][0]["checked"], 1,
+        "{json}"
+    );
+    std::fs::remove_dir_all(&report_dir).unwrap();
+    let summary = dir.path().join("github-summary.md");
+    std::fs::write(&summary, "# earlier step\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(["report", run.out_dir.to_str().unwrap()])
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(report_dir.join("report.json").is_file());
+    let s = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        s.starts_with("# earlier step\n# schema") && s.contains("## Start-up"),
+        "{s}"
+    );
+}
+
+#[test]
+fn every_kind_of_finding_fits_the_report_schema() {
+    use bakeoff::diagnose::Finding;
+    let root: Value = serde_json::from_str(REPORT_SCHEMA).unwrap();
+    let findings = [
+        Finding::StallBand {
+            contender: "v1".into(),
+            places: vec!["get [clients=1]".into()],
+            share: 0.98,
+            floor: true,
+            contender_cores: Some(0.01),
+        },
+        Finding::GeneratorSaturated {
+            contender: "v2".into(),
+            place: "get [clients=8]".into(),
+            utilization: 0.97,
+        },
+        Finding::NoisyRepetitions {
+            contender: "v2".into(),
+            place: "get [clients=1]".into(),
+            spread_pct: 21.0,
+            repetitions: 3,
+        },
+    ];
+    for f in findings {
+        let v = serde_json::to_value(&f).unwrap();
+        let mut errors = Vec::new();
+        check(&root, &root["$defs"]["finding"], &v, "$", &mut errors);
+        assert!(errors.is_empty(), "{v}: {errors:?}");
+    }
 }

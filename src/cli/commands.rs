@@ -54,9 +54,28 @@ pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
     finish_run(&done, false)
 }
 
-/// Prints the summary and says where the results are; the exit code of `run` and `demo`.
+pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
+    let r = crate::results::Results::load(dir)?;
+    let files = report::export::write_all(dir, &r)?;
+    emit(&report::run_summary::render(&r))?;
+    eprintln!(
+        "reports: {}",
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    report::export::github_step_summary(&r)?;
+    Ok(0)
+}
+
+/// Prints the summary, writes the reports and says where the results are; the exit code of
+/// `run` and `demo`.
 pub(super) fn finish_run(done: &runner::Finished, fail_on_diff: bool) -> anyhow::Result<u8> {
     emit(&report::run_summary::render(&done.results))?;
+    report::export::write_all(&done.dir, &done.results)?;
+    report::export::github_step_summary(&done.results)?;
     let results = done.dir.join("results.json");
     eprintln!("results: {}", results.display());
     if done.results.status == "interrupted" {

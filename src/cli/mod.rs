@@ -38,6 +38,12 @@ pub enum Command {
     /// A whole bake-off with built-in contenders, in under a minute: start-up, compat,
     /// latency, a small concurrency sweep, 3 repetitions, findings.
     Demo(DemoArgs),
+    /// Write the reports of a results directory again (report.md, CSV per table,
+    /// report.json) and print the Markdown summary.
+    Report {
+        /// A results directory (holding results.json).
+        dir: PathBuf,
+    },
     /// The demo's contender (used by `bakeoff demo`).
     #[command(hide = true)]
     DemoServer {
@@ -374,6 +380,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Compare(args) => run_compare(&args),
         Command::Diff(args) => run_diff(&args),
         Command::Demo(args) => run_demo(&args),
+        Command::Report { dir } => run_report(&dir),
         Command::DemoServer {
             version,
             port,

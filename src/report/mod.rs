@@ -2,9 +2,11 @@
 
 pub mod compare_table;
 pub mod compat;
+pub mod export;
 pub mod load_summary;
 pub mod progress;
 pub mod run_summary;
+pub mod table;
 
 /// Formats microseconds with a unit a reader can take in at a glance.
 pub fn fmt_us(us: f64) -> String {

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::table::Table;
 use super::{fmt_bytes, fmt_rate, fmt_us};
 use crate::results::{Results, Run};
 use crate::stats::Sample;
@@ -14,10 +15,11 @@ pub fn render(r: &Results) -> String {
     if r.smoke {
         let _ = writeln!(out, "_Smoke run: one repetition, short scenarios — check the plan, do not compare these numbers._\n");
     }
-    startup(r, &mut out);
+    let tables = tables(r);
+    out.push_str(&tables[0].markdown());
     out.push_str(&super::compat::markdown(&super::compat::from_results(r)));
-    for s in &r.scenarios {
-        scenario(r, &s.name, &s.call, &mut out);
+    for t in &tables[1..] {
+        out.push_str(&t.markdown());
     }
     let found = crate::diagnose::findings(r, crate::diagnose::Limits::default());
     if !found.is_empty() {
@@ -69,10 +71,8 @@ fn median(values: &[f64]) -> Option<f64> {
     Sample::new(values.to_vec()).ok().map(|s| s.median())
 }
 
-fn startup(r: &Results, out: &mut String) {
-    let _ = writeln!(out, "## Start-up (median of the repetitions, min–max)\n");
-    let _ = writeln!(out, "| contender | started | first response | ready | CPU time | peak RSS | disk after start | disk at end |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+fn startup(r: &Results) -> Table {
+    let mut rows = Vec::new();
     for c in &r.contenders {
         let runs: Vec<&Run> = r.runs.iter().filter(|x| x.contender == c.name).collect();
         let started: Vec<_> = runs.iter().filter_map(|x| x.startup).collect();
@@ -81,26 +81,23 @@ fn startup(r: &Results, out: &mut String) {
         };
         let secs = |s: f64| fmt_us(s * 1e6);
         let bytes = |b: f64| fmt_bytes(b);
-        let _ = writeln!(
-            out,
-            "| {} | {}/{} | {} | {} | {} | {} | {} | {} |",
-            c.name,
-            started.len(),
-            runs.len(),
+        rows.push(vec![
+            c.name.clone(),
+            format!("{}/{}", started.len(), runs.len()),
             med(
                 &started
                     .iter()
                     .map(|s| s.first_response_s)
                     .collect::<Vec<_>>(),
-                &secs
+                &secs,
             ),
             med(
                 &started.iter().map(|s| s.ready_s).collect::<Vec<_>>(),
-                &secs
+                &secs,
             ),
             med(
                 &pick(&|x| x.usage.map(|u| u.cpu_user_s + u.cpu_system_s)),
-                &secs
+                &secs,
             ),
             med(&pick(&|x| x.usage.map(|u| u.peak_rss_bytes as f64)), &bytes),
             med(
@@ -108,19 +105,33 @@ fn startup(r: &Results, out: &mut String) {
                     .iter()
                     .map(|s| s.disk_after_start_bytes as f64)
                     .collect::<Vec<_>>(),
-                &bytes
+                &bytes,
             ),
             med(&pick(&|x| x.disk_end_bytes.map(|d| d as f64)), &bytes),
-        );
+        ]);
     }
-    out.push('\n');
+    Table {
+        id: "startup".into(),
+        title: "Start-up (median of the repetitions, min–max)".into(),
+        head: [
+            "contender",
+            "started",
+            "first response",
+            "ready",
+            "CPU time",
+            "peak RSS",
+            "disk after start",
+            "disk at end",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
 }
 
-fn scenario(r: &Results, name: &str, call: &str, out: &mut String) {
-    let Some(info) = r.scenarios.iter().find(|s| s.name == name) else {
-        return;
-    };
-    let _ = writeln!(out, "## {name} (`{call}`)\n");
+fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
+    let info = r.scenarios.iter().find(|s| s.name == name)?;
+    let mut rows = Vec::new();
     let sample_point = r
         .runs
         .iter()
@@ -135,9 +146,16 @@ fn scenario(r: &Results, name: &str, call: &str, out: &mut String) {
     if has_target {
         head.push("target".into());
     }
-    head.extend(["contender", "req/s (delta)", "p90 ms (delta)", "failed"].map(String::from));
-    let _ = writeln!(out, "| {} |", head.join(" | "));
-    let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
+    head.extend(
+        [
+            "contender",
+            "req/s (delta)",
+            "p90 ms (delta)",
+            "verdict",
+            "failed",
+        ]
+        .map(String::from),
+    );
     for label in &info.points {
         for c in &r.contenders {
             let pts: Vec<_> = r
@@ -170,6 +188,7 @@ fn scenario(r: &Results, name: &str, call: &str, out: &mut String) {
                 median(&v)
             };
             let bq = base_of(&|l| l.requests_per_s);
+            let verdict = base.map_or(String::new(), |b| verdict(r, name, label, b, &c.name));
             let bp = base_of(&|l| l.latency_us.p90 as f64 / 1e3);
             let failed: u64 = loads.iter().map(|l| l.failures).sum();
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
@@ -181,15 +200,59 @@ fn scenario(r: &Results, name: &str, call: &str, out: &mut String) {
             row.push(c.name.clone());
             row.push(with_delta(qps, bq, &|v| fmt_rate(v)));
             row.push(with_delta(p90, bp, &|v| format!("{v:.2}")));
+            row.push(verdict);
             row.push(match (failed, errors) {
                 (0, 0) => "0".into(),
                 (f, 0) => f.to_string(),
                 (f, e) => format!("{f} ({e} points did not run)"),
             });
-            let _ = writeln!(out, "| {} |", row.join(" | "));
+            rows.push(row);
         }
     }
-    out.push('\n');
+    Some(Table {
+        id: format!("serving-{}", crate::contender::slug(name).to_lowercase()),
+        title: format!("{name} (`{call}`)"),
+        head,
+        rows,
+    })
+}
+
+/// Whether throughput differs for real between a contender and its baseline at one point:
+/// Mann-Whitney U over the repetitions (see `stats`).
+fn verdict(r: &Results, scenario: &str, point: &str, base: &str, name: &str) -> String {
+    use crate::stats::{compare, Direction, Thresholds, Verdict};
+    let rates = |c: &str| -> Option<Sample> {
+        let v: Vec<f64> = r
+            .runs
+            .iter()
+            .filter(|x| x.contender == c)
+            .flat_map(|x| &x.points)
+            .filter(|p| p.scenario == scenario && p.point == point)
+            .filter_map(|p| p.load.as_ref().map(|l| l.requests_per_s))
+            .collect();
+        Sample::new(v).ok()
+    };
+    let (Some(b), Some(c)) = (rates(base), rates(name)) else {
+        return String::new();
+    };
+    match compare(&b, &c, Direction::HigherIsBetter, Thresholds::default()).verdict {
+        Verdict::Better => "faster".into(),
+        Verdict::Worse => "slower".into(),
+        Verdict::WithinNoise => "within noise".into(),
+        Verdict::NoChange => "~".into(),
+        Verdict::Underpowered => format!("too few runs ({}+{})", b.len(), c.len()),
+    }
+}
+
+/// Every table of the summary, in order: start-up, then one per scenario.
+pub fn tables(r: &Results) -> Vec<Table> {
+    let mut t = vec![startup(r)];
+    t.extend(
+        r.scenarios
+            .iter()
+            .filter_map(|s| scenario(r, &s.name, &s.call)),
+    );
+    t
 }
 
 /// `2804 (-5%)`, or the bare value for the baseline itself.

@@ -1,0 +1,110 @@
+//! Reports as files: each exporter turns results into named byte strings, and one writer
+//! puts them in `DIR/report/` (atomically, like results.json). `bakeoff run` and `bakeoff
+//! demo` write them at the end; `bakeoff report DIR` writes them again from results alone.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::table::Table;
+use crate::compat::CompatReport;
+use crate::diagnose::{findings, Finding, Limits};
+use crate::results::{write_atomic, Results};
+
+/// Bumped whenever a field of report.json changes meaning or disappears.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// Turns results into files: (file name, bytes).
+pub trait Exporter {
+    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)>;
+}
+
+/// `report.md`: the summary a reader pastes into a PR.
+pub struct Markdown;
+
+/// One CSV per table (`startup.csv`, `serving-<scenario>.csv`).
+pub struct Csv;
+
+/// `report.json`: the same tables, findings and compat analysis, machine-readable.
+pub struct Json;
+
+impl Exporter for Markdown {
+    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)> {
+        vec![(
+            "report.md".into(),
+            super::run_summary::render(r).into_bytes(),
+        )]
+    }
+}
+
+impl Exporter for Csv {
+    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)> {
+        super::run_summary::tables(r)
+            .into_iter()
+            .map(|t| (format!("{}.csv", t.id), t.csv().into_bytes()))
+            .collect()
+    }
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    schema_version: u32,
+    name: &'a str,
+    status: &'a str,
+    smoke: bool,
+    started_at: &'a str,
+    finished_at: Option<&'a str>,
+    tables: Vec<Table>,
+    findings: Vec<Finding>,
+    compat: Vec<CompatReport>,
+    warnings: &'a [String],
+}
+
+impl Exporter for Json {
+    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)> {
+        let report = JsonReport {
+            schema_version: REPORT_SCHEMA_VERSION,
+            name: &r.name,
+            status: &r.status,
+            smoke: r.smoke,
+            started_at: &r.started_at,
+            finished_at: r.finished_at.as_deref(),
+            tables: super::run_summary::tables(r),
+            findings: findings(r, Limits::default()),
+            compat: super::compat::from_results(r),
+            warnings: &r.warnings,
+        };
+        let mut bytes = serde_json::to_vec_pretty(&report).expect("a report serializes");
+        bytes.push(b'\n');
+        vec![("report.json".into(), bytes)]
+    }
+}
+
+/// Every exporter's files, written into `dir/report/`; returns their paths.
+pub fn write_all(dir: &Path, r: &Results) -> std::io::Result<Vec<PathBuf>> {
+    let out = dir.join("report");
+    std::fs::create_dir_all(&out)?;
+    let exporters: [&dyn Exporter; 3] = [&Markdown, &Csv, &Json];
+    let mut written = Vec::new();
+    for e in exporters {
+        for (name, bytes) in e.export(r) {
+            let path = out.join(name);
+            write_atomic(&path, &bytes)?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+/// On GitHub Actions, appends the Markdown summary to the job's summary page.
+pub fn github_step_summary(r: &Results) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+        return Ok(());
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    f.write_all(super::run_summary::render(r).as_bytes())
+}
