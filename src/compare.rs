@@ -25,6 +25,8 @@ pub struct Report {
     pub missing: Vec<Missing>,
     /// Rows significantly worse than the threshold.
     pub tripped: usize,
+    /// Things that make the comparison less fair, e.g. inputs measured on different CPUs.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -176,7 +178,33 @@ pub fn compare(sets: &[BenchSet], opts: Options) -> Report {
         tables,
         missing: missing(sets),
         tripped,
+        warnings: environment_differs(sets),
     }
+}
+
+/// Inputs whose `cpu`, `goos`, `goarch` or `kernel` configuration differ were measured on
+/// different machines: their deltas mix the change with the machine.
+fn environment_differs(sets: &[BenchSet]) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in ["cpu", "goos", "goarch", "kernel"] {
+        let values: Vec<(&str, &str)> = sets
+            .iter()
+            .filter_map(|s| {
+                s.config
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| (s.label.as_str(), v.as_str()))
+            })
+            .collect();
+        if values.iter().any(|(_, v)| *v != values[0].1) {
+            let list: Vec<String> = values.iter().map(|(l, v)| format!("{l}: {v}")).collect();
+            out.push(format!(
+                "the inputs were measured with different `{key}` ({})",
+                list.join("; ")
+            ));
+        }
+    }
+    out
 }
 
 /// For each input, the benchmarks another input has and it lacks.

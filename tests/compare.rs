@@ -150,6 +150,27 @@ fn several_runs_are_samples_and_the_threshold_gates() {
     };
     let old = write("old.txt", 100.0);
     let new = write("new.txt", 120.0);
+    // A third run on another CPU: the comparison says so.
+    let other = dir.path().join("other-cpu.txt");
+    let text = std::fs::read_to_string(&new)
+        .unwrap()
+        .replace("goos: linux", "goos: linux\ncpu: Other CPU @ 1.0GHz");
+    std::fs::write(&other, text).unwrap();
+    std::fs::write(
+        &old,
+        std::fs::read_to_string(&old)
+            .unwrap()
+            .replace("goos: linux", "goos: linux\ncpu: Intel(R) Xeon(R)"),
+    )
+    .unwrap();
+    let (_, v) = compare_json(&[&old, &other], &[]);
+    assert!(
+        v["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("different `cpu`"),
+        "{v}"
+    );
     let (code, v) = compare_json(&[&old, &new], &["--threshold", "5%"]);
     assert_eq!(code, Some(3), "{v}");
     assert_eq!(v["tripped"], 1);

@@ -178,6 +178,9 @@ fn tables(r: &Report, md: bool) -> String {
         }
         out.push('\n');
     }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
     for m in &r.missing {
         let _ = writeln!(out, "{} lacks: {}", m.input, m.benchmarks.join(", "));
     }
