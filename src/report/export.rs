@@ -28,6 +28,15 @@ pub struct Csv;
 /// `report.json`: the same tables, findings and compat analysis, machine-readable.
 pub struct Json;
 
+/// `report.html`: one self-contained page with SVG charts.
+pub struct Html;
+
+impl Exporter for Html {
+    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)> {
+        vec![("report.html".into(), super::html::render(r).into_bytes())]
+    }
+}
+
 impl Exporter for Markdown {
     fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)> {
         vec![(
@@ -84,7 +93,7 @@ impl Exporter for Json {
 pub fn write_all(dir: &Path, r: &Results) -> std::io::Result<Vec<PathBuf>> {
     let out = dir.join("report");
     std::fs::create_dir_all(&out)?;
-    let exporters: [&dyn Exporter; 3] = [&Markdown, &Csv, &Json];
+    let exporters: [&dyn Exporter; 4] = [&Markdown, &Csv, &Json, &Html];
     let mut written = Vec::new();
     for e in exporters {
         for (name, bytes) in e.export(r) {

@@ -3,6 +3,7 @@
 pub mod compare_table;
 pub mod compat;
 pub mod export;
+pub mod html;
 pub mod load_summary;
 pub mod progress;
 pub mod run_summary;

@@ -472,3 +472,12 @@ pub fn read_results(out_dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(out_dir.join("results.json")).unwrap_or_default();
     serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
 }
+
+/// Debian's Chromium, for rendering the HTML report.
+pub fn chromium_bin() -> Option<PathBuf> {
+    require(
+        "chromium (Debian package chromium)",
+        "BAKEOFF_CHROMIUM",
+        &[PathBuf::from("/usr/bin/chromium")],
+    )
+}
