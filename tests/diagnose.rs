@@ -43,3 +43,32 @@ fn the_nagle_floor_and_tail_are_found_and_a_clean_server_is_not_flagged() {
     assert!(out.contains("floor: its calls sit at 40–50 ms"), "{out}");
     assert!(out.contains("the server does not set TCP_NODELAY"), "{out}");
 }
+
+#[test]
+fn noisy_repetitions_are_found() {
+    let dir = TempDir::new("diagnose-noise");
+    // A server that is slow on every other start: its repetitions disagree.
+    let counter = dir.path().join("starts");
+    let moody = faulty_contender("moody", "slow-odd-starts", 0).replace(
+        "stop_timeout",
+        &format!(
+            "env = {{ BAKEOFF_TEST_COUNTER = \"{}\" }}\nstop_timeout",
+            counter.display()
+        ),
+    );
+    let plan = format!(
+        "name = \"noise\"\nrepetitions = 3\n{moody}\n[[scenario]]\nname = \"small\"\nhttp = \"/\"\nclients = 1\nduration = \"700ms\"\n"
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    let found = findings(&Results::load(&run.out_dir).unwrap(), Limits::default());
+    assert!(
+        found.iter().any(|f| matches!(f, Finding::NoisyRepetitions { contender, place, spread_pct, repetitions: 3 }
+            if contender == "moody" && place == "small [clients=1]" && *spread_pct > 30.0)),
+        "{found:#?}"
+    );
+    assert!(
+        run.stdout().contains("too noisy to trust small deltas"),
+        "{}",
+        run.stdout()
+    );
+}

@@ -35,6 +35,15 @@ pub fn render(r: &Results) -> String {
         esc(&r.name),
         esc(&r.name)
     );
+    let bullets = super::run_summary::summary(r);
+    if !bullets.is_empty() {
+        out.push_str("<h2>Summary</h2><ul>");
+        for b in bullets {
+            let html = esc(&b).replacen("**", "<b>", 1).replacen("**", "</b>", 1);
+            let _ = write!(out, "<li>{html}</li>");
+        }
+        out.push_str("</ul>\n");
+    }
     let found = crate::diagnose::findings(r, crate::diagnose::Limits::default());
     if !found.is_empty() {
         out.push_str("<h2>Findings</h2>\n");

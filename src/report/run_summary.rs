@@ -15,6 +15,14 @@ pub fn render(r: &Results) -> String {
     if r.smoke {
         let _ = writeln!(out, "_Smoke run: one repetition, short scenarios — check the plan, do not compare these numbers._\n");
     }
+    let bullets = summary(r);
+    if !bullets.is_empty() {
+        let _ = writeln!(out, "## Summary\n");
+        for b in &bullets {
+            let _ = writeln!(out, "- {b}");
+        }
+        out.push('\n');
+    }
     let tables = tables(r);
     out.push_str(&tables[0].markdown());
     out.push_str(&super::compat::markdown(&super::compat::from_results(r)));
@@ -48,12 +56,147 @@ pub fn render(r: &Results) -> String {
         }
         out.push('\n');
     }
+    let e = &r.environment;
+    let pinned = match (&e.contender_cpus, &e.load_cpus) {
+        (Some(c), Some(l)) => format!(", contenders on CPUs {c:?}, load on {l:?}"),
+        _ => ", not pinned".into(),
+    };
+    let _ = writeln!(
+        out,
+        "## Environment\n\n{} · {} · {} CPUs{pinned} · {} · {} repetitions, {} · started {}\n",
+        e.cpu_model, e.kernel, e.cpus_online, r.tool, r.repetitions, r.order, r.started_at
+    );
     if !r.warnings.is_empty() {
         let _ = writeln!(out, "## Warnings\n");
         for w in &r.warnings {
             let _ = writeln!(out, "- {w}");
         }
         out.push('\n');
+    }
+    out
+}
+
+/// The answer first: same answers?, start-up, serving, findings — one line each.
+pub fn summary(r: &Results) -> Vec<String> {
+    let mut out = Vec::new();
+    for rep in super::compat::from_results(r) {
+        for (i, c) in rep
+            .sets
+            .first()
+            .map(|s| s.contenders.clone())
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let (mut same, mut total) = (0, 0);
+            let mut classes: Vec<(usize, String)> = Vec::new();
+            for s in &rep.sets {
+                let x = &s.contenders[i];
+                same += x.identical + x.same_failure;
+                total += x.compared;
+                classes.extend(
+                    x.classes
+                        .iter()
+                        .filter(|k| k.kind != "both_failed")
+                        .map(|k| (k.cases, k.class.clone())),
+                );
+            }
+            classes.sort_by_key(|c| std::cmp::Reverse(c.0));
+            let why: Vec<String> = classes
+                .iter()
+                .take(3)
+                .map(|(n, k)| format!("{n} × {k}"))
+                .collect();
+            out.push(format!(
+                "**Same answers?** {}: {same} of {total} cases answer like {}{}",
+                c.contender,
+                rep.baseline,
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!("; differences: {}", why.join(", "))
+                }
+            ));
+        }
+    }
+    let ready: Vec<(String, f64, f64)> = r
+        .contenders
+        .iter()
+        .filter(|c| c.noise_of.is_none())
+        .filter_map(|c| {
+            let s: Vec<_> = r
+                .runs
+                .iter()
+                .filter(|x| x.contender == c.name)
+                .filter_map(|x| x.startup)
+                .collect();
+            Some((
+                c.name.clone(),
+                median(&s.iter().map(|x| x.first_response_s).collect::<Vec<_>>())?,
+                median(&s.iter().map(|x| x.ready_s).collect::<Vec<_>>())?,
+            ))
+        })
+        .collect();
+    if ready.len() > 1 {
+        let parts: Vec<String> = ready
+            .iter()
+            .map(|(n, f, rd)| {
+                format!(
+                    "{n} answers after {}, is ready after {}",
+                    fmt_us(f * 1e6),
+                    fmt_us(rd * 1e6)
+                )
+            })
+            .collect();
+        out.push(format!("**Start-up:** {}", parts.join("; ")));
+    }
+    for c in r.contenders.iter().filter(|c| c.noise_of.is_none()) {
+        let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
+            continue;
+        };
+        let (mut faster, mut slower, mut significant, mut points) = (0, 0, 0, 0);
+        for s in &r.scenarios {
+            for p in &s.points {
+                let rate = |who: &str| {
+                    median(
+                        &r.runs
+                            .iter()
+                            .filter(|x| x.contender == who)
+                            .flat_map(|x| &x.points)
+                            .filter(|x| x.scenario == s.name && &x.point == p)
+                            .filter_map(|x| x.load.as_ref().map(|l| l.requests_per_s))
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let (Some(a), Some(b)) = (rate(base), rate(&c.name)) else {
+                    continue;
+                };
+                points += 1;
+                if b > a {
+                    faster += 1
+                } else if b < a {
+                    slower += 1
+                }
+                let v = verdict(r, &s.name, p, base, &c.name);
+                if v == "faster" || v == "slower" {
+                    significant += 1;
+                }
+            }
+        }
+        if points > 0 {
+            out.push(format!(
+                "**Serving:** {} has more throughput than {base} at {faster} of {points} points and less at {slower}; {significant} of those differences are significant (Mann-Whitney U over the repetitions)",
+                c.name
+            ));
+        }
+    }
+    let found = crate::diagnose::findings(r, crate::diagnose::Limits::default());
+    if !found.is_empty() {
+        out.push(format!(
+            "**Findings:** {} (details below); first: {}",
+            found.len(),
+            found[0]
+        ));
     }
     out
 }
@@ -153,6 +296,9 @@ fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             "p90 ms (delta)",
             "verdict",
             "failed",
+            "p50 ms",
+            "p99 ms",
+            "items/s",
         ]
         .map(String::from),
     );
@@ -206,6 +352,16 @@ fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
                 (f, 0) => f.to_string(),
                 (f, e) => format!("{f} ({e} points did not run)"),
             });
+            let ms = |q: &dyn Fn(&crate::load::LoadResult) -> u64| {
+                median(&loads.iter().map(|l| q(l) as f64 / 1e3).collect::<Vec<_>>())
+                    .map_or("—".into(), |v| format!("{v:.2}"))
+            };
+            row.push(ms(&|l| l.latency_us.p50));
+            row.push(ms(&|l| l.latency_us.p99));
+            row.push(
+                median(&loads.iter().map(|l| l.items_per_s).collect::<Vec<_>>())
+                    .map_or("—".into(), fmt_rate),
+            );
             rows.push(row);
         }
     }
