@@ -181,20 +181,26 @@ fn startup_chart(r: &Results) -> String {
     out
 }
 
-/// Grouped bars per scenario point: median requests/s per contender, min–max whiskers.
-fn throughput_chart(r: &Results, scenario: &str) -> String {
-    let points: Vec<String> = r
+/// A scenario's points, and the contenders charted (noise instances are not).
+fn points_and_contenders<'a>(r: &'a Results, scenario: &str) -> (Vec<String>, Vec<&'a str>) {
+    let points = r
         .scenarios
         .iter()
         .find(|s| s.name == scenario)
         .map(|s| s.points.clone())
         .unwrap_or_default();
-    let names: Vec<&str> = r
+    let names = r
         .contenders
         .iter()
         .filter(|c| c.noise_of.is_none())
         .map(|c| c.name.as_str())
         .collect();
+    (points, names)
+}
+
+/// Grouped bars per scenario point: median requests/s per contender, min–max whiskers.
+fn throughput_chart(r: &Results, scenario: &str) -> String {
+    let (points, names) = points_and_contenders(r, scenario);
     let stats = |c: &str, p: &str| -> Option<(f64, f64, f64)> {
         let v: Vec<f64> = r
             .runs
@@ -246,18 +252,7 @@ fn throughput_chart(r: &Results, scenario: &str) -> String {
 /// each contender's histograms over its repetitions are merged.
 fn latency_charts(r: &Results, scenario: &str) -> String {
     const Q: [f64; 7] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
-    let points: Vec<String> = r
-        .scenarios
-        .iter()
-        .find(|s| s.name == scenario)
-        .map(|s| s.points.clone())
-        .unwrap_or_default();
-    let names: Vec<&str> = r
-        .contenders
-        .iter()
-        .filter(|c| c.noise_of.is_none())
-        .map(|c| c.name.as_str())
-        .collect();
+    let (points, names) = points_and_contenders(r, scenario);
     let mut out = String::new();
     for p in &points {
         let curves: Vec<(usize, Vec<f64>)> = names
