@@ -43,7 +43,20 @@ pub fn ask(
     timeout: Duration,
     rt: &tokio::runtime::Runtime,
 ) -> CompatAnswer {
-    ask_with(set, index, &set.call, endpoint, protos, timeout, rt)
+    let request = &set.cases[index].request;
+    let built = match (request.strip_prefix("raw:"), &set.call) {
+        (Some(b64), Call::Grpc { method, .. }) => {
+            Driver::build_raw_grpc(method, b64, endpoint, protos)
+        }
+        _ => Driver::build(
+            &call_for(&set.call, request),
+            &[endpoint.to_string()],
+            protos,
+            0,
+            true,
+        ),
+    };
+    record(set, index, built, timeout, rt)
 }
 
 /// Sends case `index` of `set` to the set's reference server.
@@ -58,27 +71,18 @@ pub fn ask_reference(
     let call = r
         .call
         .with_vars(&[("case".to_string(), set.cases[index].request.clone())]);
-    Some(ask_with(
-        set,
-        index,
-        &call,
-        &r.endpoint,
-        protos,
-        timeout,
-        rt,
-    ))
+    let built = Driver::build(&call, std::slice::from_ref(&r.endpoint), protos, 0, true);
+    Some(record(set, index, built, timeout, rt))
 }
 
-fn ask_with(
+/// Makes the one call of a case with a client built for it, and records the answer.
+fn record(
     set: &CompatSet,
     index: usize,
-    call: &Call,
-    endpoint: &str,
-    protos: &Protos,
+    built: anyhow::Result<Driver>,
     timeout: Duration,
     rt: &tokio::runtime::Runtime,
 ) -> CompatAnswer {
-    let request = &set.cases[index].request;
     let mut answer = CompatAnswer {
         set: set.name.clone(),
         case: index,
@@ -87,21 +91,6 @@ fn ask_with(
         detail: None,
         messages: Vec::new(),
         raw: Vec::new(),
-    };
-    // The set's own call takes the request; a reference's call already has it filled in.
-    let is_set_call = std::ptr::eq(call, &set.call);
-    let built = match (request.strip_prefix("raw:"), call) {
-        (Some(b64), Call::Grpc { method, .. }) if is_set_call => {
-            Driver::build_raw_grpc(method, b64, endpoint, protos)
-        }
-        _ if is_set_call => Driver::build(
-            &call_for(call, request),
-            &[endpoint.to_string()],
-            protos,
-            0,
-            true,
-        ),
-        _ => Driver::build(call, &[endpoint.to_string()], protos, 0, true),
     };
     let driver = match built {
         Ok(d) => d,
