@@ -41,8 +41,11 @@ pub struct Results {
     /// Things the reader should know (fewer cores than asked, a cleanup that failed, ...).
     pub warnings: Vec<String>,
     /// The plan's `[[compat]]` sections, with every request; answers are in each run.
+    /// (Defaults keep results written before compat existed readable.)
+    #[serde(default)]
     pub compat: Vec<CompatSetInfo>,
     /// The reference servers' answers to the compat cases (sets that name one).
+    #[serde(default)]
     pub compat_reference: Vec<CompatAnswer>,
 }
 
@@ -98,6 +101,7 @@ pub struct ContenderInfo {
     pub baseline: Option<String>,
     pub members: Vec<MemberInfo>,
     /// Set for a second instance of another contender's build, run only for compat noise.
+    #[serde(default)]
     pub noise_of: Option<String>,
 }
 
@@ -135,6 +139,7 @@ pub struct Run {
     /// Log files, relative to the results directory.
     pub logs: Vec<String>,
     /// Answers to the compat cases (first repetition only).
+    #[serde(default)]
     pub compat: Vec<CompatAnswer>,
 }
 
