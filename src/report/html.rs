@@ -202,15 +202,7 @@ fn points_and_contenders<'a>(r: &'a Results, scenario: &str) -> (Vec<String>, Ve
 fn throughput_chart(r: &Results, scenario: &str) -> String {
     let (points, names) = points_and_contenders(r, scenario);
     let stats = |c: &str, p: &str| -> Option<(f64, f64, f64)> {
-        let v: Vec<f64> = r
-            .runs
-            .iter()
-            .filter(|x| x.contender == c)
-            .flat_map(|x| &x.points)
-            .filter(|x| x.scenario == scenario && x.point == p)
-            .filter_map(|x| x.load.as_ref().map(|l| l.requests_per_s))
-            .collect();
-        let s = Sample::new(v).ok()?;
+        let s = Sample::new(r.rates(c, scenario, p)).ok()?;
         Some((s.median(), s.min(), s.max()))
     };
     let max = points
@@ -260,15 +252,7 @@ fn latency_charts(r: &Results, scenario: &str) -> String {
             .enumerate()
             .filter_map(|(i, c)| {
                 let mut merged: Option<Histogram<u64>> = None;
-                for x in r
-                    .runs
-                    .iter()
-                    .filter(|x| x.contender == *c)
-                    .flat_map(|x| &x.points)
-                {
-                    if x.scenario != scenario || &x.point != p {
-                        continue;
-                    }
+                for x in r.point_runs(c, scenario, p) {
                     let Some(h) = x.load.as_ref().and_then(|l| l.latency_us.histogram().ok())
                     else {
                         continue;

@@ -157,17 +157,7 @@ pub fn summary(r: &Results) -> Vec<String> {
         let (mut faster, mut slower, mut significant, mut points) = (0, 0, 0, 0);
         for s in &r.scenarios {
             for p in &s.points {
-                let rate = |who: &str| {
-                    median(
-                        &r.runs
-                            .iter()
-                            .filter(|x| x.contender == who)
-                            .flat_map(|x| &x.points)
-                            .filter(|x| x.scenario == s.name && &x.point == p)
-                            .filter_map(|x| x.load.as_ref().map(|l| l.requests_per_s))
-                            .collect::<Vec<_>>(),
-                    )
-                };
+                let rate = |who: &str| median(&r.rates(who, &s.name, p));
                 let (Some(a), Some(b)) = (rate(base), rate(&c.name)) else {
                     continue;
                 };
@@ -304,13 +294,7 @@ fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
     );
     for label in &info.points {
         for c in &r.contenders {
-            let pts: Vec<_> = r
-                .runs
-                .iter()
-                .filter(|x| x.contender == c.name)
-                .flat_map(|x| &x.points)
-                .filter(|p| p.scenario == name && &p.point == label)
-                .collect();
+            let pts: Vec<_> = r.point_runs(&c.name, name, label).collect();
             let Some(first) = pts.first() else { continue };
             let loads: Vec<_> = pts.iter().filter_map(|p| p.load.as_ref()).collect();
             let qps = median(&loads.iter().map(|l| l.requests_per_s).collect::<Vec<_>>());
@@ -324,11 +308,7 @@ fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             let base_of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Option<f64> {
                 let b = base?;
                 let v: Vec<f64> = r
-                    .runs
-                    .iter()
-                    .filter(|x| x.contender == b)
-                    .flat_map(|x| &x.points)
-                    .filter(|p| p.scenario == name && &p.point == label)
+                    .point_runs(b, name, label)
                     .filter_map(|p| p.load.as_ref().map(f))
                     .collect();
                 median(&v)
@@ -377,17 +357,7 @@ fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
 /// Mann-Whitney U over the repetitions (see `stats`).
 fn verdict(r: &Results, scenario: &str, point: &str, base: &str, name: &str) -> String {
     use crate::stats::{compare, Direction, Thresholds, Verdict};
-    let rates = |c: &str| -> Option<Sample> {
-        let v: Vec<f64> = r
-            .runs
-            .iter()
-            .filter(|x| x.contender == c)
-            .flat_map(|x| &x.points)
-            .filter(|p| p.scenario == scenario && p.point == point)
-            .filter_map(|p| p.load.as_ref().map(|l| l.requests_per_s))
-            .collect();
-        Sample::new(v).ok()
-    };
+    let rates = |c: &str| Sample::new(r.rates(c, scenario, point)).ok();
     let (Some(b), Some(c)) = (rates(base), rates(name)) else {
         return String::new();
     };

@@ -202,6 +202,27 @@ impl From<&crate::plan::CompatSet> for CompatSetInfo {
 }
 
 impl Results {
+    /// One scenario point of one contender, over all its repetitions.
+    pub fn point_runs<'a>(
+        &'a self,
+        contender: &'a str,
+        scenario: &'a str,
+        point: &'a str,
+    ) -> impl Iterator<Item = &'a PointRun> + 'a {
+        self.runs
+            .iter()
+            .filter(move |x| x.contender == contender)
+            .flat_map(|x| &x.points)
+            .filter(move |p| p.scenario == scenario && p.point == point)
+    }
+
+    /// The requests/s of that point, one value per repetition that measured it.
+    pub fn rates(&self, contender: &str, scenario: &str, point: &str) -> Vec<f64> {
+        self.point_runs(contender, scenario, point)
+            .filter_map(|p| p.load.as_ref().map(|l| l.requests_per_s))
+            .collect()
+    }
+
     /// Writes `dir/results.json` atomically: a temporary file, flushed to disk, renamed.
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
         let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
