@@ -73,6 +73,15 @@ pub fn thread_cpu_time() -> CpuTime {
     rusage(libc::RUSAGE_THREAD)
 }
 
+/// Time the calling thread has spent runnable but waiting for a CPU (in a run queue), from
+/// `/proc/thread-self/schedstat`; `None` where the kernel does not report it. The kernel adds
+/// a wait when the thread gets its CPU, so a reading is complete up to the last time it did.
+pub fn thread_run_queue_wait() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
 /// CPU time of the whole process.
 pub fn process_cpu_time() -> CpuTime {
     rusage(libc::RUSAGE_SELF)
@@ -96,6 +105,23 @@ mod tests {
                 x = x.wrapping_add(std::hint::black_box(1));
             }
             assert!(x > 0);
+            // Two spinning threads on one CPU: each waits while the other runs.
+            let wait0 = thread_run_queue_wait().expect("this kernel reports schedstat");
+            let other = std::thread::spawn(move || {
+                pin_current_thread(&[first]).unwrap();
+                let t = std::time::Instant::now();
+                while t.elapsed() < Duration::from_millis(60) {
+                    std::hint::black_box(0);
+                }
+            });
+            let t = std::time::Instant::now();
+            while t.elapsed() < Duration::from_millis(60) {
+                std::hint::black_box(0);
+            }
+            other.join().unwrap();
+            std::thread::yield_now();
+            let waited = thread_run_queue_wait().unwrap() - wait0;
+            assert!(waited >= Duration::from_millis(5), "waited {waited:?}");
         })
         .join()
         .unwrap();

@@ -1,6 +1,8 @@
 //! Findings from real runs: a server without TCP_NODELAY that writes each answer in two
 //! packets shows the ~40 ms floor, one that does so for every 20th answer shows the tail,
-//! and a well-behaved one shows neither.
+//! and a well-behaved one shows neither; a client that must copy every byte of large files
+//! nginx hands to the kernel with sendfile is the bottleneck; a server slow on every other
+//! start makes repetitions noisy.
 
 mod common;
 
@@ -37,11 +39,72 @@ fn the_nagle_floor_and_tail_are_found_and_a_clean_server_is_not_flagged() {
     let (share, floor) = stall("tail").expect("the tail is found");
     assert!(!floor && (0.02..0.12).contains(&share), "{share}");
     assert!(stall("clean").is_none(), "{found:?}");
+    // One client waiting ~40 ms per call: its generator idles.
+    assert!(
+        !found
+            .iter()
+            .any(|f| matches!(f, Finding::GeneratorSaturated { .. })),
+        "{found:?}"
+    );
     // Shown in the summary with the reason.
     let out = run.stdout();
     assert!(out.contains("## Findings"), "{out}");
     assert!(out.contains("floor: its calls sit at 40–50 ms"), "{out}");
     assert!(out.contains("the server does not set TCP_NODELAY"), "{out}");
+}
+
+#[test]
+fn a_saturated_load_generator_is_found() {
+    let Some(nginx) = nginx_bin() else { return };
+    let cpus = bakeoff::sys::allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: needs two CPUs, one for nginx and one for the load");
+        return;
+    }
+    let dir = TempDir::new("diagnose-saturated");
+    // nginx hands 4 MB files to the kernel with sendfile (no copy on its side); the client must
+    // copy every byte out of its sockets. With 16 downloads in flight the load thread always has
+    // bytes to copy: busy on its CPU, or waiting for it when something else has it (here it
+    // stayed at 98–100 % even with two busy loops on nginx's CPU).
+    let contender = nginx_contender_with("bulk", &nginx, dir.path(), "sendfile on;");
+    let big: Vec<u8> = (0..4_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(dir.path().join("www/big.bin"), big).unwrap();
+    let plan = format!(
+        "name = \"saturated\"\nrepetitions = 1\ncores = {{ contender = [{}], load = [{}] }}\n{contender}\n\
+         [[scenario]]\nname = \"download\"\nhttp = \"/big.bin\"\nclients = 16\nduration = \"700ms\"\n",
+        cpus[1], cpus[0]
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let r = Results::load(&run.out_dir).unwrap();
+    let load = r.runs[0].points[0].load.as_ref().expect("measured");
+    assert!(load.bytes_per_s > 0.0 && load.failures == 0, "{load:?}");
+    let found = findings(&r, Limits::default());
+    let saturated = found.iter().find_map(|f| match f {
+        Finding::GeneratorSaturated {
+            contender,
+            place,
+            utilization,
+            contender_cores,
+        } if contender == "bulk" => Some((place.clone(), *utilization, *contender_cores)),
+        _ => None,
+    });
+    let (place, utilization, server) = saturated.unwrap_or_else(|| {
+        panic!(
+            "not found: {found:?}; generator {:?}, contender CPU {:?}",
+            load.generator, r.runs[0].points[0].contender_cpu_s
+        )
+    });
+    assert_eq!(place, "download [clients=16]");
+    assert!(utilization >= 0.9, "{utilization}");
+    // nginx was mostly waiting for the client (0.2–0.35 of a core here).
+    let server = server.expect("contender CPU measured");
+    assert!(server < 0.75, "nginx used {server} cores");
+    assert!(
+        run.stdout().contains("the load generator was"),
+        "{}",
+        run.stdout()
+    );
 }
 
 #[test]

@@ -259,6 +259,7 @@ fn every_kind_of_finding_fits_the_report_schema() {
             contender: "v2".into(),
             place: "get [clients=8]".into(),
             utilization: 0.97,
+            contender_cores: Some(0.2),
         },
         Finding::NoisyRepetitions {
             contender: "v2".into(),

@@ -28,14 +28,19 @@ pub enum Finding {
         share: f64,
         /// The whole distribution sits there (a floor), not only a tail.
         floor: bool,
-        /// The contender's CPU use over those points (cores), when known.
+        /// The contender's CPU use over those points (cores; its CPU is measured over warm-up
+        /// and measurement), when known.
         contender_cores: Option<f64>,
     },
-    /// The load generator's threads were busy most of the time: the figure measures it.
+    /// The load generator's threads were busy (running or waiting for a CPU) most of the
+    /// time: the figure measures it.
     GeneratorSaturated {
         contender: String,
         place: String,
         utilization: f64,
+        /// The contender's CPU use over that point (cores), when known: low, it was waiting
+        /// for the client.
+        contender_cores: Option<f64>,
     },
     /// Throughput varied across repetitions by more than the threshold.
     NoisyRepetitions {
@@ -64,11 +69,16 @@ impl fmt::Display for Finding {
                     places.join(", ")
                 )
             }
-            Finding::GeneratorSaturated { contender, place, utilization } => write!(
-                f,
-                "{contender}, {place}: the load generator was {:.0}% busy — these figures measure the client, not the server (give the load more cores: `cores.load`)",
-                utilization * 100.0
-            ),
+            Finding::GeneratorSaturated { contender, place, utilization, contender_cores } => {
+                let server = contender_cores
+                    .map(|c| format!(" while the contender used {:.0}% of a core", c * 100.0))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "{contender}, {place}: the load generator was {:.0}% busy{server} — these figures measure the client, not the server (give the load more cores: `cores.load`)",
+                    utilization * 100.0
+                )
+            }
             Finding::NoisyRepetitions { contender, place, spread_pct, repetitions } => write!(
                 f,
                 "{contender}, {place}: throughput varies by {spread_pct:.0}% across {repetitions} repetitions — too noisy to trust small deltas"
@@ -137,7 +147,7 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
                         e.places.push(place.clone());
                     }
                     e.cpu_s += p.contender_cpu_s.unwrap_or(0.0);
-                    e.secs += l.duration_s;
+                    e.secs += l.duration_s + l.warmup_s;
                     e.floor &= l.latency_us.p50 >= STALL_BAND_US.0;
                 }
             }
@@ -146,6 +156,10 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
                     contender: run.contender.clone(),
                     place,
                     utilization: l.generator.utilization,
+                    contender_cores: p
+                        .contender_cpu_s
+                        .filter(|_| l.duration_s > 0.0)
+                        .map(|c| c / (l.duration_s + l.warmup_s)),
                 };
                 if !out.iter().any(|o: &Finding| same_place(o, &f)) {
                     out.push(f);

@@ -119,6 +119,18 @@ struct Ready {
 struct WorkerOut {
     recorder: Recorder,
     cpu: CpuTime,
+    /// Time runnable but waiting for its CPU, when the kernel reports it.
+    wait: Option<Duration>,
+    /// From the start signal to the last call, warm-up included (as `cpu` and `wait` are).
+    wall: Duration,
+}
+
+/// What the load threads used, summed over them.
+#[derive(Default)]
+struct Usage {
+    cpu: CpuTime,
+    wait: Option<Duration>,
+    wall: Duration,
 }
 
 /// Runs one load and returns its measurements. Fails before measuring when not one
@@ -218,14 +230,19 @@ pub fn run<P: Protocol>(
     }
 
     let mut merged: Option<Recorder> = None;
-    let mut cpu = CpuTime::default();
+    let mut usage = Usage {
+        wait: Some(Duration::ZERO),
+        ..Usage::default()
+    };
     for h in handles {
         let out = h
             .join()
             .map_err(|_| LoadError::Worker("a worker thread panicked".into()))?
             .map_err(LoadError::Worker)?;
-        cpu.user += out.cpu.user;
-        cpu.system += out.cpu.system;
+        usage.cpu.user += out.cpu.user;
+        usage.cpu.system += out.cpu.system;
+        usage.wait = usage.wait.zip(out.wait).map(|(a, b)| a + b);
+        usage.wall += out.wall;
         match &mut merged {
             None => merged = Some(out.recorder),
             Some(m) => m.merge(out.recorder),
@@ -236,7 +253,7 @@ pub fn run<P: Protocol>(
         &*proto,
         cfg,
         rec,
-        cpu,
+        usage,
         measure_start,
         INTERRUPTED.load(Relaxed) || dispenser.is_cancelled(),
     ))
@@ -294,7 +311,11 @@ impl<P: Protocol> Job<P> {
         if go.recv().is_err() {
             return Err("run abandoned before it started".into());
         }
-        let cpu0 = sys::thread_cpu_time();
+        let (cpu0, wait0, wall0) = (
+            sys::thread_cpu_time(),
+            sys::thread_run_queue_wait(),
+            Instant::now(),
+        );
         let rec = Rc::new(RefCell::new(Recorder::new(
             self.dispenser.measure_start(),
             self.open_loop,
@@ -316,11 +337,22 @@ impl<P: Protocol> Job<P> {
             }
         });
         let cpu = sys::thread_cpu_time().since(cpu0);
+        let wall = wall0.elapsed();
+        // The kernel adds a wait when the thread gets its CPU: this thread is running, so
+        // every wait before now is in the reading.
+        let wait = wait0
+            .zip(sys::thread_run_queue_wait())
+            .map(|(a, b)| b.saturating_sub(a));
         drop(local);
         let recorder = Rc::try_unwrap(rec)
             .map_err(|_| "recorder still shared".to_string())?
             .into_inner();
-        Ok(WorkerOut { recorder, cpu })
+        Ok(WorkerOut {
+            recorder,
+            cpu,
+            wait,
+            wall,
+        })
     }
 }
 
@@ -388,7 +420,7 @@ fn summarize<P: Protocol>(
     proto: &P,
     cfg: &LoadConfig,
     rec: Recorder,
-    cpu: CpuTime,
+    usage: Usage,
     measure_start: Instant,
     interrupted: bool,
 ) -> LoadResult {
@@ -397,7 +429,13 @@ fn summarize<P: Protocol>(
     });
     let secs = wall.as_secs_f64();
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let cpu = usage.cpu;
     let cpu_s = cpu.total().as_secs_f64();
+    // CPU and wait span warm-up too, so they are set against the threads' whole time and
+    // every call they made.
+    let busy_s = cpu_s + usage.wait.map_or(0.0, |w| w.as_secs_f64());
+    let worker_s = usage.wall.as_secs_f64();
+    let calls = rec.requests + rec.warmup;
     LoadResult {
         schema_version: result::SCHEMA_VERSION,
         target: proto.describe(),
@@ -439,13 +477,14 @@ fn summarize<P: Protocol>(
             cpus: cfg.cpus.clone(),
             cpu_user_s: cpu.user.as_secs_f64(),
             cpu_system_s: cpu.system.as_secs_f64(),
-            cpu_us_per_request: if rec.requests > 0 {
-                cpu_s * 1e6 / rec.requests as f64
+            cpu_wait_s: usage.wait.map(|w| w.as_secs_f64()),
+            cpu_us_per_request: if calls > 0 {
+                cpu_s * 1e6 / calls as f64
             } else {
                 0.0
             },
-            utilization: if secs > 0.0 {
-                cpu_s / (secs * cfg.threads as f64)
+            utilization: if worker_s > 0.0 {
+                (busy_s / worker_s).min(1.0)
             } else {
                 0.0
             },

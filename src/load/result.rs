@@ -139,8 +139,14 @@ pub struct Generator {
     /// CPU time the load threads used while measuring.
     pub cpu_user_s: f64,
     pub cpu_system_s: f64,
+    /// Time the load threads were ready to run but waited for a CPU (another process or
+    /// thread had it); `None` where the kernel does not report it (no schedstat).
+    #[serde(default)]
+    pub cpu_wait_s: Option<f64>,
+    /// CPU time per call, warm-up calls included.
     pub cpu_us_per_request: f64,
-    /// CPU time over wall time per thread, 0..1: near 1, the generator was the bottleneck.
+    /// Share of the load threads' time they were running or waiting for a CPU, 0..1 (warm-up
+    /// included): near 1, they never waited for an answer, so the client was the bottleneck.
     pub utilization: f64,
 }
 

@@ -363,6 +363,11 @@ pub fn leftovers(pid: u32) -> Vec<i32> {
 /// A plan's `[[contender]]` for nginx serving `dir/www` on `{port}`; a setup command writes
 /// its configuration into `{state}`.
 pub fn nginx_contender(name: &str, nginx: &Path, dir: &Path) -> String {
+    nginx_contender_with(name, nginx, dir, "")
+}
+
+/// As [`nginx_contender`], with extra directives in its `http` block.
+pub fn nginx_contender_with(name: &str, nginx: &Path, dir: &Path, http_extra: &str) -> String {
     let www = dir.join("www");
     std::fs::create_dir_all(&www).unwrap();
     std::fs::write(www.join("index.html"), INDEX).unwrap();
@@ -374,13 +379,13 @@ pub fn nginx_contender(name: &str, nginx: &Path, dir: &Path) -> String {
 pid @STATE@/nginx.pid; error_log stderr;
 events {{ worker_connections 1024; }}
 http {{
-  access_log off; keepalive_requests 100000;
+  access_log off; keepalive_requests 100000; {http_extra}
   client_body_temp_path @STATE@; proxy_temp_path @STATE@; fastcgi_temp_path @STATE@;
   uwsgi_temp_path @STATE@; scgi_temp_path @STATE@;
   server {{ listen 127.0.0.1:@PORT@; root {}; }}
 }}
 "#,
-            www.display()
+            www.display(),
         ),
     )
     .unwrap();
