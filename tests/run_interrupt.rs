@@ -1,8 +1,11 @@
 //! SIGTERM in the middle of a bake-off: bakeoff stops the contender, keeps what it measured,
-//! says how to continue, and `--resume` finishes the job without redoing finished work.
+//! says how to continue, and `--resume` finishes the job without redoing finished work. The
+//! first part runs on one CPU and the resumed part on all of them: the report says the
+//! repetitions ran with different CPUs.
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,16 +23,21 @@ fn sigterm_stops_cleanly_and_resume_finishes_the_run() {
     let plan_path = dir.path().join("plan.toml");
     std::fs::write(&plan_path, &plan).unwrap();
     let out = dir.path().join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
-        .arg("run")
+    let cpus = bakeoff::sys::allowed_cpus();
+    let first_cpu = cpus[0];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+    cmd.arg("run")
         .arg(&plan_path)
         .arg("--out")
         .arg(&out)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    // SAFETY: the closure only calls sched_setaffinity, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || bakeoff::sys::pin_current_thread(&[first_cpu]));
+    }
+    let mut child = cmd.spawn().unwrap();
     let pid = child.id();
 
     // Wait (bounded) until one repetition is done and the next is under way.
@@ -96,6 +104,25 @@ fn sigterm_stops_cleanly_and_resume_finishes_the_run() {
         assert!(
             runs.contains(c),
             "a finished repetition changed on resume: {c}"
+        );
+    }
+    // The interrupted part ran on one CPU, the resumed part on all of them.
+    let allowed: Vec<usize> = runs
+        .iter()
+        .map(|x| x["environment"]["cpus_allowed"].as_array().unwrap().len())
+        .collect();
+    assert!(allowed.contains(&1), "{allowed:?}");
+    let report = std::fs::read_to_string(out.join("report/report.md")).unwrap();
+    if cpus.len() > 1 {
+        assert!(allowed.contains(&cpus.len()), "{allowed:?}");
+        assert!(
+            report.contains("repetitions ran with different CPUs allowed: 1 ["),
+            "{report}"
+        );
+    } else {
+        assert!(
+            !report.contains("repetitions ran with different"),
+            "{report}"
         );
     }
     // A second resume has nothing left to do.

@@ -267,6 +267,19 @@ fn every_kind_of_finding_fits_the_report_schema() {
             spread_pct: 21.0,
             repetitions: 3,
         },
+        Finding::MachineDiffers {
+            what: "CPUs allowed".into(),
+            seen: vec![
+                bakeoff::diagnose::Seen {
+                    value: "1 [0]".into(),
+                    runs: vec!["a #1".into()],
+                },
+                bakeoff::diagnose::Seen {
+                    value: "2 [0,1]".into(),
+                    runs: vec!["a #2".into()],
+                },
+            ],
+        },
     ];
     for f in findings {
         let v = serde_json::to_value(&f).unwrap();

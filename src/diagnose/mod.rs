@@ -1,7 +1,7 @@
 //! Findings computed from results — the problems people miss when they read a table:
 //! a latency floor or tail near 40 ms (Nagle's algorithm meeting delayed ACKs: the server does
-//! not set TCP_NODELAY), a load generator that was the bottleneck, and repetitions too noisy
-//! to compare. Findings never change results; every report shows them.
+//! not set TCP_NODELAY), a load generator that was the bottleneck, repetitions too noisy
+//! to compare, and repetitions that ran on different machines or CPUs. Findings never change results; every report shows them.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -49,6 +49,21 @@ pub enum Finding {
         spread_pct: f64,
         repetitions: usize,
     },
+    /// Repetitions ran on different machines or CPUs (a run resumed elsewhere, CPUs taken
+    /// offline, another affinity): their figures mix the change with the machine.
+    MachineDiffers {
+        /// `host`, `CPU model`, `CPUs online` or `CPUs allowed`.
+        what: String,
+        /// Each value seen, with the repetitions that ran with it.
+        seen: Vec<Seen>,
+    },
+}
+
+/// One value of a machine property and the repetitions (`contender #N`) that saw it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Seen {
+    pub value: String,
+    pub runs: Vec<String>,
 }
 
 impl fmt::Display for Finding {
@@ -83,6 +98,17 @@ impl fmt::Display for Finding {
                 f,
                 "{contender}, {place}: throughput varies by {spread_pct:.0}% across {repetitions} repetitions — too noisy to trust small deltas"
             ),
+            Finding::MachineDiffers { what, seen } => {
+                let seen: Vec<String> = seen
+                    .iter()
+                    .map(|s| format!("{} ({})", s.value, s.runs.join(", ")))
+                    .collect();
+                write!(
+                    f,
+                    "repetitions ran with different {what}: {} — their figures mix the change with the machine; compare repetitions from one machine only",
+                    seen.join(" vs ")
+                )
+            }
         }
     }
 }
@@ -203,6 +229,46 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
                 place,
                 spread_pct: spread * 100.0,
                 repetitions: s.len(),
+            });
+        }
+    }
+    out.extend(machine_differs(r));
+    out
+}
+
+/// Repetitions whose recorded machine differs in host, CPU model or CPUs.
+fn machine_differs(r: &Results) -> Vec<Finding> {
+    type Property = fn(&crate::results::env::Environment) -> String;
+    let properties: [(&str, Property); 4] = [
+        ("host", |e| e.hostname.clone()),
+        ("CPU model", |e| e.cpu_model.clone()),
+        ("CPUs online", |e| e.cpus_online.to_string()),
+        ("CPUs allowed", |e| {
+            let cpus: Vec<String> = e.cpus_allowed.iter().map(|c| c.to_string()).collect();
+            format!("{} [{}]", cpus.len(), cpus.join(","))
+        }),
+    ];
+    let mut out = Vec::new();
+    for (what, property) in properties {
+        let mut seen: Vec<Seen> = Vec::new();
+        for run in &r.runs {
+            let Some(env) = &run.environment else {
+                continue;
+            };
+            let value = property(env);
+            let name = format!("{} #{}", run.contender, run.repetition);
+            match seen.iter_mut().find(|s| s.value == value) {
+                Some(s) => s.runs.push(name),
+                None => seen.push(Seen {
+                    value,
+                    runs: vec![name],
+                }),
+            }
+        }
+        if seen.len() > 1 {
+            out.push(Finding::MachineDiffers {
+                what: what.to_string(),
+                seen,
             });
         }
     }

@@ -141,6 +141,10 @@ pub struct Run {
     /// Answers to the compat cases (first repetition only).
     #[serde(default)]
     pub compat: Vec<CompatAnswer>,
+    /// The machine this repetition ran on: a run resumed elsewhere, or with other CPUs,
+    /// differs from the top-level environment (which records where the run began).
+    #[serde(default)]
+    pub environment: Option<env::Environment>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

@@ -62,8 +62,14 @@ pub fn run(
     for w in &results.warnings {
         rep.warning(w);
     }
-    results.environment.contender_cpus = contender_cpus.clone();
-    results.environment.load_cpus = load_cpus.clone();
+    // Where this invocation runs, detected before bakeoff pins itself; every repetition it
+    // runs records it. The top-level environment stays where the run began.
+    let mut here = crate::results::env::Environment::detect();
+    here.contender_cpus = contender_cpus.clone();
+    here.load_cpus = load_cpus.clone();
+    if opts.resume.is_none() {
+        results.environment = here.clone();
+    }
     results.save(&dir).context("writing results.json")?;
 
     let schedule = schedule(&plan);
@@ -88,6 +94,7 @@ pub fn run(
         contender_cpus: contender_cpus.or_else(|| Some(allowed.clone())),
         load_cpus: load_cpus.unwrap_or_default(),
         rt: &rt,
+        here,
     };
     for (step, &(repetition, ci)) in schedule.iter().enumerate() {
         let name = &plan.contenders[ci].name;
@@ -123,6 +130,7 @@ struct Ctx<'a> {
     contender_cpus: Option<Vec<usize>>,
     load_cpus: Vec<usize>,
     rt: &'a tokio::runtime::Runtime,
+    here: crate::results::env::Environment,
 }
 
 impl Ctx<'_> {
@@ -151,6 +159,7 @@ impl Ctx<'_> {
             exits: Vec::new(),
             logs: Vec::new(),
             compat: Vec::new(),
+            environment: Some(self.here.clone()),
         });
         let idx = results.runs.len() - 1;
         let save = |results: &Results| results.save(self.dir).context("writing results.json");
