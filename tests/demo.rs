@@ -71,4 +71,14 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
     );
     assert!(text.contains("both failed with HTTP 404"), "{text}");
     assert!(text.contains("| 8 | v2 | "), "{text}");
+    // Three repetitions each cannot make a U test significant; the verdict says what would.
+    assert!(text.contains("too few runs (3+3, needs 4+4)"), "{text}");
+    // The HTML report folds each class of difference with its shortest example, and draws
+    // throughput against clients.
+    let html = std::fs::read_to_string(out.join("report/report.html")).unwrap();
+    assert!(
+        html.contains("<summary><b>byte order reversed at hash</b>"),
+        "{html}"
+    );
+    assert!(html.contains("aria-label=\"throughput by clients\""));
 }

@@ -64,6 +64,63 @@ fn the_html_report_renders_in_headless_chromium() {
         html.matches("<svg").count() >= 4,
         "start-up, throughput and two latency charts"
     );
+    // Clients 1 and 4: throughput is drawn against clients, one curve per contender.
+    assert_eq!(
+        html.matches("aria-label=\"throughput by clients\"").count(),
+        1
+    );
+    assert!(!html.contains("aria-label=\"throughput\""));
+
+    // The scaling table: each contender's 4-client rate as a factor of its 1-client rate.
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.out_dir.join("report/report.json")).unwrap(),
+    )
+    .unwrap();
+    let scaling = report["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "scaling-index")
+        .expect("a scaling table");
+    assert_eq!(
+        scaling["head"],
+        serde_json::json!(["contender", "1 client", "4 clients"])
+    );
+    let rows = scaling["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{scaling}");
+    for row in rows {
+        let one: f64 = row[1].as_str().unwrap().parse().unwrap();
+        let (four, factor) = row[2].as_str().unwrap().split_once(" (×").unwrap();
+        let (four, factor): (f64, f64) = (
+            four.parse().unwrap(),
+            factor.trim_end_matches(')').parse().unwrap(),
+        );
+        assert!((four / one - factor).abs() < 0.051, "{row}");
+        // And the same medians as the serving table shows.
+        let name = row[0].as_str().unwrap();
+        let rate = |clients: &str| -> f64 {
+            let serving = report["tables"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["id"] == "serving-index")
+                .unwrap();
+            let r = serving["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r[0] == clients && r[1] == name)
+                .unwrap();
+            r[2].as_str()
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert_eq!((rate("1"), rate("4")), (one, four), "{row}");
+    }
 
     let blank = dir.path().join("blank.html");
     std::fs::write(&blank, "<!doctype html><html><body></body></html>").unwrap();

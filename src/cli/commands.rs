@@ -56,8 +56,9 @@ pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
 
 pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
     let r = crate::results::Results::load(dir)?;
-    let files = report::export::write_all(dir, &r)?;
-    emit(&report::run_summary::render(&r))?;
+    let analysis = report::analysis::Analysis::of(&r);
+    let files = report::export::write_all(dir, &analysis)?;
+    emit(&report::run_summary::render(&analysis))?;
     eprintln!(
         "reports: {}",
         files
@@ -66,16 +67,17 @@ pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    report::export::github_step_summary(&r)?;
+    report::export::github_step_summary(&analysis)?;
     Ok(0)
 }
 
 /// Prints the summary, writes the reports and says where the results are; the exit code of
 /// `run` and `demo`.
 pub(super) fn finish_run(done: &runner::Finished, fail_on_diff: bool) -> anyhow::Result<u8> {
-    emit(&report::run_summary::render(&done.results))?;
-    report::export::write_all(&done.dir, &done.results)?;
-    report::export::github_step_summary(&done.results)?;
+    let analysis = report::analysis::Analysis::of(&done.results);
+    emit(&report::run_summary::render(&analysis))?;
+    report::export::write_all(&done.dir, &analysis)?;
+    report::export::github_step_summary(&analysis)?;
     let results = done.dir.join("results.json");
     eprintln!("results: {}", results.display());
     if done.results.status == "interrupted" {
@@ -90,10 +92,7 @@ pub(super) fn finish_run(done: &runner::Finished, fail_on_diff: bool) -> anyhow:
         .runs
         .iter()
         .any(|r| r.status == "failed" || r.points.iter().any(|p| p.error.is_some()));
-    let differs = fail_on_diff
-        && report::compat::from_results(&done.results)
-            .iter()
-            .any(|c| c.differences > 0);
+    let differs = fail_on_diff && analysis.compat.iter().any(|c| c.differences > 0);
     Ok(if failed {
         2
     } else if differs {

@@ -6,23 +6,24 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::analysis::Analysis;
 use super::table::Table;
 use crate::compat::CompatReport;
-use crate::diagnose::{findings, Finding, Limits};
-use crate::results::{write_atomic, Results};
+use crate::diagnose::Finding;
+use crate::results::write_atomic;
 
 /// Bumped whenever a field of report.json changes meaning or disappears.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
 
-/// Turns results into files: (file name, bytes).
+/// Turns an analysis of results into files: (file name, bytes).
 pub trait Exporter {
-    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)>;
+    fn export(&self, a: &Analysis) -> Vec<(String, Vec<u8>)>;
 }
 
 /// `report.md`: the summary a reader pastes into a PR.
 pub struct Markdown;
 
-/// One CSV per table (`startup.csv`, `serving-<scenario>.csv`).
+/// One CSV per table (`startup.csv`, `serving-<scenario>.csv`, `scaling-<scenario>.csv`).
 pub struct Csv;
 
 /// `report.json`: the same tables, findings and compat analysis, machine-readable.
@@ -32,23 +33,23 @@ pub struct Json;
 pub struct Html;
 
 impl Exporter for Html {
-    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)> {
-        vec![("report.html".into(), super::html::render(r).into_bytes())]
+    fn export(&self, a: &Analysis) -> Vec<(String, Vec<u8>)> {
+        vec![("report.html".into(), super::html::render(a).into_bytes())]
     }
 }
 
 impl Exporter for Markdown {
-    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)> {
+    fn export(&self, a: &Analysis) -> Vec<(String, Vec<u8>)> {
         vec![(
             "report.md".into(),
-            super::run_summary::render(r).into_bytes(),
+            super::run_summary::render(a).into_bytes(),
         )]
     }
 }
 
 impl Exporter for Csv {
-    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)> {
-        super::run_summary::tables(r)
+    fn export(&self, a: &Analysis) -> Vec<(String, Vec<u8>)> {
+        a.tables()
             .into_iter()
             .map(|t| (format!("{}.csv", t.id), t.csv().into_bytes()))
             .collect()
@@ -63,14 +64,16 @@ struct JsonReport<'a> {
     smoke: bool,
     started_at: &'a str,
     finished_at: Option<&'a str>,
-    tables: Vec<Table>,
-    findings: Vec<Finding>,
-    compat: Vec<CompatReport>,
+    summary: &'a [String],
+    tables: Vec<&'a Table>,
+    findings: &'a [Finding],
+    compat: &'a [CompatReport],
     warnings: &'a [String],
 }
 
 impl Exporter for Json {
-    fn export(&self, r: &Results) -> Vec<(String, Vec<u8>)> {
+    fn export(&self, a: &Analysis) -> Vec<(String, Vec<u8>)> {
+        let r = a.results;
         let report = JsonReport {
             schema_version: REPORT_SCHEMA_VERSION,
             name: &r.name,
@@ -78,9 +81,10 @@ impl Exporter for Json {
             smoke: r.smoke,
             started_at: &r.started_at,
             finished_at: r.finished_at.as_deref(),
-            tables: super::run_summary::tables(r),
-            findings: findings(r, Limits::default()),
-            compat: super::compat::from_results(r),
+            summary: &a.summary,
+            tables: a.tables(),
+            findings: &a.findings,
+            compat: &a.compat,
             warnings: &r.warnings,
         };
         let mut bytes = serde_json::to_vec_pretty(&report).expect("a report serializes");
@@ -90,13 +94,13 @@ impl Exporter for Json {
 }
 
 /// Every exporter's files, written into `dir/report/`; returns their paths.
-pub fn write_all(dir: &Path, r: &Results) -> std::io::Result<Vec<PathBuf>> {
+pub fn write_all(dir: &Path, a: &Analysis) -> std::io::Result<Vec<PathBuf>> {
     let out = dir.join("report");
     std::fs::create_dir_all(&out)?;
     let exporters: [&dyn Exporter; 4] = [&Markdown, &Csv, &Json, &Html];
     let mut written = Vec::new();
     for e in exporters {
-        for (name, bytes) in e.export(r) {
+        for (name, bytes) in e.export(a) {
             let path = out.join(name);
             write_atomic(&path, &bytes)?;
             written.push(path);
@@ -106,7 +110,7 @@ pub fn write_all(dir: &Path, r: &Results) -> std::io::Result<Vec<PathBuf>> {
 }
 
 /// On GitHub Actions, appends the Markdown summary to the job's summary page.
-pub fn github_step_summary(r: &Results) -> std::io::Result<()> {
+pub fn github_step_summary(a: &Analysis) -> std::io::Result<()> {
     use std::io::Write as _;
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
         return Ok(());
@@ -115,5 +119,5 @@ pub fn github_step_summary(r: &Results) -> std::io::Result<()> {
         .create(true)
         .append(true)
         .open(path)?;
-    f.write_all(super::run_summary::render(r).as_bytes())
+    f.write_all(super::run_summary::render(a).as_bytes())
 }

@@ -1,5 +1,6 @@
 //! Turning measurements into text for people: the `load` summary and the progress bar.
 
+pub mod analysis;
 pub mod compare_table;
 pub mod compat;
 pub mod export;
@@ -7,6 +8,7 @@ pub mod html;
 pub mod load_summary;
 pub mod progress;
 pub mod run_summary;
+pub mod scaling;
 pub mod table;
 
 /// Formats microseconds with a unit a reader can take in at a glance.

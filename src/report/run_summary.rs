@@ -1,38 +1,43 @@
-//! The short summary `bakeoff run` prints at the end: start-up per contender, then one table
-//! per scenario in the style of seed 003 — `QPS (delta vs baseline)` and `p90 ms (delta)` per
-//! point — with medians over the repetitions. Full reports are `bakeoff report`'s job.
+//! The Markdown report `bakeoff run` prints at the end and writes as `report.md`: the answers
+//! first, then start-up per contender, the compat matrix, and per scenario a table in the
+//! style of seed 003 — `QPS (delta vs baseline)` and `p90 ms (delta)` per point — with medians
+//! over the repetitions, and how throughput scales with clients.
 
 use std::fmt::Write as _;
 
+use super::analysis::Analysis;
 use super::table::Table;
 use super::{fmt_bytes, fmt_rate, fmt_us};
+use crate::compat::CompatReport;
+use crate::diagnose::Finding;
 use crate::results::{Results, Run};
 use crate::stats::Sample;
 
-pub fn render(r: &Results) -> String {
+pub fn render(a: &Analysis) -> String {
+    let r = a.results;
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", r.name);
     if r.smoke {
         let _ = writeln!(out, "_Smoke run: one repetition, short scenarios — check the plan, do not compare these numbers._\n");
     }
-    let bullets = summary(r);
-    if !bullets.is_empty() {
+    if !a.summary.is_empty() {
         let _ = writeln!(out, "## Summary\n");
-        for b in &bullets {
+        for b in &a.summary {
             let _ = writeln!(out, "- {b}");
         }
         out.push('\n');
     }
-    let tables = tables(r);
-    out.push_str(&tables[0].markdown());
-    out.push_str(&super::compat::markdown(&super::compat::from_results(r)));
-    for t in &tables[1..] {
-        out.push_str(&t.markdown());
+    out.push_str(&a.startup.markdown());
+    out.push_str(&super::compat::markdown(&a.compat));
+    for s in &a.scenarios {
+        out.push_str(&s.serving.markdown());
+        if let Some(t) = &s.scaling {
+            out.push_str(&t.markdown());
+        }
     }
-    let found = crate::diagnose::findings(r, crate::diagnose::Limits::default());
-    if !found.is_empty() {
+    if !a.findings.is_empty() {
         let _ = writeln!(out, "## Findings\n");
-        for f in &found {
+        for f in &a.findings {
             let _ = writeln!(out, "- {f}");
         }
         out.push('\n');
@@ -77,9 +82,9 @@ pub fn render(r: &Results) -> String {
 }
 
 /// The answer first: same answers?, start-up, serving, findings — one line each.
-pub fn summary(r: &Results) -> Vec<String> {
+pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -> Vec<String> {
     let mut out = Vec::new();
-    for rep in super::compat::from_results(r) {
+    for rep in compat {
         for (i, c) in rep
             .sets
             .first()
@@ -180,7 +185,6 @@ pub fn summary(r: &Results) -> Vec<String> {
             ));
         }
     }
-    let found = crate::diagnose::findings(r, crate::diagnose::Limits::default());
     if !found.is_empty() {
         out.push(format!(
             "**Findings:** {} (details below); first: {}",
@@ -204,7 +208,7 @@ fn median(values: &[f64]) -> Option<f64> {
     Sample::new(values.to_vec()).ok().map(|s| s.median())
 }
 
-fn startup(r: &Results) -> Table {
+pub(super) fn startup(r: &Results) -> Table {
     let mut rows = Vec::new();
     for c in &r.contenders {
         let runs: Vec<&Run> = r.runs.iter().filter(|x| x.contender == c.name).collect();
@@ -262,7 +266,7 @@ fn startup(r: &Results) -> Table {
     }
 }
 
-fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
+pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
     let info = r.scenarios.iter().find(|s| s.name == name)?;
     let mut rows = Vec::new();
     let sample_point = r
@@ -356,29 +360,28 @@ fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
 /// Whether throughput differs for real between a contender and its baseline at one point:
 /// Mann-Whitney U over the repetitions (see `stats`).
 fn verdict(r: &Results, scenario: &str, point: &str, base: &str, name: &str) -> String {
-    use crate::stats::{compare, Direction, Thresholds, Verdict};
+    use crate::stats::{compare, min_two_sided_p, Direction, Thresholds, Verdict};
     let rates = |c: &str| Sample::new(r.rates(c, scenario, point)).ok();
     let (Some(b), Some(c)) = (rates(base), rates(name)) else {
         return String::new();
     };
-    match compare(&b, &c, Direction::HigherIsBetter, Thresholds::default()).verdict {
+    let t = Thresholds::default();
+    match compare(&b, &c, Direction::HigherIsBetter, t).verdict {
         Verdict::Better => "faster".into(),
         Verdict::Worse => "slower".into(),
         Verdict::WithinNoise => "within noise".into(),
         Verdict::NoChange => "~".into(),
-        Verdict::Underpowered => format!("too few runs ({}+{})", b.len(), c.len()),
+        Verdict::Underpowered => {
+            let needs = (2..64)
+                .find(|&n| min_two_sided_p(n, n) <= t.alpha)
+                .unwrap_or(64);
+            format!(
+                "too few runs ({}+{}, needs {needs}+{needs})",
+                b.len(),
+                c.len()
+            )
+        }
     }
-}
-
-/// Every table of the summary, in order: start-up, then one per scenario.
-pub fn tables(r: &Results) -> Vec<Table> {
-    let mut t = vec![startup(r)];
-    t.extend(
-        r.scenarios
-            .iter()
-            .filter_map(|s| scenario(r, &s.name, &s.call)),
-    );
-    t
 }
 
 /// `2804 (-5%)`, or the bare value for the baseline itself.

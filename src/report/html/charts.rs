@@ -1,12 +1,12 @@
-//! `report.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched at
-//! view time) with the summary's tables and charts — start-up bars, throughput per scenario
-//! point with min–max whiskers, latency percentile curves per contender.
+//! The report's SVG charts: start-up bars, throughput against clients (or per point when a
+//! scenario does not sweep clients) with min–max whiskers, latency percentile curves.
 
 use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 
-use super::table::Table;
+use super::esc;
+use crate::report::scaling;
 use crate::results::Results;
 use crate::stats::Sample;
 
@@ -14,114 +14,8 @@ const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 ];
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-pub fn render(r: &Results) -> String {
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\
-         body{{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}}\
-         table{{border-collapse:collapse;margin:.5em 0 1.5em}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
-         td:first-child,th:first-child{{text-align:left}}th{{background:#f4f4f4}}\
-         .charts{{display:flex;flex-wrap:wrap;gap:16px}}svg{{background:#fff;border:1px solid #ddd}}\
-         .finding{{background:#fff6e0;border-left:4px solid #f0a000;padding:4px 8px;margin:4px 0}}\
-         </style></head><body>\n<h1>{}</h1>\n",
-        esc(&r.name),
-        esc(&r.name)
-    );
-    let bullets = super::run_summary::summary(r);
-    if !bullets.is_empty() {
-        out.push_str("<h2>Summary</h2><ul>");
-        for b in bullets {
-            let html = esc(&b).replacen("**", "<b>", 1).replacen("**", "</b>", 1);
-            let _ = write!(out, "<li>{html}</li>");
-        }
-        out.push_str("</ul>\n");
-    }
-    let found = crate::diagnose::findings(r, crate::diagnose::Limits::default());
-    if !found.is_empty() {
-        out.push_str("<h2>Findings</h2>\n");
-        for f in &found {
-            let _ = writeln!(out, "<div class=\"finding\">{}</div>", esc(&f.to_string()));
-        }
-    }
-    let tables = super::run_summary::tables(r);
-    out.push_str(&table_html(&tables[0]));
-    out.push_str(&startup_chart(r));
-    for rep in super::compat::from_results(r) {
-        let _ = writeln!(out, "<h2>Compatibility against {}</h2>", esc(&rep.baseline));
-        let names: Vec<String> = rep
-            .sets
-            .first()
-            .map(|s| s.contenders.iter().map(|c| c.contender.clone()).collect())
-            .unwrap_or_default();
-        let _ = write!(out, "<table><tr><th>call</th><th>cases</th>");
-        for n in &names {
-            let _ = write!(out, "<th>{}</th>", esc(n));
-        }
-        out.push_str("</tr>\n");
-        for s in &rep.sets {
-            let _ = write!(out, "<tr><td>{}</td><td>{}</td>", esc(&s.name), s.cases);
-            for c in &s.contenders {
-                let share = if c.compared > 0 {
-                    (c.identical + c.same_failure) as f64 / c.compared as f64
-                } else {
-                    1.0
-                };
-                let bg = if share >= 1.0 { "#e6f4e6" } else { "#fde8e8" };
-                let _ = write!(
-                    out,
-                    "<td style=\"background:{bg}\">{}/{} identical</td>",
-                    c.identical, c.compared
-                );
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</table>\n");
-    }
-    for (t, s) in tables[1..].iter().zip(&r.scenarios) {
-        out.push_str(&table_html(t));
-        out.push_str("<div class=\"charts\">");
-        out.push_str(&throughput_chart(r, &s.name));
-        out.push_str(&latency_charts(r, &s.name));
-        out.push_str("</div>\n");
-    }
-    let _ = write!(
-        out,
-        "<h2>Environment</h2><p>{} · {} · {} CPUs · {}</p>\n</body></html>\n",
-        esc(&r.environment.cpu_model),
-        esc(&r.environment.kernel),
-        r.environment.cpus_online,
-        esc(&r.tool)
-    );
-    out
-}
-
-fn table_html(t: &Table) -> String {
-    let mut out = format!("<h2>{}</h2>\n<table><tr>", esc(&t.title));
-    for h in &t.head {
-        let _ = write!(out, "<th>{}</th>", esc(h));
-    }
-    out.push_str("</tr>\n");
-    for row in &t.rows {
-        out.push_str("<tr>");
-        for c in row {
-            let _ = write!(out, "<td>{}</td>", esc(c));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table>\n");
-    out
-}
-
 /// Horizontal bars: median time to first response and to ready, per contender.
-fn startup_chart(r: &Results) -> String {
+pub(super) fn startup(r: &Results) -> String {
     let rows: Vec<(String, f64, f64)> = r
         .contenders
         .iter()
@@ -199,12 +93,9 @@ fn points_and_contenders<'a>(r: &'a Results, scenario: &str) -> (Vec<String>, Ve
 }
 
 /// Grouped bars per scenario point: median requests/s per contender, min–max whiskers.
-fn throughput_chart(r: &Results, scenario: &str) -> String {
+pub(super) fn throughput(r: &Results, scenario: &str) -> String {
     let (points, names) = points_and_contenders(r, scenario);
-    let stats = |c: &str, p: &str| -> Option<(f64, f64, f64)> {
-        let s = Sample::new(r.rates(c, scenario, p)).ok()?;
-        Some((s.median(), s.min(), s.max()))
-    };
+    let stats = |c: &str, p: &str| scaling::rate(r, c, scenario, p);
     let max = points
         .iter()
         .flat_map(|p| names.iter().filter_map(|c| stats(c, p)).map(|s| s.2))
@@ -240,9 +131,109 @@ fn throughput_chart(r: &Results, scenario: &str) -> String {
     out
 }
 
+/// (index of the point in its series, (median, min, max) requests/s).
+type Curve = Vec<(usize, (f64, f64, f64))>;
+
+/// Requests/s against clients, one chart per series of a clients sweep: a line through each
+/// contender's medians, with min–max whiskers. Empty when the scenario does not sweep clients.
+pub(super) fn scaling(r: &Results, scenario: &str) -> String {
+    let (_, names) = points_and_contenders(r, scenario);
+    let mut out = String::new();
+    for s in scaling::series(r, scenario) {
+        let curves: Vec<(usize, Curve)> = names
+            .iter()
+            .enumerate()
+            .map(|(ci, c)| {
+                let pts = s
+                    .points
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, (_, p))| Some((i, scaling::rate(r, c, scenario, p)?)))
+                    .collect();
+                (ci, pts)
+            })
+            .filter(|(_, pts): &(usize, Vec<_>)| !pts.is_empty())
+            .collect();
+        let max = curves
+            .iter()
+            .flat_map(|(_, pts)| pts.iter().map(|p| p.1 .2))
+            .fold(0.0, f64::max);
+        if max <= 0.0 {
+            continue;
+        }
+        let (w, h, left, bottom) = (440.0, 260.0, 60.0, 40.0);
+        let n = s.points.len();
+        // Client counts are usually powers of two: evenly spaced reads as a log axis.
+        let x = |i: usize| left + 10.0 + i as f64 * (w - left - 140.0) / (n - 1).max(1) as f64;
+        let y = |v: f64| h - bottom - v / max * (h - bottom - 30.0);
+        let title = if s.key.is_empty() {
+            scenario.to_string()
+        } else {
+            format!("{scenario} — {}", s.key)
+        };
+        let (axis, right, top) = (h - bottom, w - 130.0, y(max));
+        let _ = write!(
+            out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"throughput by clients\"><text x=\"10\" y=\"18\" font-size=\"12\">{title}: requests/s by clients (median, min–max)</text>\
+             <line x1=\"{left}\" y1=\"{axis:.0}\" x2=\"{right:.0}\" y2=\"{axis:.0}\" stroke=\"#888\"/><line x1=\"{left}\" y1=\"{axis:.0}\" x2=\"{left}\" y2=\"{top:.0}\" stroke=\"#888\"/>\
+             <text x=\"4\" y=\"{:.0}\" font-size=\"10\">{}</text><text x=\"4\" y=\"{axis:.0}\" font-size=\"10\">0</text>",
+            top + 4.0,
+            crate::report::fmt_rate(max),
+            title = esc(&title),
+        );
+        for (i, (clients, _)) in s.points.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.0}\" font-size=\"10\" text-anchor=\"middle\">{clients}</text>",
+                x(i),
+                h - bottom + 14.0
+            );
+        }
+        let _ = write!(
+            out,
+            "<text x=\"{:.0}\" y=\"{:.0}\" font-size=\"10\" text-anchor=\"middle\">clients</text>",
+            (left + w - 130.0) / 2.0,
+            h - 6.0
+        );
+        for (ci, pts) in &curves {
+            let color = COLORS[ci % COLORS.len()];
+            let line: Vec<String> = pts
+                .iter()
+                .map(|(i, (m, _, _))| format!("{:.1},{:.1}", x(*i), y(*m)))
+                .collect();
+            let _ = write!(
+                out,
+                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
+                line.join(" ")
+            );
+            for (i, (m, lo, hi)) in pts {
+                let (px, c) = (x(*i), names[*ci]);
+                let _ = write!(
+                    out,
+                    "<line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"{color}\"/>\
+                     <line x1=\"{:.1}\" y1=\"{1:.1}\" x2=\"{:.1}\" y2=\"{1:.1}\" stroke=\"{color}\"/>\
+                     <line x1=\"{2:.1}\" y1=\"{0:.1}\" x2=\"{3:.1}\" y2=\"{0:.1}\" stroke=\"{color}\"/>\
+                     <circle cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{}, {} clients: {m:.0} req/s ({lo:.0}–{hi:.0})</title></circle>",
+                    y(*hi),
+                    y(*lo),
+                    px - 4.0,
+                    px + 4.0,
+                    y(*m),
+                    esc(c),
+                    s.points[*i].0,
+                );
+            }
+        }
+        let shown: Vec<&str> = curves.iter().map(|(i, _)| names[*i]).collect();
+        legend(&mut out, &shown, w - 120.0, 44.0);
+        out.push_str("</svg>");
+    }
+    out
+}
+
 /// Latency against percentile (log scale), one curve per contender, one chart per point;
 /// each contender's histograms over its repetitions are merged.
-fn latency_charts(r: &Results, scenario: &str) -> String {
+pub(super) fn latency(r: &Results, scenario: &str) -> String {
     const Q: [f64; 7] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
     let (points, names) = points_and_contenders(r, scenario);
     let mut out = String::new();

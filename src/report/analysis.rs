@@ -1,0 +1,64 @@
+//! Everything a report shows, computed once from results and handed to every exporter: the
+//! summary's answers, the tables, the compat analysis and the findings.
+
+use serde::Serialize;
+
+use super::table::Table;
+use crate::compat::CompatReport;
+use crate::diagnose::{findings, Finding, Limits};
+use crate::results::Results;
+
+pub struct Analysis<'a> {
+    pub results: &'a Results,
+    /// One line per answer: same answers?, start-up, serving, findings.
+    pub summary: Vec<String>,
+    pub startup: Table,
+    pub scenarios: Vec<ScenarioTables>,
+    pub compat: Vec<CompatReport>,
+    pub findings: Vec<Finding>,
+}
+
+/// A scenario's tables: every point, and how throughput grows with clients when the
+/// scenario sweeps them.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioTables {
+    pub name: String,
+    pub serving: Table,
+    pub scaling: Option<Table>,
+}
+
+impl<'a> Analysis<'a> {
+    pub fn of(r: &'a Results) -> Analysis<'a> {
+        let compat = super::compat::from_results(r);
+        let findings = findings(r, Limits::default());
+        let scenarios = r
+            .scenarios
+            .iter()
+            .filter_map(|s| {
+                Some(ScenarioTables {
+                    name: s.name.clone(),
+                    serving: super::run_summary::scenario(r, &s.name, &s.call)?,
+                    scaling: super::scaling::table(r, &s.name),
+                })
+            })
+            .collect();
+        Analysis {
+            results: r,
+            summary: super::run_summary::summary(r, &compat, &findings),
+            startup: super::run_summary::startup(r),
+            scenarios,
+            compat,
+            findings,
+        }
+    }
+
+    /// Every table in reading order: start-up, then each scenario's serving and scaling.
+    pub fn tables(&self) -> Vec<&Table> {
+        let mut t = vec![&self.startup];
+        for s in &self.scenarios {
+            t.push(&s.serving);
+            t.extend(&s.scaling);
+        }
+        t
+    }
+}

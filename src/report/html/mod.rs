@@ -1,0 +1,168 @@
+//! `report.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched at
+//! view time) with the report's tables and charts — start-up bars, throughput against
+//! clients with min–max whiskers, latency percentile curves per contender — and the compat
+//! matrix with each class of difference's shortest example.
+
+mod charts;
+
+use std::fmt::Write as _;
+
+use super::analysis::Analysis;
+use super::table::Table;
+use crate::compat::CompatReport;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+pub fn render(a: &Analysis) -> String {
+    let r = a.results;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\
+         body{{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}}\
+         table{{border-collapse:collapse;margin:.5em 0 1.5em}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}\
+         td:first-child,th:first-child{{text-align:left}}th{{background:#f4f4f4}}\
+         .charts{{display:flex;flex-wrap:wrap;gap:16px}}svg{{background:#fff;border:1px solid #ddd}}\
+         .finding{{background:#fff6e0;border-left:4px solid #f0a000;padding:4px 8px;margin:4px 0}}\
+         details{{margin:2px 0 2px 1em}}pre{{background:#f7f7f7;padding:6px;white-space:pre-wrap;word-break:break-all}}\
+         </style></head><body>\n<h1>{}</h1>\n",
+        esc(&r.name),
+        esc(&r.name)
+    );
+    if !a.summary.is_empty() {
+        out.push_str("<h2>Summary</h2><ul>");
+        for b in &a.summary {
+            let html = esc(b).replacen("**", "<b>", 1).replacen("**", "</b>", 1);
+            let _ = write!(out, "<li>{html}</li>");
+        }
+        out.push_str("</ul>\n");
+    }
+    if !a.findings.is_empty() {
+        out.push_str("<h2>Findings</h2>\n");
+        for f in &a.findings {
+            let _ = writeln!(out, "<div class=\"finding\">{}</div>", esc(&f.to_string()));
+        }
+    }
+    out.push_str(&table_html(&a.startup));
+    out.push_str(&charts::startup(r));
+    for rep in &a.compat {
+        compat_html(rep, &mut out);
+    }
+    for s in &a.scenarios {
+        out.push_str(&table_html(&s.serving));
+        if let Some(t) = &s.scaling {
+            out.push_str(&table_html(t));
+        }
+        out.push_str("<div class=\"charts\">");
+        let scaling = charts::scaling(r, &s.name);
+        if scaling.is_empty() {
+            out.push_str(&charts::throughput(r, &s.name));
+        } else {
+            out.push_str(&scaling);
+        }
+        out.push_str(&charts::latency(r, &s.name));
+        out.push_str("</div>\n");
+    }
+    let _ = write!(
+        out,
+        "<h2>Environment</h2><p>{} · {} · {} CPUs · {}</p>\n</body></html>\n",
+        esc(&r.environment.cpu_model),
+        esc(&r.environment.kernel),
+        r.environment.cpus_online,
+        esc(&r.tool)
+    );
+    out
+}
+
+fn table_html(t: &Table) -> String {
+    let mut out = format!("<h2>{}</h2>\n<table><tr>", esc(&t.title));
+    for h in &t.head {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr>\n");
+    for row in &t.rows {
+        out.push_str("<tr>");
+        for c in row {
+            let _ = write!(out, "<td>{}</td>", esc(c));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+/// The matrix (share identical per call and contender), then per contender each class of
+/// difference with its shortest example, folded.
+fn compat_html(rep: &CompatReport, out: &mut String) {
+    let _ = writeln!(out, "<h2>Compatibility against {}</h2>", esc(&rep.baseline));
+    let names: Vec<String> = rep
+        .sets
+        .first()
+        .map(|s| s.contenders.iter().map(|c| c.contender.clone()).collect())
+        .unwrap_or_default();
+    let _ = write!(out, "<table><tr><th>call</th><th>cases</th>");
+    for n in &names {
+        let _ = write!(out, "<th>{}</th>", esc(n));
+    }
+    out.push_str("</tr>\n");
+    for s in &rep.sets {
+        let _ = write!(out, "<tr><td>{}</td><td>{}</td>", esc(&s.name), s.cases);
+        for c in &s.contenders {
+            let share = if c.compared > 0 {
+                (c.identical + c.same_failure) as f64 / c.compared as f64
+            } else {
+                1.0
+            };
+            let bg = if share >= 1.0 { "#e6f4e6" } else { "#fde8e8" };
+            let _ = write!(
+                out,
+                "<td style=\"background:{bg}\">{}/{} identical</td>",
+                c.identical, c.compared
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    for name in &names {
+        let mut any = false;
+        for s in &rep.sets {
+            let Some(c) = s.contenders.iter().find(|c| &c.contender == name) else {
+                continue;
+            };
+            for class in c.classes.iter().filter(|k| k.kind != "both_failed") {
+                if !any {
+                    let _ = writeln!(
+                        out,
+                        "<h3>{}: how it differs from {}</h3>",
+                        esc(name),
+                        esc(&rep.baseline)
+                    );
+                    any = true;
+                }
+                let e = &class.example;
+                let mut body = format!(
+                    "request: {}\n{}: {}\n{name}: {}",
+                    e.request, rep.baseline, e.baseline, e.other
+                );
+                for d in e.diff.iter().take(5) {
+                    let _ = write!(body, "\ndiff: {d}");
+                }
+                let _ = writeln!(
+                    out,
+                    "<details><summary><b>{}</b> — {} of {} cases of <code>{}</code>; shortest example ({})</summary><pre>{}</pre></details>",
+                    esc(&class.class),
+                    class.cases,
+                    c.compared,
+                    esc(&s.name),
+                    esc(&e.origin),
+                    esc(&body)
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Concurrency scaling: a scenario that sweeps clients read as one curve per contender for
+//! each combination of its other axes (variables, target) — where throughput stops growing.
+
+use super::fmt_rate;
+use super::table::Table;
+use crate::results::Results;
+use crate::stats::Sample;
+
+/// Points of a scenario that differ only in their number of clients.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// The point label without `clients=N` (empty when clients is the only axis).
+    pub key: String,
+    /// (clients, point label), fewest clients first.
+    pub points: Vec<(usize, String)>,
+}
+
+/// The scenario's measured points grouped into series, in plan order; only series with two
+/// or more client counts (no sweep, no curve).
+pub fn series(r: &Results, scenario: &str) -> Vec<Series> {
+    let Some(info) = r.scenarios.iter().find(|s| s.name == scenario) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Series> = Vec::new();
+    for label in &info.points {
+        let Some(p) = r
+            .runs
+            .iter()
+            .flat_map(|x| &x.points)
+            .find(|p| p.scenario == scenario && &p.point == label)
+        else {
+            continue;
+        };
+        let clients = format!("clients={}", p.clients);
+        let key = label
+            .split(' ')
+            .filter(|t| *t != clients)
+            .collect::<Vec<_>>()
+            .join(" ");
+        match out.iter_mut().find(|s| s.key == key) {
+            Some(s) => s.points.push((p.clients, label.clone())),
+            None => out.push(Series {
+                key,
+                points: vec![(p.clients, label.clone())],
+            }),
+        }
+    }
+    for s in &mut out {
+        s.points.sort_by_key(|p| p.0);
+    }
+    out.retain(|s| s.points.len() > 1);
+    out
+}
+
+/// Median, min and max requests/s of a contender at a point over its repetitions.
+pub fn rate(r: &Results, contender: &str, scenario: &str, point: &str) -> Option<(f64, f64, f64)> {
+    let s = Sample::new(r.rates(contender, scenario, point)).ok()?;
+    Some((s.median(), s.min(), s.max()))
+}
+
+/// Median requests/s per number of clients, with the factor over the fewest clients:
+/// `8450 (×7.0)`. None when the scenario does not sweep clients.
+pub fn table(r: &Results, scenario: &str) -> Option<Table> {
+    let series = series(r, scenario);
+    if series.is_empty() {
+        return None;
+    }
+    let mut clients: Vec<usize> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    clients.sort_unstable();
+    clients.dedup();
+    let keyed = series.iter().any(|s| !s.key.is_empty());
+    let mut head = Vec::new();
+    if keyed {
+        head.push("point".to_string());
+    }
+    head.push("contender".into());
+    head.extend(clients.iter().map(|n| match n {
+        1 => "1 client".to_string(),
+        n => format!("{n} clients"),
+    }));
+    let mut rows = Vec::new();
+    for s in &series {
+        for c in r.contenders.iter().filter(|c| c.noise_of.is_none()) {
+            let mut row = Vec::new();
+            if keyed {
+                row.push(s.key.clone());
+            }
+            row.push(c.name.clone());
+            let first = s
+                .points
+                .iter()
+                .find_map(|(_, p)| rate(r, &c.name, scenario, p))
+                .map(|x| x.0);
+            let mut any = false;
+            for n in &clients {
+                let v = s
+                    .points
+                    .iter()
+                    .find(|p| p.0 == *n)
+                    .and_then(|(_, p)| rate(r, &c.name, scenario, p))
+                    .map(|x| x.0);
+                any |= v.is_some();
+                row.push(match (v, first) {
+                    (None, _) => "—".into(),
+                    (Some(v), Some(f)) if f > 0.0 && v != f => {
+                        format!("{} (×{:.1})", fmt_rate(v), v / f)
+                    }
+                    (Some(v), _) => fmt_rate(v),
+                });
+            }
+            if any {
+                rows.push(row);
+            }
+        }
+    }
+    Some(Table {
+        id: format!(
+            "scaling-{}",
+            crate::contender::slug(scenario).to_lowercase()
+        ),
+        title: format!("{scenario}: requests/s by clients (median; × the fewest clients)"),
+        head,
+        rows,
+    })
+}
