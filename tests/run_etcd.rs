@@ -102,7 +102,7 @@ fn the_etcd_example_plan_runs_end_to_end() {
     let out = run.stdout();
     assert!(
         out.contains(
-            "| key_size | clients | target | contender | req/s (delta) | p90 ms (delta) | verdict | failed | p50 ms | p99 ms | items/s |"
+            "| key_size | clients | target | contender | req/s (delta) | req/s min–max | p90 ms (delta) | verdict | failed | p50 ms | p99 ms | items/s |"
         ),
         "{out}"
     );

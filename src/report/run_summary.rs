@@ -159,7 +159,9 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
         let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
             continue;
         };
-        let (mut faster, mut slower, mut significant, mut points) = (0, 0, 0, 0);
+        // Throughput deltas (%) at the points where it was faster and where it was slower.
+        let (mut faster, mut slower): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+        let (mut significant, mut points) = (0, 0);
         for s in &r.scenarios {
             for p in &s.points {
                 let rate = |who: &str| median(&r.rates(who, &s.name, p));
@@ -167,10 +169,10 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
                     continue;
                 };
                 points += 1;
-                if b > a {
-                    faster += 1
-                } else if b < a {
-                    slower += 1
+                if a > 0.0 && b > a {
+                    faster.push((b - a) / a * 100.0);
+                } else if a > 0.0 && b < a {
+                    slower.push((b - a) / a * 100.0);
                 }
                 let v = verdict(r, &s.name, p, base, &c.name);
                 if v == "faster" || v == "slower" {
@@ -180,8 +182,12 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
         }
         if points > 0 {
             out.push(format!(
-                "**Serving:** {} has more throughput than {base} at {faster} of {points} points and less at {slower}; {significant} of those differences are significant (Mann-Whitney U over the repetitions)",
-                c.name
+                "**Serving:** {} has more throughput than {base} at {} of {points} points{} and less at {}{}; {significant} of those differences are significant (Mann-Whitney U over the repetitions)",
+                c.name,
+                faster.len(),
+                delta_range(&faster),
+                slower.len(),
+                delta_range(&slower),
             ));
         }
     }
@@ -193,6 +199,17 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
         ));
     }
     out
+}
+
+/// ` (+12%)` or ` (+3% to +40%)` for a set of deltas in percent; empty for none.
+fn delta_range(deltas: &[f64]) -> String {
+    let lo = deltas.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = deltas.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    match deltas.len() {
+        0 => String::new(),
+        _ if format!("{lo:+.0}") == format!("{hi:+.0}") => format!(" ({lo:+.0}%)"),
+        _ => format!(" ({lo:+.0}% to {hi:+.0}%)"),
+    }
 }
 
 /// Median with the range, e.g. `1.23 ms (1.20–1.31)`; the range only when there are several.
@@ -287,6 +304,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
         [
             "contender",
             "req/s (delta)",
+            "req/s min–max",
             "p90 ms (delta)",
             "verdict",
             "failed",
@@ -329,6 +347,12 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             }
             row.push(c.name.clone());
             row.push(with_delta(qps, bq, &|v| fmt_rate(v)));
+            row.push(
+                match Sample::new(loads.iter().map(|l| l.requests_per_s).collect()) {
+                    Ok(s) if s.len() > 1 => format!("{}–{}", fmt_rate(s.min()), fmt_rate(s.max())),
+                    _ => "—".into(),
+                },
+            );
             row.push(with_delta(p90, bp, &|v| format!("{v:.2}")));
             row.push(verdict);
             row.push(match (failed, errors) {
@@ -396,6 +420,14 @@ pub fn with_delta(v: Option<f64>, base: Option<f64>, fmt: &dyn Fn(f64) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delta_ranges_read_as_one_figure_or_a_span() {
+        assert_eq!(delta_range(&[]), "");
+        assert_eq!(delta_range(&[12.2]), " (+12%)");
+        assert_eq!(delta_range(&[40.0, 3.4, 12.0]), " (+3% to +40%)");
+        assert_eq!(delta_range(&[-5.0, -20.4]), " (-20% to -5%)");
+    }
 
     #[test]
     fn deltas_read_like_seed_003() {
