@@ -144,10 +144,11 @@ pub fn markdown(reports: &[CompatReport]) -> String {
                 for class in &cr.classes {
                     if class.kind == "both_failed" {
                         alike.push(format!(
-                            "- `{}`: {} ({} cases, e.g. `{}`)",
+                            "- `{}`: {} ({} case{}, e.g. `{}`)",
                             s.name,
                             class.class,
                             class.cases,
+                            if class.cases == 1 { "" } else { "s" },
                             one_line(&class.example.request, 80)
                         ));
                         continue;

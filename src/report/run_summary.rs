@@ -201,14 +201,27 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
     out
 }
 
-/// ` (+12%)` or ` (+3% to +40%)` for a set of deltas in percent; empty for none.
+/// ` (+12%)` or ` (+3% to +40%)` for a set of deltas in percent; empty for none. Gains of
+/// 100 % or more read as factors: ` (2.5× to 525×)`.
 fn delta_range(deltas: &[f64]) -> String {
     let lo = deltas.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = deltas.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let show = |d: f64| {
+        if hi < 100.0 {
+            format!("{d:+.0}%")
+        } else {
+            let f = 1.0 + d / 100.0;
+            if f < 10.0 {
+                format!("{f:.1}×")
+            } else {
+                format!("{f:.0}×")
+            }
+        }
+    };
     match deltas.len() {
         0 => String::new(),
-        _ if format!("{lo:+.0}") == format!("{hi:+.0}") => format!(" ({lo:+.0}%)"),
-        _ => format!(" ({lo:+.0}% to {hi:+.0}%)"),
+        _ if show(lo) == show(hi) => format!(" ({})", show(lo)),
+        _ => format!(" ({} to {})", show(lo), show(hi)),
     }
 }
 
@@ -427,6 +440,8 @@ mod tests {
         assert_eq!(delta_range(&[12.2]), " (+12%)");
         assert_eq!(delta_range(&[40.0, 3.4, 12.0]), " (+3% to +40%)");
         assert_eq!(delta_range(&[-5.0, -20.4]), " (-20% to -5%)");
+        assert_eq!(delta_range(&[52441.0, 53650.0]), " (525× to 538×)");
+        assert_eq!(delta_range(&[40.0, 150.0]), " (1.4× to 2.5×)");
     }
 
     #[test]
