@@ -182,11 +182,12 @@ pub fn compare(sets: &[BenchSet], opts: Options) -> Report {
     }
 }
 
-/// Inputs whose `cpu`, `goos`, `goarch` or `kernel` configuration differ were measured on
-/// different machines: their deltas mix the change with the machine.
+/// Inputs whose `cpu`, `cpus` (bakeoff results: online and allowed), `goos`, `goarch` or
+/// `kernel` configuration differ were measured on different machines: their deltas mix the
+/// change with the machine.
 fn environment_differs(sets: &[BenchSet]) -> Vec<String> {
     let mut out = Vec::new();
-    for key in ["cpu", "goos", "goarch", "kernel"] {
+    for key in ["cpu", "cpus", "goos", "goarch", "kernel"] {
         let values: Vec<(&str, &str)> = sets
             .iter()
             .filter_map(|s| {

@@ -318,10 +318,13 @@ fn bakeoff_results_compare_per_contender_and_point() {
         nginx_contender("a", &nginx, dir.path())
     );
     let mut outs = Vec::new();
+    let cpus = bakeoff::sys::allowed_cpus();
     for k in 0..2 {
         let d = dir.path().join(format!("run{k}"));
         std::fs::create_dir_all(&d).unwrap();
-        let run = run_plan(&d, &plan, &[]);
+        // The second run gets one CPU fewer: the comparison must say so.
+        let on = (k == 1 && cpus.len() > 1).then(|| cpus[1..].to_vec());
+        let run = run_plan_on(&d, &plan, &[], on);
         assert!(run.output.status.success(), "{}", run.stderr());
         outs.push(run.out_dir.join("results.json"));
     }
@@ -342,4 +345,13 @@ fn bakeoff_results_compare_per_contender_and_point() {
         table(&v, "first response s")["rows"][0]["name"],
         "a/start-up"
     );
+    let warnings = v["warnings"].to_string();
+    if cpus.len() > 1 {
+        assert!(warnings.contains("different `cpus`"), "{warnings}");
+        for n in [cpus.len(), cpus.len() - 1] {
+            assert!(warnings.contains(&format!(" {n} allowed")), "{warnings}");
+        }
+    } else {
+        assert!(!warnings.contains("`cpus`"), "{warnings}");
+    }
 }

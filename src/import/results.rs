@@ -24,6 +24,14 @@ pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
         .push(("cpu".into(), r.environment.cpu_model.clone()));
     set.config
         .push(("kernel".into(), r.environment.kernel.clone()));
+    set.config.push((
+        "cpus".into(),
+        format!(
+            "{} online, {} allowed",
+            r.environment.cpus_online,
+            r.environment.cpus_allowed.len()
+        ),
+    ));
     for run in &r.runs {
         let c = &run.contender;
         if let Some(s) = &run.startup {
