@@ -65,12 +65,17 @@ pub fn render(r: &LoadResult) -> String {
             let _ = writeln!(s, "           {}: {}", o.label, ex);
         }
     }
+    let g = &r.generator;
+    let waited = g
+        .cpu_wait_s
+        .map(|w| format!(" + {w:.2} s waiting for a CPU"))
+        .unwrap_or_default();
     let _ = writeln!(
         s,
-        "Generator  {:.2} s CPU ({:.1} µs/request, {:.0}% of its threads)",
-        r.generator.cpu_user_s + r.generator.cpu_system_s,
-        r.generator.cpu_us_per_request,
-        r.generator.utilization * 100.0
+        "Generator  {:.2} s CPU{waited} ({:.1} µs/request); busy {:.0}% of its threads' time",
+        g.cpu_user_s + g.cpu_system_s,
+        g.cpu_us_per_request,
+        g.utilization * 100.0
     );
     s
 }
