@@ -106,7 +106,10 @@ mod tests {
             }
             assert!(x > 0);
             // Two spinning threads on one CPU: each waits while the other runs.
-            let wait0 = thread_run_queue_wait().expect("this kernel reports schedstat");
+            let Some(wait0) = thread_run_queue_wait() else {
+                eprintln!("skipped: this kernel does not report schedstat");
+                return;
+            };
             let other = std::thread::spawn(move || {
                 pin_current_thread(&[first]).unwrap();
                 let t = std::time::Instant::now();

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -33,10 +32,7 @@ fn sigterm_stops_cleanly_and_resume_finishes_the_run() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: the closure only calls sched_setaffinity, which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || bakeoff::sys::pin_current_thread(&[first_cpu]));
-    }
+    only_on(&mut cmd, vec![first_cpu]);
     let mut child = cmd.spawn().unwrap();
     let pid = child.id();
 

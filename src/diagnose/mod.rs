@@ -1,7 +1,8 @@
 //! Findings computed from results — the problems people miss when they read a table:
 //! a latency floor or tail near 40 ms (Nagle's algorithm meeting delayed ACKs: the server does
 //! not set TCP_NODELAY), a load generator that was the bottleneck, repetitions too noisy
-//! to compare, and repetitions that ran on different machines or CPUs. Findings never change results; every report shows them.
+//! to compare, and repetitions that ran on different machines or CPUs. Findings never change
+//! results; every report shows them. The rules are in docs/report.md.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -136,7 +136,8 @@ pub struct Generator {
     pub threads: usize,
     /// CPUs the load threads were pinned to; empty when not pinned.
     pub cpus: Vec<usize>,
-    /// CPU time the load threads used while measuring.
+    /// CPU time the load threads used from the start signal to their last call (warm-up
+    /// included).
     pub cpu_user_s: f64,
     pub cpu_system_s: f64,
     /// Time the load threads were ready to run but waited for a CPU (another process or

@@ -201,8 +201,8 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
     out
 }
 
-/// ` (+12%)` or ` (+3% to +40%)` for a set of deltas in percent; empty for none. Gains of
-/// 100 % or more read as factors: ` (2.5× to 525×)`.
+/// ` (+12%)` or ` (+3% to +40%)` for a set of deltas in percent; empty for none. When a gain
+/// reaches 100 %, the range reads as factors: ` (1.40× to 525×)`.
 fn delta_range(deltas: &[f64]) -> String {
     let lo = deltas.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = deltas.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -211,7 +211,9 @@ fn delta_range(deltas: &[f64]) -> String {
             format!("{d:+.0}%")
         } else {
             let f = 1.0 + d / 100.0;
-            if f < 10.0 {
+            if f < 2.0 {
+                format!("{f:.2}×")
+            } else if f < 10.0 {
                 format!("{f:.1}×")
             } else {
                 format!("{f:.0}×")
@@ -441,7 +443,7 @@ mod tests {
         assert_eq!(delta_range(&[40.0, 3.4, 12.0]), " (+3% to +40%)");
         assert_eq!(delta_range(&[-5.0, -20.4]), " (-20% to -5%)");
         assert_eq!(delta_range(&[52441.0, 53650.0]), " (525× to 538×)");
-        assert_eq!(delta_range(&[40.0, 150.0]), " (1.4× to 2.5×)");
+        assert_eq!(delta_range(&[40.0, 150.0]), " (1.40× to 2.5×)");
     }
 
     #[test]

@@ -449,18 +449,23 @@ pub fn run_plan(dir: &Path, plan: &str, extra: &[&str]) -> PlanRun {
     run_plan_on(dir, plan, extra, None)
 }
 
+/// Lets the command (and everything it starts) run only on `cpus`.
+pub fn only_on(cmd: &mut Command, cpus: Vec<usize>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls sched_setaffinity, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || bakeoff::sys::pin_current_thread(&cpus));
+    }
+}
+
 /// As [`run_plan`], with bakeoff (and so everything it starts) allowed only on `cpus`.
 pub fn run_plan_on(dir: &Path, plan: &str, extra: &[&str], cpus: Option<Vec<usize>>) -> PlanRun {
-    use std::os::unix::process::CommandExt;
     let plan_path = dir.join("plan.toml");
     std::fs::write(&plan_path, plan).unwrap();
     let out_dir = dir.join("out");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bakeoff"));
     if let Some(cpus) = cpus {
-        // SAFETY: the closure only calls sched_setaffinity, which is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(move || bakeoff::sys::pin_current_thread(&cpus));
-        }
+        only_on(&mut cmd, cpus);
     }
     let child = cmd
         .arg("run")
