@@ -135,3 +135,54 @@ fn noisy_repetitions_are_found() {
         run.stdout()
     );
 }
+
+#[test]
+fn stolen_cpu_time_is_recorded_per_point_and_reported() {
+    let dir = TempDir::new("diagnose-steal");
+    let plan = format!(
+        "name = \"steal\"\nrepetitions = 3\n{}\n[[scenario]]\nname = \"small\"\nhttp = \"/\"\nclients = 1\nrequests = 50\n",
+        faulty_contender("calm", "ok", 0)
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let mut r = Results::load(&run.out_dir).unwrap();
+    // Every point records the share of its CPUs' time the hypervisor took.
+    for p in r.runs.iter().flat_map(|x| &x.points) {
+        let s = p.steal.expect("steal measured");
+        assert!((0.0..=1.0).contains(&s), "{s}");
+    }
+    // How much the host steals cannot be chosen here, so the finding is checked on the
+    // recorded run with its shares set: 1 %, 20 %, 8 %.
+    for (run, share) in r.runs.iter_mut().zip([0.01, 0.20, 0.08]) {
+        run.points[0].steal = Some(share);
+    }
+    let found = findings(&r, Limits::default());
+    let stolen: Vec<_> = found
+        .iter()
+        .filter(|f| matches!(f, Finding::CpuStolen { .. }))
+        .collect();
+    assert_eq!(stolen.len(), 1, "{found:#?}");
+    match stolen[0] {
+        Finding::CpuStolen {
+            points,
+            of,
+            max_share,
+            worst,
+            mean_share,
+        } => {
+            assert_eq!((*points, *of), (2, 3));
+            assert!((max_share - 0.20).abs() < 1e-9 && (mean_share - 0.14).abs() < 1e-9);
+            assert_eq!(worst, "calm #2, small [clients=1]");
+        }
+        _ => unreachable!(),
+    }
+    assert!(stolen[0]
+        .to_string()
+        .contains("during 2 of 3 points (up to 20%"));
+    for run in &mut r.runs {
+        run.points[0].steal = Some(0.01);
+    }
+    assert!(!findings(&r, Limits::default())
+        .iter()
+        .any(|f| matches!(f, Finding::CpuStolen { .. })));
+}

@@ -267,6 +267,13 @@ fn every_kind_of_finding_fits_the_report_schema() {
             spread_pct: 21.0,
             repetitions: 3,
         },
+        Finding::CpuStolen {
+            points: 2,
+            of: 12,
+            max_share: 0.3,
+            worst: "a #2, get [clients=1]".into(),
+            mean_share: 0.2,
+        },
         Finding::MachineDiffers {
             what: "CPUs allowed".into(),
             seen: vec![

@@ -50,6 +50,19 @@ pub enum Finding {
         spread_pct: f64,
         repetitions: usize,
     },
+    /// The hypervisor took a share of the CPUs' time (steal) during some points: the figures
+    /// vary with the host's other tenants, whatever the contenders do.
+    CpuStolen {
+        /// Points (over all contenders and repetitions) where the share reached the limit.
+        points: usize,
+        /// Points measured in all.
+        of: usize,
+        /// The largest share, and where: `contender #N, scenario [point]`.
+        max_share: f64,
+        worst: String,
+        /// Mean share over the affected points.
+        mean_share: f64,
+    },
     /// Repetitions ran on different machines or CPUs (a run resumed elsewhere, CPUs taken
     /// offline, another affinity): their figures mix the change with the machine.
     MachineDiffers {
@@ -99,6 +112,12 @@ impl fmt::Display for Finding {
                 f,
                 "{contender}, {place}: throughput varies by {spread_pct:.0}% across {repetitions} repetitions — too noisy to trust small deltas"
             ),
+            Finding::CpuStolen { points, of, max_share, worst, mean_share } => write!(
+                f,
+                "the hypervisor took {:.0}% of the CPUs' time on average during {points} of {of} points (up to {:.0}%, at {worst}) — those figures vary with the host's other tenants, not only with the contenders; rerun them, or use a machine with dedicated CPUs",
+                mean_share * 100.0,
+                max_share * 100.0
+            ),
             Finding::MachineDiffers { what, seen } => {
                 let seen: Vec<String> = seen
                     .iter()
@@ -122,6 +141,8 @@ pub struct Limits {
     pub saturated: f64,
     /// (max − min) / median of requests/s across repetitions.
     pub noisy: f64,
+    /// Share of the CPUs' time stolen by the hypervisor during a point.
+    pub stolen: f64,
 }
 
 impl Default for Limits {
@@ -130,6 +151,7 @@ impl Default for Limits {
             stall_share: 0.01,
             saturated: 0.9,
             noisy: 0.10,
+            stolen: 0.05,
         }
     }
 }
@@ -206,6 +228,7 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
             },
         );
     }
+    out.extend(stolen(r, limits));
     // Noisy repetitions.
     let mut rates: BTreeMap<(&str, String), Vec<f64>> = BTreeMap::new();
     for run in &r.runs {
@@ -235,6 +258,35 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
     }
     out.extend(machine_differs(r));
     out
+}
+
+/// Points during which the hypervisor took at least `limits.stolen` of the CPUs' time.
+fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
+    let mut measured = 0;
+    let mut hit: Vec<(f64, String)> = Vec::new();
+    for run in &r.runs {
+        for p in &run.points {
+            let Some(s) = p.steal else { continue };
+            measured += 1;
+            if s >= limits.stolen {
+                hit.push((
+                    s,
+                    format!(
+                        "{} #{}, {} [{}]",
+                        run.contender, run.repetition, p.scenario, p.point
+                    ),
+                ));
+            }
+        }
+    }
+    let (max_share, worst) = hit.iter().max_by(|a, b| a.0.total_cmp(&b.0))?.clone();
+    Some(Finding::CpuStolen {
+        points: hit.len(),
+        of: measured,
+        max_share,
+        worst,
+        mean_share: hit.iter().map(|h| h.0).sum::<f64>() / hit.len() as f64,
+    })
 }
 
 /// Repetitions whose recorded machine differs in host, CPU model or CPUs.

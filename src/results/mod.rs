@@ -175,6 +175,10 @@ pub struct PointRun {
     pub started_at: String,
     /// CPU seconds the contender's process tree used during the measured load.
     pub contender_cpu_s: Option<f64>,
+    /// Share of the time of the CPUs in use (the contenders' and the load's when pinned, all
+    /// otherwise) that the hypervisor gave to someone else (steal) during the load, 0..1.
+    #[serde(default)]
+    pub steal: Option<f64>,
     pub load: Option<LoadResult>,
     pub error: Option<String>,
 }

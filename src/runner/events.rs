@@ -23,7 +23,15 @@ pub trait Reporter {
     fn contender_failed(&mut self, _contender: &str, _error: &str) {}
     fn point_started(&mut self, _scenario: &str, _point: &str) {}
     fn load_progress(&mut self, _p: Progress) {}
-    fn point_done(&mut self, _scenario: &str, _point: &str, _result: &LoadResult) {}
+    /// `steal`: share of the CPUs' time the hypervisor took during the point.
+    fn point_done(
+        &mut self,
+        _scenario: &str,
+        _point: &str,
+        _result: &LoadResult,
+        _steal: Option<f64>,
+    ) {
+    }
     fn point_failed(&mut self, _scenario: &str, _point: &str, _error: &str) {}
     fn compat_done(&mut self, _set: &str, _cases: usize) {}
 }
@@ -76,13 +84,19 @@ impl Reporter for Terminal {
     fn load_progress(&mut self, p: Progress) {
         self.bar.update(p);
     }
-    fn point_done(&mut self, scenario: &str, point: &str, r: &LoadResult) {
+    fn point_done(&mut self, scenario: &str, point: &str, r: &LoadResult, steal: Option<f64>) {
         self.bar.finish();
-        let errors = if r.failures > 0 {
+        let mut errors = if r.failures > 0 {
             format!(", {} failed", r.failures)
         } else {
             String::new()
         };
+        if let Some(s) = steal.filter(|s| *s >= crate::diagnose::Limits::default().stolen) {
+            errors.push_str(&format!(
+                ", {:.0}% of the CPUs' time taken by the hypervisor",
+                s * 100.0
+            ));
+        }
         say(&format!(
             "  {scenario} [{point}]: {} req/s, p50 {}, p90 {}{errors}",
             fmt_rate(r.requests_per_s),

@@ -134,6 +134,18 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The CPUs a point keeps busy: the contenders' and the load's when pinned, else all.
+    fn busy_cpus(&self) -> Vec<usize> {
+        if self.load_cpus.is_empty() {
+            return Vec::new();
+        }
+        let mut cpus = self.load_cpus.clone();
+        cpus.extend(self.contender_cpus.iter().flatten());
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus
+    }
+
     /// One contender, one repetition: start, time, serve every point, stop, measure.
     fn repetition(
         &self,
@@ -317,7 +329,7 @@ impl Ctx<'_> {
                 rep.point_started(&s.name, &p.label);
                 let point = self.point(running, s, p, rep);
                 match (&point.load, &point.error) {
-                    (Some(l), _) => rep.point_done(&s.name, &p.label, l),
+                    (Some(l), _) => rep.point_done(&s.name, &p.label, l, point.steal),
                     (None, Some(e)) => rep.point_failed(&s.name, &p.label, e),
                     (None, None) => {}
                 }
@@ -347,6 +359,7 @@ impl Ctx<'_> {
             target: p.target.as_str().into(),
             started_at: results::now_utc(),
             contender_cpu_s: None,
+            steal: None,
             load: None,
             error: None,
         };
@@ -390,6 +403,7 @@ impl Ctx<'_> {
             }
         };
         let cpu0 = running.usage().cpu_s();
+        let ticks0 = crate::sys::cpu_ticks();
         // Stop sending as soon as the contender is seen dead: the rest would only count
         // refused connections.
         let result = driver.run(&cfg, &mut |pr| {
@@ -401,6 +415,7 @@ impl Ctx<'_> {
             }
         });
         out.contender_cpu_s = Some((running.usage().cpu_s() - cpu0).max(0.0));
+        out.steal = crate::sys::steal_share(&ticks0, &crate::sys::cpu_ticks(), &self.busy_cpus());
         match result {
             Ok(r) => out.load = Some(r),
             Err(e) => out.error = Some(e.to_string()),
