@@ -21,7 +21,7 @@ fn the_nagle_floor_and_tail_are_found_and_a_clean_server_is_not_flagged() {
     );
     let run = run_plan(dir.path(), &plan, &[]);
     assert!(run.output.status.success(), "{}", run.stderr());
-    let r = Results::load(&run.out_dir).unwrap();
+    let mut r = Results::load(&run.out_dir).unwrap();
     let found = findings(&r, Limits::default());
     let stall = |name: &str| {
         found.iter().find_map(|f| match f {
@@ -51,6 +51,23 @@ fn the_nagle_floor_and_tail_are_found_and_a_clean_server_is_not_flagged() {
     assert!(out.contains("## Findings"), "{out}");
     assert!(out.contains("floor: its calls sit at 40–50 ms"), "{out}");
     assert!(out.contains("the server does not set TCP_NODELAY"), "{out}");
+
+    // Had the floor's server been busy on every CPU it may use, queueing would explain the
+    // 40 ms as well as Nagle: no finding then.
+    let cpus = r.environment.cpus_allowed.len() as f64;
+    for run in r.runs.iter_mut().filter(|x| x.contender == "floor") {
+        for p in &mut run.points {
+            let l = p.load.as_ref().unwrap();
+            p.contender_cpu_s = Some(cpus * (l.duration_s + l.warmup_s));
+        }
+    }
+    let busy = findings(&r, Limits::default());
+    assert!(
+        !busy
+            .iter()
+            .any(|f| matches!(f, Finding::StallBand { contender, .. } if contender == "floor")),
+        "{busy:?}"
+    );
 }
 
 #[test]

@@ -9,6 +9,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use hdrhistogram::Histogram;
+
 use crate::load::LoadResult;
 use crate::results::Results;
 use crate::stats::Sample;
@@ -156,23 +158,49 @@ impl Default for Limits {
     }
 }
 
-/// Share of calls in the stall band, and whether the gap below it is (nearly) empty.
+/// Calls in the stall band and calls in all, when the band stands apart: either a floor (the
+/// median in the band with at least half the calls) or a tail separated from the main mode
+/// by a (nearly) empty gap. A distribution whose body reaches the band — a server queueing
+/// under load — is neither.
 pub fn stall_band(l: &LoadResult) -> Option<(u64, u64)> {
-    let h = l.latency_us.histogram().ok()?;
+    stall_in(&l.latency_us.histogram().ok()?)
+}
+
+fn stall_in(h: &Histogram<u64>) -> Option<(u64, u64)> {
     if h.is_empty() {
         return None;
     }
     let (lo, hi) = STALL_BAND_US;
     let band = h.count_between(lo, hi);
-    // The gap: from twice the median (or 10 ms, whichever is larger) up to the band.
     let p50 = h.value_at_quantile(0.5);
+    if p50 >= lo {
+        return (p50 <= hi && band * 2 >= h.len()).then_some((band, h.len()));
+    }
+    // The gap: from twice the median (or 10 ms, whichever is larger) up to the band.
     let gap_lo = (2 * p50).max(10_000);
-    let gap = if gap_lo < lo {
-        h.count_between(gap_lo, lo - 1)
-    } else {
-        0
-    };
+    if gap_lo >= lo {
+        return None;
+    }
+    let gap = h.count_between(gap_lo, lo - 1);
     (band > 0 && gap * 4 <= band).then_some((band, h.len()))
+}
+
+/// The contender's CPU use at a point as a share of the CPUs it could use, when known.
+fn contender_busy(
+    r: &Results,
+    run: &crate::results::Run,
+    p: &crate::results::PointRun,
+) -> Option<f64> {
+    let l = p.load.as_ref()?;
+    let secs = l.duration_s + l.warmup_s;
+    let env = run.environment.as_ref().unwrap_or(&r.environment);
+    let cpus = env
+        .contender_cpus
+        .as_ref()
+        .map_or(env.cpus_allowed.len(), |c| c.len())
+        .max(1);
+    let cpu = p.contender_cpu_s?;
+    (secs > 0.0).then(|| cpu / secs / cpus as f64)
 }
 
 pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
@@ -183,7 +211,10 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
         for p in &run.points {
             let Some(l) = &p.load else { continue };
             let place = format!("{} [{}]", p.scenario, p.point);
-            if let Some((band, total)) = stall_band(l) {
+            // Nagle's stall leaves the server idle; a busy one is queueing, which explains
+            // 40 ms without it.
+            let idle = contender_busy(r, run, p).is_none_or(|b| b < 0.5);
+            if let Some((band, total)) = stall_band(l).filter(|_| idle) {
                 let share = band as f64 / total as f64;
                 if share >= limits.stall_share {
                     let e = per.entry(&run.contender).or_insert(Stalls {
@@ -342,4 +373,45 @@ struct Stalls {
 
 fn same_place(a: &Finding, b: &Finding) -> bool {
     matches!((a, b), (Finding::GeneratorSaturated { contender: c1, place: p1, .. }, Finding::GeneratorSaturated { contender: c2, place: p2, .. }) if c1 == c2 && p1 == p2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist(values: &[(u64, u64)]) -> Histogram<u64> {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for &(v, n) in values {
+            h.record_n(v, n).unwrap();
+        }
+        h
+    }
+
+    #[test]
+    fn a_stall_band_must_stand_apart_from_the_main_mode() {
+        // Nagle's tail: fast calls and a few at 44 ms, nothing between.
+        assert_eq!(
+            stall_in(&hist(&[(120, 950), (44_000, 50)])),
+            Some((50, 1000))
+        );
+        // Nagle's floor: nearly every call at 44 ms.
+        assert_eq!(
+            stall_in(&hist(&[(44_000, 980), (300, 20)])),
+            Some((980, 1000))
+        );
+        // A tail with calls all along the way up to it is not a stall.
+        assert_eq!(
+            stall_in(&hist(&[(120, 900), (20_000, 50), (44_000, 50)])),
+            None
+        );
+        // A queueing server: the body itself runs from 10 to 70 ms.
+        let queue: Vec<(u64, u64)> = (10..70).map(|ms| (ms * 1000, 10)).collect();
+        assert_eq!(stall_in(&hist(&queue)), None);
+        // Median 28 ms, some calls at 40-50 ms: the band is the body's upper side.
+        assert_eq!(
+            stall_in(&hist(&[(28_000, 600), (45_000, 150), (20_000, 250)])),
+            None
+        );
+        assert_eq!(stall_in(&hist(&[])), None);
+    }
 }
