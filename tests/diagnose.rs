@@ -142,8 +142,8 @@ fn noisy_repetitions_are_found() {
     let run = run_plan(dir.path(), &plan, &[]);
     let found = findings(&Results::load(&run.out_dir).unwrap(), Limits::default());
     assert!(
-        found.iter().any(|f| matches!(f, Finding::NoisyRepetitions { contender, place, spread_pct, repetitions: 3 }
-            if contender == "moody" && place == "small [clients=1]" && *spread_pct > 30.0)),
+        found.iter().any(|f| matches!(f, Finding::NoisyRepetitions { contender, places, of: 1, worst, spread_pct, repetitions: 3 }
+            if contender == "moody" && places == &["small [clients=1]"] && worst == "small [clients=1]" && *spread_pct > 30.0)),
         "{found:#?}"
     );
     assert!(

@@ -263,7 +263,9 @@ fn every_kind_of_finding_fits_the_report_schema() {
         },
         Finding::NoisyRepetitions {
             contender: "v2".into(),
-            place: "get [clients=1]".into(),
+            places: vec!["get [clients=1]".into(), "get [clients=8]".into()],
+            of: 2,
+            worst: "get [clients=1]".into(),
             spread_pct: 21.0,
             repetitions: 3,
         },

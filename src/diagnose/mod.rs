@@ -46,9 +46,16 @@ pub enum Finding {
         contender_cores: Option<f64>,
     },
     /// Throughput varied across repetitions by more than the threshold.
+    /// Per contender: the points where throughput varied across repetitions by more than
+    /// the threshold, `(max − min) / median`.
     NoisyRepetitions {
         contender: String,
-        place: String,
+        /// `scenario [point]`, each point whose spread is over the threshold.
+        places: Vec<String>,
+        /// Points of this contender measured more than once.
+        of: usize,
+        /// The point with the largest spread, and that spread.
+        worst: String,
         spread_pct: f64,
         repetitions: usize,
     },
@@ -110,10 +117,14 @@ impl fmt::Display for Finding {
                     utilization * 100.0
                 )
             }
-            Finding::NoisyRepetitions { contender, place, spread_pct, repetitions } => write!(
-                f,
-                "{contender}, {place}: throughput varies by {spread_pct:.0}% across {repetitions} repetitions — too noisy to trust small deltas"
-            ),
+            Finding::NoisyRepetitions { contender, places, of, worst, spread_pct, repetitions } => {
+                if places.len() == 1 {
+                    write!(f, "{contender}, {worst}: throughput varies by {spread_pct:.0}% across {repetitions} repetitions")?;
+                } else {
+                    write!(f, "{contender}: throughput varies across {repetitions} repetitions at {} of {of} points, by up to {spread_pct:.0}% (at {worst})", places.len())?;
+                }
+                write!(f, " — too noisy to trust small deltas")
+            }
             Finding::CpuStolen { points, of, max_share, worst, mean_share } => write!(
                 f,
                 "the hypervisor took {:.0}% of the CPUs' time on average during {points} of {of} points (up to {:.0}%, at {worst}) — those figures vary with the host's other tenants, not only with the contenders; rerun them, or use a machine with dedicated CPUs",
@@ -260,32 +271,46 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
         );
     }
     out.extend(stolen(r, limits));
-    // Noisy repetitions.
-    let mut rates: BTreeMap<(&str, String), Vec<f64>> = BTreeMap::new();
+    // Noisy repetitions, per contender.
+    let mut rates: BTreeMap<&str, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
     for run in &r.runs {
         for p in &run.points {
             if let Some(l) = &p.load {
                 rates
-                    .entry((&run.contender, format!("{} [{}]", p.scenario, p.point)))
+                    .entry(&run.contender)
+                    .or_default()
+                    .entry(format!("{} [{}]", p.scenario, p.point))
                     .or_default()
                     .push(l.requests_per_s);
             }
         }
     }
-    for ((c, place), v) in rates {
-        let Ok(s) = Sample::new(v) else { continue };
-        if s.len() < 2 || s.median() <= 0.0 {
+    for (c, points) in rates {
+        let mut of = 0;
+        let mut noisy: Vec<(String, f64, usize)> = Vec::new();
+        for (place, v) in points {
+            let Ok(s) = Sample::new(v) else { continue };
+            if s.len() < 2 || s.median() <= 0.0 {
+                continue;
+            }
+            of += 1;
+            let spread = (s.max() - s.min()) / s.median();
+            if spread > limits.noisy {
+                noisy.push((place, spread * 100.0, s.len()));
+            }
+        }
+        let Some((worst, spread_pct, _)) = noisy.iter().max_by(|a, b| a.1.total_cmp(&b.1)).cloned()
+        else {
             continue;
-        }
-        let spread = (s.max() - s.min()) / s.median();
-        if spread > limits.noisy {
-            out.push(Finding::NoisyRepetitions {
-                contender: c.to_string(),
-                place,
-                spread_pct: spread * 100.0,
-                repetitions: s.len(),
-            });
-        }
+        };
+        out.push(Finding::NoisyRepetitions {
+            contender: c.to_string(),
+            repetitions: noisy.iter().map(|n| n.2).max().unwrap_or(0),
+            places: noisy.into_iter().map(|n| n.0).collect(),
+            of,
+            worst,
+            spread_pct,
+        });
     }
     out.extend(machine_differs(r));
     out
