@@ -163,15 +163,23 @@ fn stolen_cpu_time_is_recorded_per_point_and_reported() {
     let run = run_plan(dir.path(), &plan, &[]);
     assert!(run.output.status.success(), "{}", run.stderr());
     let mut r = Results::load(&run.out_dir).unwrap();
-    // Every point records the share of its CPUs' time the hypervisor took.
-    for p in r.runs.iter().flat_map(|x| &x.points) {
-        let s = p.steal.expect("steal measured");
-        assert!((0.0..=1.0).contains(&s), "{s}");
+    // Every point and start-up records the share of its CPUs' time the hypervisor took.
+    for run in &r.runs {
+        for s in run
+            .points
+            .iter()
+            .map(|p| p.steal)
+            .chain([run.startup.unwrap().steal])
+        {
+            let s = s.expect("steal measured");
+            assert!((0.0..=1.0).contains(&s), "{s}");
+        }
     }
     // How much the host steals cannot be chosen here, so the finding is checked on the
-    // recorded run with its shares set: 1 %, 20 %, 8 %.
+    // recorded run with its shares set: points 1 %, 20 %, 8 %; start-ups all quiet.
     for (run, share) in r.runs.iter_mut().zip([0.01, 0.20, 0.08]) {
         run.points[0].steal = Some(share);
+        run.startup.as_mut().unwrap().steal = Some(0.0);
     }
     let found = findings(&r, Limits::default());
     let stolen: Vec<_> = found
@@ -183,11 +191,13 @@ fn stolen_cpu_time_is_recorded_per_point_and_reported() {
         Finding::CpuStolen {
             points,
             of,
+            startups,
+            startups_of,
             max_share,
             worst,
             mean_share,
         } => {
-            assert_eq!((*points, *of), (2, 3));
+            assert_eq!((*points, *of, *startups, *startups_of), (2, 3, 0, 3));
             assert!((max_share - 0.20).abs() < 1e-9 && (mean_share - 0.14).abs() < 1e-9);
             assert_eq!(worst, "calm #2, small [clients=1]");
         }
@@ -196,8 +206,22 @@ fn stolen_cpu_time_is_recorded_per_point_and_reported() {
     assert!(stolen[0]
         .to_string()
         .contains("during 2 of 3 points (up to 20%"));
+    // A start-up the host slowed counts too.
+    r.runs[0].startup.as_mut().unwrap().steal = Some(0.3);
+    let text = findings(&r, Limits::default())
+        .iter()
+        .find(|f| matches!(f, Finding::CpuStolen { .. }))
+        .map(|f| f.to_string())
+        .unwrap();
+    assert!(
+        text.contains(
+            "during 2 of 3 points and 1 of 3 start-ups (up to 30%, at calm #1, start-up)"
+        ),
+        "{text}"
+    );
     for run in &mut r.runs {
         run.points[0].steal = Some(0.01);
+        run.startup.as_mut().unwrap().steal = Some(0.01);
     }
     assert!(!findings(&r, Limits::default())
         .iter()

@@ -272,6 +272,8 @@ fn every_kind_of_finding_fits_the_report_schema() {
         Finding::CpuStolen {
             points: 2,
             of: 12,
+            startups: 1,
+            startups_of: 4,
             max_share: 0.3,
             worst: "a #2, get [clients=1]".into(),
             mean_share: 0.2,

@@ -66,10 +66,13 @@ pub enum Finding {
         points: usize,
         /// Points measured in all.
         of: usize,
-        /// The largest share, and where: `contender #N, scenario [point]`.
+        /// Start-ups (spawn to ready) where it did, and start-ups measured.
+        startups: usize,
+        startups_of: usize,
+        /// The largest share, and where: `contender #N, scenario [point]` or `… start-up`.
         max_share: f64,
         worst: String,
-        /// Mean share over the affected points.
+        /// Mean share over the affected points and start-ups.
         mean_share: f64,
     },
     /// Repetitions ran on different machines or CPUs (a run resumed elsewhere, CPUs taken
@@ -92,12 +95,21 @@ pub struct Seen {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Finding::StallBand { contender, places, share, floor, contender_cores } => {
+            Finding::StallBand {
+                contender,
+                places,
+                share,
+                floor,
+                contender_cores,
+            } => {
                 let idle = contender_cores
                     .map(|c| format!(" while its CPU was {:.0}% busy", c * 100.0))
                     .unwrap_or_default();
                 let what = if *floor {
-                    format!("{contender}: its calls sit at 40–50 ms ({:.0}% of them){idle}", share * 100.0)
+                    format!(
+                        "{contender}: its calls sit at 40–50 ms ({:.0}% of them){idle}",
+                        share * 100.0
+                    )
                 } else {
                     format!("{contender}: {:.1}% of its calls take 40–50 ms with almost none between its usual latency and that band{idle}", share * 100.0)
                 };
@@ -107,7 +119,12 @@ impl fmt::Display for Finding {
                     places.join(", ")
                 )
             }
-            Finding::GeneratorSaturated { contender, place, utilization, contender_cores } => {
+            Finding::GeneratorSaturated {
+                contender,
+                place,
+                utilization,
+                contender_cores,
+            } => {
                 let server = contender_cores
                     .map(|c| format!(" while the contender used {:.0}% of a core", c * 100.0))
                     .unwrap_or_default();
@@ -117,7 +134,14 @@ impl fmt::Display for Finding {
                     utilization * 100.0
                 )
             }
-            Finding::NoisyRepetitions { contender, places, of, worst, spread_pct, repetitions } => {
+            Finding::NoisyRepetitions {
+                contender,
+                places,
+                of,
+                worst,
+                spread_pct,
+                repetitions,
+            } => {
                 if places.len() == 1 {
                     write!(f, "{contender}, {worst}: throughput varies by {spread_pct:.0}% across {repetitions} repetitions")?;
                 } else {
@@ -125,12 +149,30 @@ impl fmt::Display for Finding {
                 }
                 write!(f, " — too noisy to trust small deltas")
             }
-            Finding::CpuStolen { points, of, max_share, worst, mean_share } => write!(
-                f,
-                "the hypervisor took {:.0}% of the CPUs' time on average during {points} of {of} points (up to {:.0}%, at {worst}) — those figures vary with the host's other tenants, not only with the contenders; rerun them, or use a machine with dedicated CPUs",
-                mean_share * 100.0,
-                max_share * 100.0
-            ),
+            Finding::CpuStolen {
+                points,
+                of,
+                startups,
+                startups_of,
+                max_share,
+                worst,
+                mean_share,
+            } => {
+                let mut during = Vec::new();
+                if *points > 0 {
+                    during.push(format!("{points} of {of} points"));
+                }
+                if *startups > 0 {
+                    during.push(format!("{startups} of {startups_of} start-ups"));
+                }
+                write!(
+                    f,
+                    "the hypervisor took {:.0}% of the CPUs' time on average during {} (up to {:.0}%, at {worst}) — those figures vary with the host's other tenants, not only with the contenders; rerun them, or use a machine with dedicated CPUs",
+                    mean_share * 100.0,
+                    during.join(" and "),
+                    max_share * 100.0
+                )
+            }
             Finding::MachineDiffers { what, seen } => {
                 let seen: Vec<String> = seen
                     .iter()
@@ -316,29 +358,36 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
     out
 }
 
-/// Points during which the hypervisor took at least `limits.stolen` of the CPUs' time.
+/// Points and start-ups during which the hypervisor took at least `limits.stolen` of the
+/// CPUs' time.
 fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
-    let mut measured = 0;
+    let (mut of, mut startups_of) = (0, 0);
+    let (mut points, mut startups) = (0, 0);
     let mut hit: Vec<(f64, String)> = Vec::new();
     for run in &r.runs {
+        let who = format!("{} #{}", run.contender, run.repetition);
+        if let Some(s) = run.startup.and_then(|s| s.steal) {
+            startups_of += 1;
+            if s >= limits.stolen {
+                startups += 1;
+                hit.push((s, format!("{who}, start-up")));
+            }
+        }
         for p in &run.points {
             let Some(s) = p.steal else { continue };
-            measured += 1;
+            of += 1;
             if s >= limits.stolen {
-                hit.push((
-                    s,
-                    format!(
-                        "{} #{}, {} [{}]",
-                        run.contender, run.repetition, p.scenario, p.point
-                    ),
-                ));
+                points += 1;
+                hit.push((s, format!("{who}, {} [{}]", p.scenario, p.point)));
             }
         }
     }
     let (max_share, worst) = hit.iter().max_by(|a, b| a.0.total_cmp(&b.0))?.clone();
     Some(Finding::CpuStolen {
-        points: hit.len(),
-        of: measured,
+        points,
+        of,
+        startups,
+        startups_of,
         max_share,
         worst,
         mean_share: hit.iter().map(|h| h.0).sum::<f64>() / hit.len() as f64,

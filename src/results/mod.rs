@@ -154,6 +154,10 @@ pub struct Startup {
     /// Until the ready condition held (equal to the first response when there is none).
     pub ready_s: f64,
     pub disk_after_start_bytes: u64,
+    /// Share of the busy CPUs' time the hypervisor took (steal) from before the start until
+    /// ready, 0..1.
+    #[serde(default)]
+    pub steal: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

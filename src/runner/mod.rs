@@ -186,6 +186,7 @@ impl Ctx<'_> {
             protos: &self.protos.files,
             includes: &self.protos.includes,
         };
+        let ticks0 = crate::sys::cpu_ticks();
         let mut running = match contender::start(&launch) {
             Ok(r) => r,
             Err(e) => {
@@ -215,6 +216,11 @@ impl Ctx<'_> {
                     first_response_s: s.first_response.as_secs_f64(),
                     ready_s: s.ready.as_secs_f64(),
                     disk_after_start_bytes: contender::usage::disk_usage(&state),
+                    steal: crate::sys::steal_share(
+                        &ticks0,
+                        &crate::sys::cpu_ticks(),
+                        &self.busy_cpus(),
+                    ),
                 });
                 save(results)?;
                 if repetition == 1 && !self.plan.compat.is_empty() {
