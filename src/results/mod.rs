@@ -172,6 +172,7 @@ pub struct PointRun {
     pub scenario: String,
     pub point: String,
     /// Matrix variables of this point.
+    #[serde(deserialize_with = "map_or_pairs")]
     pub vars: BTreeMap<String, String>,
     pub clients: usize,
     /// `first` or `all` members.
@@ -185,6 +186,23 @@ pub struct PointRun {
     pub steal: Option<f64>,
     pub load: Option<LoadResult>,
     pub error: Option<String>,
+}
+
+/// Point variables were written as a list of `[name, value]` pairs by the first builds of
+/// schema version 1; both forms read.
+fn map_or_pairs<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Vars {
+        Map(BTreeMap<String, String>),
+        Pairs(Vec<(String, String)>),
+    }
+    Ok(match Vars::deserialize(d)? {
+        Vars::Map(m) => m,
+        Vars::Pairs(p) => p.into_iter().collect(),
+    })
 }
 
 impl From<&crate::plan::CompatSet> for CompatSetInfo {
@@ -310,6 +328,22 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01T00:00:00Z");
         assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(utc(1_796_035_749), "2026-11-30T10:49:09Z");
+    }
+
+    #[test]
+    fn point_variables_read_as_a_map_or_as_pairs() {
+        let point = |vars: &str| {
+            format!(
+                r#"{{"scenario":"s","point":"p","vars":{vars},"clients":1,"target":"first","started_at":"t","contender_cpu_s":null,"load":null,"error":null}}"#
+            )
+        };
+        let want: BTreeMap<String, String> = [("key_size".to_string(), "64".to_string())].into();
+        for vars in [r#"{"key_size":"64"}"#, r#"[["key_size","64"]]"#] {
+            let p: PointRun = serde_json::from_str(&point(vars)).unwrap();
+            assert_eq!(p.vars, want, "{vars}");
+            assert_eq!(p.steal, None);
+        }
+        assert!(serde_json::from_str::<PointRun>(&point("3")).is_err());
     }
 
     #[test]
