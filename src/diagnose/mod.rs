@@ -196,7 +196,7 @@ pub struct Limits {
     pub saturated: f64,
     /// (max − min) / median of requests/s across repetitions.
     pub noisy: f64,
-    /// Share of the CPUs' time stolen by the hypervisor during a point.
+    /// Share of the CPUs' time stolen by the hypervisor during a point or a start-up.
     pub stolen: f64,
 }
 

@@ -86,19 +86,19 @@ impl Reporter for Terminal {
     }
     fn point_done(&mut self, scenario: &str, point: &str, r: &LoadResult, steal: Option<f64>) {
         self.bar.finish();
-        let mut errors = if r.failures > 0 {
+        let mut notes = if r.failures > 0 {
             format!(", {} failed", r.failures)
         } else {
             String::new()
         };
         if let Some(s) = steal.filter(|s| *s >= crate::diagnose::Limits::default().stolen) {
-            errors.push_str(&format!(
+            notes.push_str(&format!(
                 ", {:.0}% of the CPUs' time taken by the hypervisor",
                 s * 100.0
             ));
         }
         say(&format!(
-            "  {scenario} [{point}]: {} req/s, p50 {}, p90 {}{errors}",
+            "  {scenario} [{point}]: {} req/s, p50 {}, p90 {}{notes}",
             fmt_rate(r.requests_per_s),
             fmt_us(r.latency_us.p50 as f64),
             fmt_us(r.latency_us.p90 as f64),
