@@ -13,12 +13,7 @@ pub fn from_results(r: &Results) -> Vec<CompatReport> {
     if r.compat.is_empty() {
         return Vec::new();
     }
-    let real: Vec<&str> = r
-        .contenders
-        .iter()
-        .filter(|c| c.noise_of.is_none())
-        .map(|c| c.name.as_str())
-        .collect();
+    let real: Vec<&str> = r.compared().map(|c| c.name.as_str()).collect();
     let Some(first) = real.first().copied() else {
         return Vec::new();
     };

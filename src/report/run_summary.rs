@@ -125,21 +125,10 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
         }
     }
     let ready: Vec<(String, f64, f64)> = r
-        .contenders
-        .iter()
-        .filter(|c| c.noise_of.is_none())
+        .compared()
         .filter_map(|c| {
-            let s: Vec<_> = r
-                .runs
-                .iter()
-                .filter(|x| x.contender == c.name)
-                .filter_map(|x| x.startup)
-                .collect();
-            Some((
-                c.name.clone(),
-                median(&s.iter().map(|x| x.first_response_s).collect::<Vec<_>>())?,
-                median(&s.iter().map(|x| x.ready_s).collect::<Vec<_>>())?,
-            ))
+            let (first, ready) = r.startup_medians(&c.name)?;
+            Some((c.name.clone(), first, ready))
         })
         .collect();
     if ready.len() > 1 {
@@ -155,7 +144,7 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
             .collect();
         out.push(format!("**Start-up:** {}", parts.join("; ")));
     }
-    for c in r.contenders.iter().filter(|c| c.noise_of.is_none()) {
+    for c in r.compared() {
         let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
             continue;
         };

@@ -83,7 +83,7 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
     }));
     let mut rows = Vec::new();
     for s in &series {
-        for c in r.contenders.iter().filter(|c| c.noise_of.is_none()) {
+        for c in r.compared() {
             let mut row = Vec::new();
             if keyed {
                 row.push(s.key.clone());

@@ -232,6 +232,27 @@ impl From<&crate::plan::CompatSet> for CompatSetInfo {
 }
 
 impl Results {
+    /// The contenders being compared: all but the noise instances.
+    pub fn compared(&self) -> impl Iterator<Item = &ContenderInfo> {
+        self.contenders.iter().filter(|c| c.noise_of.is_none())
+    }
+
+    /// Median time to first response and to ready (seconds) over a contender's repetitions
+    /// that started; `None` when none did.
+    pub fn startup_medians(&self, contender: &str) -> Option<(f64, f64)> {
+        let s: Vec<Startup> = self
+            .runs
+            .iter()
+            .filter(|x| x.contender == contender)
+            .filter_map(|x| x.startup)
+            .collect();
+        let median = |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
+        Some((
+            median(s.iter().map(|x| x.first_response_s).collect())?,
+            median(s.iter().map(|x| x.ready_s).collect())?,
+        ))
+    }
+
     /// One scenario point of one contender, over all its repetitions.
     pub fn point_runs<'a>(
         &'a self,

@@ -8,7 +8,6 @@ use hdrhistogram::Histogram;
 use super::esc;
 use crate::report::scaling;
 use crate::results::Results;
-use crate::stats::Sample;
 
 const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
@@ -20,15 +19,8 @@ pub(super) fn startup(r: &Results) -> String {
         .contenders
         .iter()
         .filter_map(|c| {
-            let s: Vec<_> = r
-                .runs
-                .iter()
-                .filter(|x| x.contender == c.name)
-                .filter_map(|x| x.startup)
-                .collect();
-            let first = Sample::new(s.iter().map(|x| x.first_response_s).collect()).ok()?;
-            let ready = Sample::new(s.iter().map(|x| x.ready_s).collect()).ok()?;
-            Some((c.name.clone(), first.median(), ready.median()))
+            let (first, ready) = r.startup_medians(&c.name)?;
+            Some((c.name.clone(), first, ready))
         })
         .collect();
     if rows.is_empty() {
@@ -43,12 +35,7 @@ pub(super) fn startup(r: &Results) -> String {
     let h = 30.0 + rows.len() as f64 * (2.0 * bar + 12.0);
     let mut out = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"start-up\"><text x=\"10\" y=\"18\" font-size=\"13\">Start-up: first response (light) and ready (dark), seconds</text>");
     // The same colour per contender as in the other charts; noise instances in grey.
-    let real: Vec<&str> = r
-        .contenders
-        .iter()
-        .filter(|c| c.noise_of.is_none())
-        .map(|c| c.name.as_str())
-        .collect();
+    let real: Vec<&str> = r.compared().map(|c| c.name.as_str()).collect();
     for (i, (name, first, ready)) in rows.iter().enumerate() {
         let y = 30.0 + i as f64 * (2.0 * bar + 12.0);
         let scale = |v: f64| v / max * (w - 260.0);
@@ -83,12 +70,7 @@ fn points_and_contenders<'a>(r: &'a Results, scenario: &str) -> (Vec<String>, Ve
         .find(|s| s.name == scenario)
         .map(|s| s.points.clone())
         .unwrap_or_default();
-    let names = r
-        .contenders
-        .iter()
-        .filter(|c| c.noise_of.is_none())
-        .map(|c| c.name.as_str())
-        .collect();
+    let names = r.compared().map(|c| c.name.as_str()).collect();
     (points, names)
 }
 
