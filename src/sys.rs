@@ -123,6 +123,29 @@ fn parse_proc_stat(text: &str) -> Vec<Option<CpuTicks>> {
     out
 }
 
+/// Clock ticks per second: the unit of the times in /proc/stat and /proc/PID/stat.
+pub fn clock_ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if v > 0 {
+        v as f64
+    } else {
+        100.0
+    }
+}
+
+/// Time the hypervisor took from `cpu` (steal) between two readings.
+pub fn stolen_from(
+    before: &[Option<CpuTicks>],
+    after: &[Option<CpuTicks>],
+    cpu: usize,
+) -> Option<Duration> {
+    let (a, b) = ((*before.get(cpu)?)?, (*after.get(cpu)?)?);
+    Some(Duration::from_secs_f64(
+        b.steal.saturating_sub(a.steal) as f64 / clock_ticks_per_s(),
+    ))
+}
+
 /// Share of the time of `cpus` (all CPUs when empty) between two readings that the
 /// hypervisor took (steal), 0..1; `None` when nothing elapsed or a CPU is missing.
 pub fn steal_share(
@@ -167,6 +190,9 @@ mod tests {
         assert!((both - 0.125).abs() < 1e-9, "{both}");
         assert_eq!(steal_share(&before, &after, &[7]), None);
         assert_eq!(steal_share(&before, &before, &[0]), None);
+        let tick = Duration::from_secs_f64(1.0 / clock_ticks_per_s());
+        assert_eq!(stolen_from(&before, &after, 1), Some(tick * 15));
+        assert_eq!(stolen_from(&before, &after, 7), None);
         // This machine's own /proc/stat parses into one entry per online CPU at most.
         let here = cpu_ticks();
         assert!(!here.is_empty() && here.iter().flatten().all(|t| t.steal <= t.total));

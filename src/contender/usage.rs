@@ -101,7 +101,7 @@ fn sysconf(name: libc::c_int, fallback: i64) -> i64 {
 }
 
 fn clock_tick() -> f64 {
-    sysconf(libc::_SC_CLK_TCK, 100) as f64
+    crate::sys::clock_ticks_per_s()
 }
 
 fn page_size() -> u64 {

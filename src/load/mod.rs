@@ -121,6 +121,8 @@ struct WorkerOut {
     cpu: CpuTime,
     /// Time runnable but waiting for its CPU, when the kernel reports it.
     wait: Option<Duration>,
+    /// Time the hypervisor took from its CPU, when it is pinned to one.
+    stolen: Option<Duration>,
     /// From the start signal to the last call, warm-up included (as `cpu` and `wait` are).
     wall: Duration,
 }
@@ -130,6 +132,7 @@ struct WorkerOut {
 struct Usage {
     cpu: CpuTime,
     wait: Option<Duration>,
+    stolen: Option<Duration>,
     wall: Duration,
 }
 
@@ -232,6 +235,7 @@ pub fn run<P: Protocol>(
     let mut merged: Option<Recorder> = None;
     let mut usage = Usage {
         wait: Some(Duration::ZERO),
+        stolen: Some(Duration::ZERO),
         ..Usage::default()
     };
     for h in handles {
@@ -242,6 +246,7 @@ pub fn run<P: Protocol>(
         usage.cpu.user += out.cpu.user;
         usage.cpu.system += out.cpu.system;
         usage.wait = usage.wait.zip(out.wait).map(|(a, b)| a + b);
+        usage.stolen = usage.stolen.zip(out.stolen).map(|(a, b)| a + b);
         usage.wall += out.wall;
         match &mut merged {
             None => merged = Some(out.recorder),
@@ -311,9 +316,10 @@ impl<P: Protocol> Job<P> {
         if go.recv().is_err() {
             return Err("run abandoned before it started".into());
         }
-        let (cpu0, wait0, wall0) = (
+        let (cpu0, wait0, ticks0, wall0) = (
             sys::thread_cpu_time(),
             sys::thread_run_queue_wait(),
+            self.pin.map(|_| sys::cpu_ticks()),
             Instant::now(),
         );
         let rec = Rc::new(RefCell::new(Recorder::new(
@@ -343,6 +349,10 @@ impl<P: Protocol> Job<P> {
         let wait = wait0
             .zip(sys::thread_run_queue_wait())
             .map(|(a, b)| b.saturating_sub(a));
+        let stolen = self
+            .pin
+            .zip(ticks0)
+            .and_then(|(cpu, t0)| sys::stolen_from(&t0, &sys::cpu_ticks(), cpu));
         drop(local);
         let recorder = Rc::try_unwrap(rec)
             .map_err(|_| "recorder still shared".to_string())?
@@ -351,6 +361,7 @@ impl<P: Protocol> Job<P> {
             recorder,
             cpu,
             wait,
+            stolen,
             wall,
         })
     }
@@ -432,9 +443,11 @@ fn summarize<P: Protocol>(
     let cpu = usage.cpu;
     let cpu_s = cpu.total().as_secs_f64();
     // CPU and wait span warm-up too, so they are set against the threads' whole time and
-    // every call they made.
+    // every call they made — less what the hypervisor took from their CPUs: a thread
+    // cannot be busy while its virtual CPU is not running.
     let busy_s = cpu_s + usage.wait.map_or(0.0, |w| w.as_secs_f64());
-    let worker_s = usage.wall.as_secs_f64();
+    let stolen_s = usage.stolen.map_or(0.0, |s| s.as_secs_f64());
+    let worker_s = usage.wall.as_secs_f64() - stolen_s;
     let calls = rec.requests + rec.warmup;
     LoadResult {
         schema_version: result::SCHEMA_VERSION,
@@ -478,6 +491,7 @@ fn summarize<P: Protocol>(
             cpu_user_s: cpu.user.as_secs_f64(),
             cpu_system_s: cpu.system.as_secs_f64(),
             cpu_wait_s: usage.wait.map(|w| w.as_secs_f64()),
+            cpu_stolen_s: usage.stolen.map(|s| s.as_secs_f64()),
             cpu_us_per_request: if calls > 0 {
                 cpu_s * 1e6 / calls as f64
             } else {

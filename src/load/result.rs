@@ -144,10 +144,15 @@ pub struct Generator {
     /// thread had it); `None` where the kernel does not report it (no schedstat).
     #[serde(default)]
     pub cpu_wait_s: Option<f64>,
+    /// Time the hypervisor took from the load threads' CPUs (steal), for threads pinned to
+    /// one; `None` when they are not pinned.
+    #[serde(default)]
+    pub cpu_stolen_s: Option<f64>,
     /// CPU time per call, warm-up calls included.
     pub cpu_us_per_request: f64,
     /// Share of the load threads' time they were running or waiting for a CPU, 0..1 (warm-up
-    /// included): near 1, they never waited for an answer, so the client was the bottleneck.
+    /// included; time the hypervisor took from their CPUs left out): near 1, they never
+    /// waited for an answer, so the client was the bottleneck.
     pub utilization: f64,
 }
 
