@@ -5,6 +5,7 @@
 //! [`report`] module turns results into text. [`cli`] parses flags into checked commands once.
 
 pub mod cli;
+pub mod client;
 pub mod compare;
 pub mod compat;
 pub mod contender;

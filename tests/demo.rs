@@ -45,7 +45,7 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
         let mut v: Vec<f64> = r
             .runs
             .iter()
-            .filter(|x| x.contender == c)
+            .filter(|x| x.id.contender == c)
             .filter_map(|x| x.startup.map(|s| s.ready_s))
             .collect();
         v.sort_by(f64::total_cmp);

@@ -28,7 +28,7 @@ requests = 2000
     let run = run_plan(dir.path(), &plan, &[]);
     assert!(run.output.status.success(), "{}", run.stderr());
     let r = &run.results;
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], 2);
     assert_eq!(r["status"], "complete");
     assert!(r["finished_at"].as_str().unwrap().ends_with('Z'));
     assert!(!r["environment"]["cpu_model"].as_str().unwrap().is_empty());

@@ -2,28 +2,25 @@
 //! turn the outcome into an exit code. Signal handling for the long-running commands.
 
 use std::io::IsTerminal as _;
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::bail;
 
 use super::*;
-use crate::load::{self, LoadConfig};
-use crate::protocol::grpc;
-use crate::protocol::{Protocol, Reply};
+use crate::load;
 use crate::report;
 use crate::runner;
 
 pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     let cfg = args.config()?;
-    let target = args.target.build(false)?;
+    let client = args.target.build(false)?;
     install_interrupt_handler();
-    let result = match target {
-        Target::Http1(p) => drive(p, &cfg),
-        Target::Http2(p) => drive(p, &cfg),
-        Target::Grpc(p) => drive(p, &cfg),
-        Target::JsonRpc(p) => drive(p, &cfg),
-    }?;
+    let mut bar = report::progress::Bar::new(std::io::stderr().is_terminal());
+    let result = client.run(&cfg, &mut |p| {
+        bar.update(p);
+        load::Flow::Continue
+    });
+    bar.finish();
+    let result = result?;
     if args.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
     } else {
@@ -42,14 +39,14 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         resume: args.resume.clone(),
         smoke: args.smoke,
     };
-    let mut rep = runner::events::Terminal::new(std::io::stderr().is_terminal());
+    let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
     finish_run(&done, args.fail_on_diff)
 }
 
 pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
     install_handler(on_interrupt_run, 0);
-    let mut rep = runner::events::Terminal::new(std::io::stderr().is_terminal());
+    let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = crate::demo::run(args.out.clone(), &mut rep)?;
     finish_run(&done, false)
 }
@@ -58,7 +55,7 @@ pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
     let r = crate::results::Results::load(dir)?;
     let analysis = report::analysis::Analysis::of(&r);
     let files = report::export::write_all(dir, &analysis)?;
-    emit(&report::run_summary::render(&analysis))?;
+    emit(&report::markdown::render(&analysis))?;
     eprintln!(
         "reports: {}",
         files
@@ -75,7 +72,7 @@ pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
 /// `run` and `demo`.
 pub(super) fn finish_run(done: &runner::Finished, fail_on_diff: bool) -> anyhow::Result<u8> {
     let analysis = report::analysis::Analysis::of(&done.results);
-    emit(&report::run_summary::render(&analysis))?;
+    emit(&report::markdown::render(&analysis))?;
     report::export::write_all(&done.dir, &analysis)?;
     report::export::github_step_summary(&analysis)?;
     let results = done.dir.join("results.json");
@@ -146,40 +143,13 @@ pub(super) fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
     Ok(if r.tripped > 0 { 3 } else { 0 })
 }
 
-pub(super) fn drive<P: Protocol>(p: P, cfg: &LoadConfig) -> anyhow::Result<load::LoadResult> {
-    let mut bar = report::progress::Bar::new(std::io::stderr().is_terminal());
-    let result = load::run(Arc::new(p), cfg, &mut |p| {
-        bar.update(p);
-        load::Flow::Continue
-    });
-    bar.finish();
-    Ok(result?)
-}
-
 pub(super) fn run_call(args: &CallArgs) -> anyhow::Result<u8> {
-    let target = args.target.build(true)?;
+    let client = args.target.build(true)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let timeout = args.target.timeout;
-    let (reply, messages) = rt.block_on(async {
-        match target {
-            Target::Http1(p) => once(&p, timeout).await.map(text_messages),
-            Target::Http2(p) => once(&p, timeout).await.map(text_messages),
-            Target::JsonRpc(p) => once(&p, timeout).await.map(text_messages),
-            Target::Grpc(p) => {
-                let reply = once(&p, timeout).await?;
-                let out = p.method().output();
-                let msgs = reply
-                    .body
-                    .iter()
-                    .flatten()
-                    .map(|m| grpc::decode_json(&out, m).map_err(anyhow::Error::msg))
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                Ok((reply, msgs))
-            }
-        }
-    })?;
+    let reply = rt.block_on(client.once(args.target.timeout))?;
+    let messages = client.printable(&reply);
     if args.json {
         let out = serde_json::json!({
             "outcome": reply.class.to_string(),
@@ -211,27 +181,6 @@ pub(super) fn emit(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()
-}
-
-pub(super) async fn once<P: Protocol>(p: &P, timeout: Duration) -> anyhow::Result<Reply> {
-    let attempt = async {
-        let mut conn = p.connect().await?;
-        p.call(&mut conn, 0).await
-    };
-    let reply = tokio::time::timeout(timeout, attempt)
-        .await
-        .map_err(|_| anyhow::anyhow!("no answer within {timeout:?}"))??;
-    Ok(reply)
-}
-
-pub(super) fn text_messages(r: Reply) -> (Reply, Vec<serde_json::Value>) {
-    let msgs = r
-        .body
-        .iter()
-        .flatten()
-        .map(|b| serde_json::Value::String(String::from_utf8_lossy(b).into_owned()))
-        .collect();
-    (r, msgs)
 }
 
 pub(super) extern "C" fn on_interrupt(_: libc::c_int) {

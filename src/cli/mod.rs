@@ -7,11 +7,9 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
 
+use crate::client::{Client, Descriptors, Options};
 use crate::load::{LoadConfig, Pacing, Stop};
-use crate::protocol::grpc::{self, Grpc};
-use crate::protocol::http1::{Http1, Http1Request};
-use crate::protocol::http2::Http2;
-use crate::protocol::jsonrpc::JsonRpc;
+use crate::plan::Call;
 use crate::protocol::target::Endpoint;
 use crate::protocol::template::Template;
 use crate::report;
@@ -232,14 +230,6 @@ pub struct CallArgs {
 
 pub use crate::plan::parse_duration;
 
-/// A protocol client chosen and checked from the flags.
-pub enum Target {
-    Http1(Http1),
-    Http2(Http2),
-    Grpc(Grpc),
-    JsonRpc(JsonRpc),
-}
-
 impl TargetArgs {
     fn headers(&self) -> anyhow::Result<Vec<(String, String)>> {
         self.headers
@@ -263,44 +253,46 @@ impl TargetArgs {
         }
     }
 
-    /// Builds the protocol client the flags describe. `keep_body` keeps answers for printing.
-    pub fn build(&self, keep_body: bool) -> anyhow::Result<Target> {
+    /// The call the flags describe and the endpoint it goes to.
+    pub fn call(&self) -> anyhow::Result<(Call, Endpoint)> {
         let headers = self.headers()?;
         let body = self.body()?;
+        // Checked here too, so a mistake names the flag it came from.
+        if let Some(b) = &body {
+            Template::parse(b).context("-d")?;
+        }
         if let Some(url) = &self.grpc {
             let endpoint = Endpoint::parse(url).context("--grpc")?;
-            let call = self
+            let method = self
                 .call
-                .as_deref()
+                .clone()
                 .context("--grpc needs --call package.Service/Method")?;
             if self.protos.is_empty() {
                 bail!("--grpc needs --proto FILE (bakeoff builds messages from the .proto at run time)");
             }
-            let method = grpc::load_method(&self.protos, &self.includes, call)?;
-            let request = Template::parse(body.as_deref().unwrap_or("{}")).context("-d")?;
-            return Ok(Target::Grpc(Grpc::new(
-                endpoint, method, request, self.seed, keep_body,
-            )?));
+            let body = body.unwrap_or_else(|| "{}".into());
+            return Ok((Call::Grpc { method, body }, endpoint));
         }
         let url = self
             .url
             .as_deref()
             .context("give a URL to call (or --grpc URL for gRPC)")?;
         let endpoint = Endpoint::parse(url).with_context(|| format!("URL `{url}`"))?;
+        let path = endpoint.path.clone();
+        Template::parse(&path).context("URL path")?;
         if let Some(method) = &self.jsonrpc {
             if body.is_some() {
                 bail!(
                     "--jsonrpc builds the body itself; give the arguments with --params, not -d/-D"
                 );
             }
-            return Ok(Target::JsonRpc(JsonRpc::new(
-                endpoint,
-                method,
-                &self.params,
+            let call = Call::JsonRpc {
+                method: method.clone(),
+                path,
+                params: self.params.clone(),
                 headers,
-                self.seed,
-                keep_body,
-            )?));
+            };
+            return Ok((call, endpoint));
         }
         if self.call.is_some() || !self.protos.is_empty() {
             bail!("--call and --proto are for gRPC; give the server with --grpc URL");
@@ -312,25 +304,25 @@ impl TargetArgs {
         if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
             bail!("-m `{method}` is not an HTTP method");
         }
-        let request = Http1Request {
+        let call = Call::Http {
             method,
-            path: Template::parse(&endpoint.path).context("URL path")?,
+            path,
             headers,
-            body: body
-                .as_deref()
-                .map(Template::parse)
-                .transpose()
-                .context("-d")?,
+            body,
+            h2: self.h2,
         };
-        if self.h2 {
-            let h2 =
-                Http2::new(endpoint, request, self.seed, keep_body).map_err(anyhow::Error::msg)?;
-            Ok(Target::Http2(h2))
-        } else {
-            Ok(Target::Http1(Http1::new(
-                endpoint, request, self.seed, keep_body,
-            )))
-        }
+        Ok((call, endpoint))
+    }
+
+    /// Builds the protocol client the flags describe. `keep_body` keeps answers for printing.
+    pub fn build(&self, keep_body: bool) -> anyhow::Result<Client> {
+        let (call, endpoint) = self.call()?;
+        let protos = Descriptors::new(self.protos.clone(), self.includes.clone());
+        let opts = Options {
+            seed: self.seed,
+            keep_body,
+        };
+        Client::build(&call, &[endpoint], &protos, opts)
     }
 }
 

@@ -11,49 +11,40 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
+use crate::client::{Client, Descriptors, Options};
 use crate::plan::{Call, CompatSet};
-use crate::protocol::grpc;
-use crate::protocol::{CallError, Class, Protocol, Reply};
+use crate::protocol::target::Endpoint;
+use crate::protocol::CallError;
 use crate::results::CompatAnswer;
-use crate::runner::drive::{Driver, Protos};
 
 pub use analyze::{analyze, CompatReport};
 
-/// The call for one case: the request replaces `{case}` where the call has it, else it is
-/// the body (gRPC, HTTP) or the params (JSON-RPC).
-pub fn call_for(call: &Call, request: &str) -> Call {
-    if call.mentions("{case}") {
-        return call.with_vars(&[("case".to_string(), request.to_string())]);
-    }
-    let mut c = call.clone();
-    match &mut c {
-        Call::Grpc { body, .. } => *body = request.to_string(),
-        Call::Http { body, .. } => *body = Some(request.to_string()),
-        Call::JsonRpc { params, .. } => *params = request.to_string(),
-    }
-    c
-}
+/// Compat clients keep answers and send the case's request exactly (no `{rand}` seed).
+const KEEP: Options = Options {
+    seed: 0,
+    keep_body: true,
+};
 
 /// Sends case `index` of `set` to `endpoint` once and records the answer.
 pub fn ask(
     set: &CompatSet,
     index: usize,
-    endpoint: &str,
-    protos: &Protos,
+    endpoint: &Endpoint,
+    protos: &Descriptors,
     timeout: Duration,
     rt: &tokio::runtime::Runtime,
 ) -> CompatAnswer {
     let request = &set.cases[index].request;
     let built = match (request.strip_prefix("raw:"), &set.call) {
-        (Some(b64), Call::Grpc { method, .. }) => {
-            Driver::build_raw_grpc(method, b64, endpoint, protos)
-        }
-        _ => Driver::build(
-            &call_for(&set.call, request),
-            &[endpoint.to_string()],
+        (Some(b64), Call::Grpc { method, .. }) => base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .map_err(anyhow::Error::from)
+            .and_then(|bytes| Client::raw_grpc(method, &bytes, endpoint, protos)),
+        _ => Client::build(
+            &set.call.for_case(request),
+            std::slice::from_ref(endpoint),
             protos,
-            0,
-            true,
+            KEEP,
         ),
     };
     record(set, index, built, timeout, rt)
@@ -63,7 +54,7 @@ pub fn ask(
 pub fn ask_reference(
     set: &CompatSet,
     index: usize,
-    protos: &Protos,
+    protos: &Descriptors,
     timeout: Duration,
     rt: &tokio::runtime::Runtime,
 ) -> Option<CompatAnswer> {
@@ -71,7 +62,8 @@ pub fn ask_reference(
     let call = r
         .call
         .with_vars(&[("case".to_string(), set.cases[index].request.clone())]);
-    let built = Driver::build(&call, std::slice::from_ref(&r.endpoint), protos, 0, true);
+    let built = crate::client::endpoints(std::slice::from_ref(&r.endpoint))
+        .and_then(|eps| Client::build(&call, &eps, protos, KEEP));
     Some(record(set, index, built, timeout, rt))
 }
 
@@ -79,7 +71,7 @@ pub fn ask_reference(
 fn record(
     set: &CompatSet,
     index: usize,
-    built: anyhow::Result<Driver>,
+    built: anyhow::Result<Client>,
     timeout: Duration,
     rt: &tokio::runtime::Runtime,
 ) -> CompatAnswer {
@@ -92,21 +84,23 @@ fn record(
         messages: Vec::new(),
         raw: Vec::new(),
     };
-    let driver = match built {
-        Ok(d) => d,
+    let client = match built {
+        Ok(c) => c,
         Err(e) => {
             answer.outcome = "not sent".into();
             answer.detail = Some(format!("{e:#}"));
             return answer;
         }
     };
-    let reply = rt.block_on(async {
-        tokio::time::timeout(timeout, driver.once())
-            .await
-            .unwrap_or(Err(CallError::Timeout(timeout)))
-    });
-    match reply {
-        Ok(r) => fill(&mut answer, r, &driver),
+    match rt.block_on(client.once(timeout)) {
+        Ok(r) => {
+            answer.outcome = r.class.to_string();
+            answer.success = r.class.is_success();
+            answer.detail = r.detail.clone();
+            answer.messages = client.messages(&r);
+            let b64 = base64::engine::general_purpose::STANDARD;
+            answer.raw = r.body.iter().flatten().map(|m| b64.encode(m)).collect();
+        }
         Err(e) => {
             answer.outcome = if matches!(e, CallError::Timeout(_)) {
                 "timeout".into()
@@ -119,37 +113,16 @@ fn record(
     answer
 }
 
-fn fill(answer: &mut CompatAnswer, r: Reply, driver: &Driver) {
-    answer.outcome = r.class.to_string();
-    answer.success = r.class.is_success();
-    answer.detail = r.detail.clone();
-    let b64 = base64::engine::general_purpose::STANDARD;
-    for m in r.body.unwrap_or_default() {
-        answer.raw.push(b64.encode(&m));
-        let json = match (driver, r.class) {
-            (Driver::Grpc(g), _) => grpc::decode_json(&g.first().method().output(), &m)
-                .unwrap_or_else(|e| serde_json::Value::String(format!("<undecodable: {e}>"))),
-            (_, Class::Http(_) | Class::JsonRpcResult | Class::JsonRpcError(_)) => {
-                serde_json::from_slice(&m).unwrap_or_else(|_| {
-                    serde_json::Value::String(String::from_utf8_lossy(&m).into_owned())
-                })
-            }
-            _ => serde_json::Value::String(String::from_utf8_lossy(&m).into_owned()),
-        };
-        answer.messages.push(json);
-    }
-}
-
 /// Runs a set's setup steps, then asks every case; answers in case order.
 pub fn run_set(
     set: &CompatSet,
-    endpoint: &str,
-    protos: &Protos,
+    endpoint: &Endpoint,
+    protos: &Descriptors,
     timeout: Duration,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Vec<CompatAnswer>, String> {
     for step in &set.setup {
-        crate::runner::drive::run_step(step, &[], endpoint, protos, 0, timeout, &[])
+        crate::client::run_step(step, &[], endpoint, protos, 0, timeout, &[])
             .map_err(|e| format!("compat `{}`: {e:#}", set.name))?;
     }
     Ok((0..set.cases.len())
@@ -172,22 +145,18 @@ pub fn diff_endpoints(
     noise: &[String],
     timeout: Duration,
 ) -> anyhow::Result<DiffOutcome> {
-    use anyhow::Context as _;
-    let protos = Protos {
-        files: file.protos.clone(),
-        includes: file.includes.clone(),
-    };
+    let protos = Descriptors::new(file.protos.clone(), file.includes.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let mut answers = Vec::new();
-    for ep in endpoints.iter().chain(noise) {
-        crate::protocol::target::Endpoint::parse(ep).with_context(|| format!("endpoint `{ep}`"))?;
+    let urls: Vec<String> = endpoints.iter().chain(noise).cloned().collect();
+    for (url, ep) in urls.iter().zip(crate::client::endpoints(&urls)?) {
         let mut all = Vec::new();
         for set in &file.compat {
-            all.extend(run_set(set, ep, &protos, timeout, &rt).map_err(anyhow::Error::msg)?);
+            all.extend(run_set(set, &ep, &protos, timeout, &rt).map_err(anyhow::Error::msg)?);
         }
-        answers.push((ep.clone(), all));
+        answers.push((url.clone(), all));
     }
     let reference: Vec<CompatAnswer> = file
         .compat
@@ -220,22 +189,6 @@ pub fn diff_endpoints(
     })
 }
 
-impl Driver {
-    /// One call on a fresh connection to the first endpoint.
-    pub async fn once(&self) -> Result<Reply, CallError> {
-        async fn go<P: Protocol>(p: &P) -> Result<Reply, CallError> {
-            let mut c = p.connect().await?;
-            p.call(&mut c, 0).await
-        }
-        match self {
-            Driver::Http1(p) => go(p).await,
-            Driver::Http2(p) => go(p).await,
-            Driver::Grpc(p) => go(p).await,
-            Driver::JsonRpc(p) => go(p).await,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,7 +203,7 @@ mod tests {
             h2: false,
         };
         assert!(
-            matches!(call_for(&get, "42"), Call::Http { path, body: None, .. } if path == "/block/42")
+            matches!(get.for_case("42"), Call::Http { path, body: None, .. } if path == "/block/42")
         );
         let post = Call::Http {
             method: "POST".into(),
@@ -259,13 +212,13 @@ mod tests {
             body: None,
             h2: false,
         };
-        assert!(matches!(call_for(&post, "{}"), Call::Http { body: Some(b), .. } if b == "{}"));
+        assert!(matches!(post.for_case("{}"), Call::Http { body: Some(b), .. } if b == "{}"));
         let rpc = Call::JsonRpc {
             method: "getblock".into(),
             path: "/".into(),
             params: "[]".into(),
             headers: vec![],
         };
-        assert!(matches!(call_for(&rpc, "[7]"), Call::JsonRpc { params, .. } if params == "[7]"));
+        assert!(matches!(rpc.for_case("[7]"), Call::JsonRpc { params, .. } if params == "[7]"));
     }
 }

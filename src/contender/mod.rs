@@ -11,8 +11,6 @@ pub mod usage;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::plan::{Check, Contender, Probe};
 pub use member::kill_all_live;
 use member::{describe_exit, log_tail, register_group, unregister_group, MemberProc};
@@ -22,6 +20,8 @@ use usage::{Sampler, Usage};
 
 /// The environment variable every process started for a contender carries, so teardown can
 /// find the ones that left the process group.
+pub use crate::results::{slug, MemberExit};
+
 pub const TAG_VAR: &str = "BAKEOFF_RUN";
 
 /// Everything needed to start one contender for one repetition.
@@ -33,8 +33,8 @@ pub struct Launch<'a> {
     /// Prefix of this start's log files, e.g. `etcd-3.4.r1`.
     pub log_prefix: String,
     pub cpus: Option<Vec<usize>>,
-    pub protos: &'a [PathBuf],
-    pub includes: &'a [PathBuf],
+    /// The plan's compiled `.proto` files, for gRPC readiness probes.
+    pub protos: &'a crate::client::Descriptors,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -51,19 +51,6 @@ pub enum StartError {
         program: String,
         reason: String,
     },
-}
-
-/// How a member ended.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct MemberExit {
-    pub member: String,
-    pub pid: i32,
-    /// e.g. `exit status: 3` or `signal: 15 (SIGTERM)`.
-    pub status: String,
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-    /// True when it ended because bakeoff stopped it.
-    pub stopped_by_bakeoff: bool,
 }
 
 /// Start-up timings, from the spawn of the first member.
@@ -88,8 +75,7 @@ pub struct Running {
     cleanup: Vec<Vec<String>>,
     cleanup_log: PathBuf,
     ready_when: Option<Probe>,
-    protos: Vec<PathBuf>,
-    includes: Vec<PathBuf>,
+    protos: crate::client::Descriptors,
     stopped: bool,
 }
 
@@ -254,8 +240,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         cleanup,
         cleanup_log: l.logs.join(format!("{}.cleanup.log", l.log_prefix)),
         ready_when,
-        protos: l.protos.to_vec(),
-        includes: l.includes.to_vec(),
+        protos: l.protos.clone(),
         stopped: false,
     })
 }
@@ -327,11 +312,10 @@ impl Running {
         endpoint: &str,
         rt: &tokio::runtime::Runtime,
     ) -> Result<(), ProbeError> {
-        let (protos, includes) = (self.protos.clone(), self.includes.clone());
+        let protos = self.protos.clone();
         let env = probe::ProbeEnv {
             logs,
             protos: &protos,
-            includes: &includes,
             endpoint,
         };
         probe::wait(probe, &env, rt, &mut || self.exited())
@@ -475,17 +459,4 @@ pub fn kill_group(pgid: i32, sig: libc::c_int) {
             libc::kill(-pgid, sig);
         }
     }
-}
-
-/// The file names bakeoff gives a contender's state folders and logs.
-pub fn slug(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
 }

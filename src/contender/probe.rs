@@ -6,19 +6,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::client::{Client, Descriptors, Options};
 use crate::load::INTERRUPTED;
-use crate::plan::{Check, Probe};
-use crate::protocol::grpc::{self, Grpc};
-use crate::protocol::http1::{Http1, Http1Request};
+use crate::plan::{Call, Check, Probe};
 use crate::protocol::target::Endpoint;
-use crate::protocol::template::Template;
-use crate::protocol::{Class, GrpcCode, Protocol};
+use crate::protocol::{Class, GrpcCode};
 
 /// What a probe needs besides itself: the member's logs and the plan's `.proto` files.
 pub struct ProbeEnv<'a> {
     pub logs: &'a [PathBuf],
-    pub protos: &'a [PathBuf],
-    pub includes: &'a [PathBuf],
+    pub protos: &'a Descriptors,
     /// Endpoint used by a `grpc` probe that names none.
     pub endpoint: &'a str,
 }
@@ -37,8 +34,10 @@ pub enum ProbeError {
 
 enum Prepared {
     Tcp(String),
-    Http(Http1, Option<u16>),
-    Grpc(Box<Grpc>),
+    /// An HTTP GET that must answer this status (any 2xx when none is given).
+    Http(Client, Option<u16>),
+    /// A gRPC call that must answer OK.
+    Grpc(Client),
     Log(regex_lite::Regex),
     Command(Vec<String>),
 }
@@ -77,14 +76,14 @@ fn prepare(check: &Check, env: &ProbeEnv) -> Result<Prepared, String> {
         Check::Tcp(addr) => Prepared::Tcp(addr.clone()),
         Check::Http { url, status } => {
             let ep = Endpoint::parse(url).map_err(|e| e.to_string())?;
-            let path = Template::parse(&ep.path).map_err(|e| e.to_string())?;
-            let req = Http1Request {
+            let call = Call::Http {
                 method: "GET".into(),
-                path,
+                path: ep.path.clone(),
                 headers: Vec::new(),
                 body: None,
+                h2: false,
             };
-            Prepared::Http(Http1::new(ep, req, 0, false), *status)
+            Prepared::Http(client(&call, ep, env.protos)?, *status)
         }
         Check::Grpc {
             call,
@@ -93,15 +92,19 @@ fn prepare(check: &Check, env: &ProbeEnv) -> Result<Prepared, String> {
         } => {
             let ep = Endpoint::parse(endpoint.as_deref().unwrap_or(env.endpoint))
                 .map_err(|e| e.to_string())?;
-            let method =
-                grpc::load_method(env.protos, env.includes, call).map_err(|e| e.to_string())?;
-            let body = Template::parse(body).map_err(|e| e.to_string())?;
-            let g = Grpc::new(ep, method, body, 0, false).map_err(|e| e.to_string())?;
-            Prepared::Grpc(Box::new(g))
+            let call = Call::Grpc {
+                method: call.clone(),
+                body: body.clone(),
+            };
+            Prepared::Grpc(client(&call, ep, env.protos)?)
         }
         Check::Log(re) => Prepared::Log(regex_lite::Regex::new(re).map_err(|e| e.to_string())?),
         Check::Command(cmd) => Prepared::Command(cmd.clone()),
     })
+}
+
+fn client(call: &Call, ep: Endpoint, protos: &Descriptors) -> Result<Client, String> {
+    Client::build(call, &[ep], protos, Options::default()).map_err(|e| format!("{e:#}"))
 }
 
 fn attempt(
@@ -117,18 +120,16 @@ fn attempt(
                 .map(drop)
                 .map_err(|e| format!("connect to {addr}: {e}"))
         }),
-        Prepared::Http(h, want) => timed(rt, limit, async move {
-            let mut c = h.connect().await.map_err(|e| e.to_string())?;
-            let r = h.call(&mut c, 0).await.map_err(|e| e.to_string())?;
+        Prepared::Http(c, want) => {
+            let r = rt.block_on(c.once(limit)).map_err(|e| e.to_string())?;
             match (r.class, want) {
                 (Class::Http(s), Some(w)) if s == *w => Ok(()),
                 (Class::Http(s), None) if (200..300).contains(&s) => Ok(()),
                 (c, _) => Err(c.to_string()),
             }
-        }),
-        Prepared::Grpc(g) => timed(rt, limit, async move {
-            let mut c = g.connect().await.map_err(|e| e.to_string())?;
-            let r = g.call(&mut c, 0).await.map_err(|e| e.to_string())?;
+        }
+        Prepared::Grpc(c) => {
+            let r = rt.block_on(c.once(limit)).map_err(|e| e.to_string())?;
             match r.class {
                 Class::Grpc(GrpcCode::Ok) => Ok(()),
                 c => Err(format!(
@@ -136,7 +137,7 @@ fn attempt(
                     r.detail.map(|d| format!(": {d}")).unwrap_or_default()
                 )),
             }
-        }),
+        }
         Prepared::Log(re) => {
             if logs.iter().any(|f| log_matches(f, re)) {
                 Ok(())

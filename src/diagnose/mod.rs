@@ -263,14 +263,14 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
     for run in &r.runs {
         for p in &run.points {
             let Some(l) = &p.load else { continue };
-            let place = format!("{} [{}]", p.scenario, p.point);
+            let place = p.id.to_string();
             // Nagle's stall leaves the server idle; a busy one is queueing, which explains
             // 40 ms without it.
             let idle = contender_busy(r, run, p).is_none_or(|b| b < 0.5);
             if let Some((band, total)) = stall_band(l).filter(|_| idle) {
                 let share = band as f64 / total as f64;
                 if share >= limits.stall_share {
-                    let e = per.entry(&run.contender).or_insert(Stalls {
+                    let e = per.entry(&run.id.contender).or_insert(Stalls {
                         floor: true,
                         ..Stalls::default()
                     });
@@ -286,7 +286,7 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
             }
             if l.generator.utilization >= limits.saturated {
                 let f = Finding::GeneratorSaturated {
-                    contender: run.contender.clone(),
+                    contender: run.id.contender.clone(),
                     place,
                     utilization: l.generator.utilization,
                     contender_cores: p
@@ -319,9 +319,9 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
         for p in &run.points {
             if let Some(l) = &p.load {
                 rates
-                    .entry(&run.contender)
+                    .entry(&run.id.contender)
                     .or_default()
-                    .entry(format!("{} [{}]", p.scenario, p.point))
+                    .entry(p.id.to_string())
                     .or_default()
                     .push(l.requests_per_s);
             }
@@ -365,7 +365,7 @@ fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
     let (mut points, mut startups) = (0, 0);
     let mut hit: Vec<(f64, String)> = Vec::new();
     for run in &r.runs {
-        let who = format!("{} #{}", run.contender, run.repetition);
+        let who = format!("{} #{}", run.id.subject(), run.id.repetition);
         if let Some(s) = run.startup.and_then(|s| s.steal) {
             startups_of += 1;
             if s >= limits.stolen {
@@ -378,7 +378,7 @@ fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
             of += 1;
             if s >= limits.stolen {
                 points += 1;
-                hit.push((s, format!("{who}, {} [{}]", p.scenario, p.point)));
+                hit.push((s, format!("{who}, {}", p.id)));
             }
         }
     }
@@ -414,7 +414,7 @@ fn machine_differs(r: &Results) -> Vec<Finding> {
                 continue;
             };
             let value = property(env);
-            let name = format!("{} #{}", run.contender, run.repetition);
+            let name = format!("{} #{}", run.id.subject(), run.id.repetition);
             match seen.iter_mut().find(|s| s.value == value) {
                 Some(s) => s.runs.push(name),
                 None => seen.push(Seen {

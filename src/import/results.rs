@@ -4,21 +4,10 @@
 use serde_json::Value;
 
 use super::{error, BenchSet, Format, ImportError};
-use crate::results::{Results, SCHEMA_VERSION};
+use crate::results::Results;
 
 pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
-    if v["schema_version"].as_u64() != Some(u64::from(SCHEMA_VERSION)) {
-        return Err(error(
-            label,
-            None,
-            format!(
-                "results schema version {} (this bakeoff reads {SCHEMA_VERSION})",
-                v["schema_version"]
-            ),
-        ));
-    }
-    let r: Results = serde_json::from_value(v.clone())
-        .map_err(|e| error(label, None, format!("not a bakeoff results.json: {e}")))?;
+    let r = Results::from_json(v.clone()).map_err(|e| error(label, None, format!("{e:#}")))?;
     let mut set = BenchSet::new(label, Format::BakeoffResults);
     set.config
         .push(("cpu".into(), r.environment.cpu_model.clone()));
@@ -33,7 +22,7 @@ pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
         ),
     ));
     for run in &r.runs {
-        let c = &run.contender;
+        let c = run.id.subject();
         if let Some(s) = &run.startup {
             set.push(
                 &format!("{c}/start-up"),
@@ -56,7 +45,7 @@ pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
         }
         for p in &run.points {
             let Some(l) = &p.load else { continue };
-            let name = format!("{c}/{} [{}]", p.scenario, p.point);
+            let name = format!("{c}/{}", p.id);
             set.push(&name, "req/s", l.requests_per_s);
             set.push(&name, "p50 µs", l.latency_us.p50 as f64);
             set.push(&name, "p90 µs", l.latency_us.p90 as f64);

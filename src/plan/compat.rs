@@ -174,7 +174,7 @@ impl Checker<'_> {
             .request
             .as_ref()
             .map_or("{case}".to_string(), |v| value_text(v.get_ref()));
-        call = crate::compat::call_for(&call, &request);
+        call = call.for_case(&request);
         if r.fields.is_empty() {
             return Err(self.at(
                 s,

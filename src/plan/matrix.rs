@@ -56,7 +56,7 @@ pub(super) fn expand(
                     label: label.join(" "),
                     vars: vars.clone(),
                     clients: n,
-                    target: t.unwrap_or(Spread::First),
+                    target: *t,
                 });
             }
         }

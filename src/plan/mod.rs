@@ -217,11 +217,20 @@ pub struct Point {
     /// Matrix variables, substituted for `{name}` in bodies, paths and params.
     pub vars: Vec<(String, String)>,
     pub clients: usize,
-    pub target: Spread,
+    /// Set when the scenario has a `target` axis; load goes to the first member otherwise.
+    pub target: Option<Spread>,
+}
+
+impl Point {
+    /// The members load goes to.
+    pub fn spread(&self) -> Spread {
+        self.target.unwrap_or(Spread::First)
+    }
 }
 
 /// Which members of a contender a scenario point sends load to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Spread {
     /// The first member only (the leader, for a freshly started etcd cluster).
     First,
@@ -294,6 +303,21 @@ impl Call {
                 headers: headers.clone(),
             },
         }
+    }
+
+    /// The call for one compat case: the request replaces `{case}` where the call has it,
+    /// else it is the body (gRPC, HTTP) or the params (JSON-RPC).
+    pub fn for_case(&self, request: &str) -> Call {
+        if self.mentions("{case}") {
+            return self.with_vars(&[("case".to_string(), request.to_string())]);
+        }
+        let mut c = self.clone();
+        match &mut c {
+            Call::Grpc { body, .. } => *body = request.to_string(),
+            Call::Http { body, .. } => *body = Some(request.to_string()),
+            Call::JsonRpc { params, .. } => *params = request.to_string(),
+        }
+        c
     }
 
     /// Whether `text` appears in the call's path, body or params.

@@ -37,18 +37,12 @@ pub enum GrpcSetupError {
     },
 }
 
-/// Compiles `protos` (with `includes` as import roots; a file's own folder when none is given)
-/// and finds `call` (`package.Service/Method`).
-pub fn load_method(
-    protos: &[PathBuf],
-    includes: &[PathBuf],
-    call: &str,
-) -> Result<MethodDescriptor, GrpcSetupError> {
+/// Finds `call` (`package.Service/Method`) in a compiled pool.
+pub fn find_method(pool: &DescriptorPool, call: &str) -> Result<MethodDescriptor, GrpcSetupError> {
     let (service, method) = call
         .trim_start_matches('/')
         .split_once('/')
         .ok_or_else(|| GrpcSetupError::CallSyntax(call.to_string()))?;
-    let pool = compile(protos, includes)?;
     let Some(svc) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
         let hint = if known.is_empty() {
@@ -79,7 +73,9 @@ pub fn load_method(
     Ok(m)
 }
 
-fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, GrpcSetupError> {
+/// Compiles `protos` with `includes` as import roots (each file's own folder when none is
+/// given). Done once per plan: see `client::Descriptors`.
+pub fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, GrpcSetupError> {
     if protos.is_empty() {
         return Err(GrpcSetupError::Proto(
             "gRPC needs at least one --proto file".into(),

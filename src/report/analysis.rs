@@ -37,15 +37,15 @@ impl<'a> Analysis<'a> {
             .filter_map(|s| {
                 Some(ScenarioTables {
                     name: s.name.clone(),
-                    serving: super::run_summary::scenario(r, &s.name, &s.call)?,
+                    serving: super::tables::scenario(r, &s.name, &s.call)?,
                     scaling: super::scaling::table(r, &s.name),
                 })
             })
             .collect();
         Analysis {
             results: r,
-            summary: super::run_summary::summary(r, &compat, &findings),
-            startup: super::run_summary::startup(r),
+            summary: super::tables::summary(r, &compat, &findings),
+            startup: super::tables::startup(r),
             scenarios,
             compat,
             findings,

@@ -35,8 +35,8 @@ pub fn from_results(r: &Results) -> Vec<CompatReport> {
     let answers: Vec<(&str, &[crate::results::CompatAnswer])> = r
         .runs
         .iter()
-        .filter(|run| run.repetition == 1)
-        .map(|run| (run.contender.as_str(), run.compat.as_slice()))
+        .filter(|run| run.id.repetition == 1)
+        .map(|run| (run.id.contender.as_str(), run.compat.as_slice()))
         .collect();
     bases
         .into_iter()

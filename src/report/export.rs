@@ -40,10 +40,7 @@ impl Exporter for Html {
 
 impl Exporter for Markdown {
     fn export(&self, a: &Analysis) -> Vec<(String, Vec<u8>)> {
-        vec![(
-            "report.md".into(),
-            super::run_summary::render(a).into_bytes(),
-        )]
+        vec![("report.md".into(), super::markdown::render(a).into_bytes())]
     }
 }
 
@@ -119,5 +116,5 @@ pub fn github_step_summary(a: &Analysis) -> std::io::Result<()> {
         .create(true)
         .append(true)
         .open(path)?;
-    f.write_all(super::run_summary::render(a).as_bytes())
+    f.write_all(super::markdown::render(a).as_bytes())
 }

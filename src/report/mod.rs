@@ -6,10 +6,12 @@ pub mod compat;
 pub mod export;
 pub mod html;
 pub mod load_summary;
+pub mod markdown;
 pub mod progress;
-pub mod run_summary;
 pub mod scaling;
 pub mod table;
+pub mod tables;
+pub mod terminal;
 
 /// Formats microseconds with a unit a reader can take in at a glance.
 pub fn fmt_us(us: f64) -> String {

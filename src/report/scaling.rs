@@ -3,16 +3,16 @@
 
 use super::fmt_rate;
 use super::table::Table;
-use crate::results::Results;
+use crate::results::{PointId, Results};
 use crate::stats::Sample;
 
 /// Points of a scenario that differ only in their number of clients.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
-    /// The point label without `clients=N` (empty when clients is the only axis).
+    /// The points' label without `clients=N` (empty when clients is the only axis).
     pub key: String,
-    /// (clients, point label), fewest clients first.
-    pub points: Vec<(usize, String)>,
+    /// Fewest clients first.
+    pub points: Vec<PointId>,
 }
 
 /// The scenario's measured points grouped into series, in plan order; only series with two
@@ -21,40 +21,27 @@ pub fn series(r: &Results, scenario: &str) -> Vec<Series> {
     let Some(info) = r.scenarios.iter().find(|s| s.name == scenario) else {
         return Vec::new();
     };
+    let measured = |id: &PointId| r.runs.iter().flat_map(|x| &x.points).any(|p| p.id == *id);
     let mut out: Vec<Series> = Vec::new();
-    for label in &info.points {
-        let Some(p) = r
-            .runs
-            .iter()
-            .flat_map(|x| &x.points)
-            .find(|p| p.scenario == scenario && &p.point == label)
-        else {
-            continue;
-        };
-        let clients = format!("clients={}", p.clients);
-        let key = label
-            .split(' ')
-            .filter(|t| *t != clients)
-            .collect::<Vec<_>>()
-            .join(" ");
-        match out.iter_mut().find(|s| s.key == key) {
-            Some(s) => s.points.push((p.clients, label.clone())),
+    for id in info.points.iter().filter(|id| measured(id)) {
+        match out.iter_mut().find(|s| s.points[0].same_but_clients(id)) {
+            Some(s) => s.points.push(id.clone()),
             None => out.push(Series {
-                key,
-                points: vec![(p.clients, label.clone())],
+                key: id.label_without_clients(),
+                points: vec![id.clone()],
             }),
         }
     }
     for s in &mut out {
-        s.points.sort_by_key(|p| p.0);
+        s.points.sort_by_key(|p| p.clients);
     }
     out.retain(|s| s.points.len() > 1);
     out
 }
 
 /// Median, min and max requests/s of a contender at a point over its repetitions.
-pub fn rate(r: &Results, contender: &str, scenario: &str, point: &str) -> Option<(f64, f64, f64)> {
-    let s = Sample::new(r.rates(contender, scenario, point)).ok()?;
+pub fn rate(r: &Results, contender: &str, point: &PointId) -> Option<(f64, f64, f64)> {
+    let s = Sample::new(r.rates(contender, point)).ok()?;
     Some((s.median(), s.min(), s.max()))
 }
 
@@ -67,7 +54,7 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
     }
     let mut clients: Vec<usize> = series
         .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .flat_map(|s| s.points.iter().map(|p| p.clients))
         .collect();
     clients.sort_unstable();
     clients.dedup();
@@ -92,15 +79,15 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
             let first = s
                 .points
                 .iter()
-                .find_map(|(_, p)| rate(r, &c.name, scenario, p))
+                .find_map(|p| rate(r, &c.name, p))
                 .map(|x| x.0);
             let mut any = false;
             for n in &clients {
                 let v = s
                     .points
                     .iter()
-                    .find(|p| p.0 == *n)
-                    .and_then(|(_, p)| rate(r, &c.name, scenario, p))
+                    .find(|p| p.clients == *n)
+                    .and_then(|p| rate(r, &c.name, p))
                     .map(|x| x.0);
                 any |= v.is_some();
                 row.push(match (v, first) {
@@ -117,10 +104,7 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
         }
     }
     Some(Table {
-        id: format!(
-            "scaling-{}",
-            crate::contender::slug(scenario).to_lowercase()
-        ),
+        id: format!("scaling-{}", crate::results::slug(scenario).to_lowercase()),
         title: format!("{scenario}: requests/s by clients (median; × the fewest clients)"),
         head,
         rows,

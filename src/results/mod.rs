@@ -3,17 +3,19 @@
 //! run that dies keeps what it measured. Reports, `compare` and `--resume` read only this.
 
 pub mod env;
+pub mod id;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::contender::MemberExit;
 use crate::load::LoadResult;
+pub use id::{PointId, RunId, Vars};
 
-/// Bumped whenever a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped whenever a field changes meaning or disappears. Version 2: typed identities (a
+/// run's `variant` and `shard`, a point's `target`, `rate` and `stage`; scenarios list their
+/// points as identities, not labels). Version 1 files are upgraded when read.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Results {
@@ -118,14 +120,15 @@ pub struct ScenarioInfo {
     pub name: String,
     /// e.g. `etcdserverpb.KV/Range` or `GET /`.
     pub call: String,
-    pub points: Vec<String>,
+    /// Every point of the scenario's matrix, in plan order.
+    pub points: Vec<PointId>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Run {
-    pub contender: String,
-    /// 1-based.
-    pub repetition: u32,
+    /// Contender, variant, repetition, shard.
+    #[serde(flatten)]
+    pub id: RunId,
     /// `running`, `complete`, `failed` (the contender did not start or died) or `interrupted`.
     pub status: String,
     pub error: Option<String>,
@@ -169,14 +172,9 @@ pub struct Usage {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PointRun {
-    pub scenario: String,
-    pub point: String,
-    /// Matrix variables of this point.
-    #[serde(deserialize_with = "map_or_pairs")]
-    pub vars: BTreeMap<String, String>,
-    pub clients: usize,
-    /// `first` or `all` members.
-    pub target: String,
+    /// Scenario, variables, clients, target, rate, stage.
+    #[serde(flatten)]
+    pub id: PointId,
     pub started_at: String,
     /// CPU seconds the contender's process tree used during the measured load.
     pub contender_cpu_s: Option<f64>,
@@ -188,21 +186,42 @@ pub struct PointRun {
     pub error: Option<String>,
 }
 
-/// Point variables were written as a list of `[name, value]` pairs by the first builds of
-/// schema version 1; both forms read.
-fn map_or_pairs<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<BTreeMap<String, String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Vars {
-        Map(BTreeMap<String, String>),
-        Pairs(Vec<(String, String)>),
+/// How a member ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemberExit {
+    pub member: String,
+    pub pid: i32,
+    /// e.g. `exit status: 3` or `signal: 15 (SIGTERM)`.
+    pub status: String,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// True when it ended because bakeoff stopped it.
+    pub stopped_by_bakeoff: bool,
+}
+
+/// The file names bakeoff gives a contender's state folders and logs.
+pub fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// The identity of a plan's scenario point.
+pub fn point_id(s: &crate::plan::Scenario, p: &crate::plan::Point) -> PointId {
+    PointId {
+        scenario: s.name.clone(),
+        vars: Vars(p.vars.clone()),
+        clients: p.clients,
+        target: p.target,
+        rate: None,
+        stage: None,
     }
-    Ok(match Vars::deserialize(d)? {
-        Vars::Map(m) => m,
-        Vars::Pairs(p) => p.into_iter().collect(),
-    })
 }
 
 impl From<&crate::plan::CompatSet> for CompatSetInfo {
@@ -243,7 +262,7 @@ impl Results {
         let s: Vec<Startup> = self
             .runs
             .iter()
-            .filter(|x| x.contender == contender)
+            .filter(|x| x.id.contender == contender)
             .filter_map(|x| x.startup)
             .collect();
         let median = |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
@@ -257,19 +276,18 @@ impl Results {
     pub fn point_runs<'a>(
         &'a self,
         contender: &'a str,
-        scenario: &'a str,
-        point: &'a str,
+        point: &'a PointId,
     ) -> impl Iterator<Item = &'a PointRun> + 'a {
         self.runs
             .iter()
-            .filter(move |x| x.contender == contender)
+            .filter(move |x| x.id.contender == contender)
             .flat_map(|x| &x.points)
-            .filter(move |p| p.scenario == scenario && p.point == point)
+            .filter(move |p| p.id == *point)
     }
 
     /// The requests/s of that point, one value per repetition that measured it.
-    pub fn rates(&self, contender: &str, scenario: &str, point: &str) -> Vec<f64> {
-        self.point_runs(contender, scenario, point)
+    pub fn rates(&self, contender: &str, point: &PointId) -> Vec<f64> {
+        self.point_runs(contender, point)
             .filter_map(|p| p.load.as_ref().map(|l| l.requests_per_s))
             .collect()
     }
@@ -287,16 +305,70 @@ impl Results {
             .with_context(|| format!("cannot read `{}`", file.display()))?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("`{}` is not JSON", file.display()))?;
+        Results::from_json(v).with_context(|| format!("`{}`", file.display()))
+    }
+
+    /// A results document of this schema version or an older one (upgraded), or why not.
+    pub fn from_json(mut v: serde_json::Value) -> anyhow::Result<Results> {
+        use anyhow::Context as _;
         match v.get("schema_version").and_then(|s| s.as_u64()) {
             Some(s) if s == u64::from(SCHEMA_VERSION) => {}
+            Some(1) => upgrade_v1(&mut v),
+            Some(s) if s > u64::from(SCHEMA_VERSION) => anyhow::bail!(
+                "schema version {s} was written by a newer bakeoff; this one reads versions 1 to {SCHEMA_VERSION}"
+            ),
             other => anyhow::bail!(
-                "`{}` has schema version {other:?}; this bakeoff reads version {SCHEMA_VERSION}",
-                file.display()
+                "schema version {}; this bakeoff reads versions 1 to {SCHEMA_VERSION}",
+                other.map_or("(none)".to_string(), |s| s.to_string())
             ),
         }
-        serde_json::from_value(v)
-            .with_context(|| format!("`{}` is not a bakeoff results file", file.display()))
+        serde_json::from_value(v).context("not a bakeoff results file")
     }
+}
+
+/// Version 1 → 2, on the JSON. Version 1 named a point by its label (`key_size=64
+/// clients=1 target=all`) and wrote `target = "first"` whether or not the scenario had a
+/// target axis. This is the one place a label is read, and only for old files: whether the
+/// label shows a target, and which point a scenario's label list means. Labels of scenario
+/// points that no run measured are dropped (nothing was measured there).
+fn upgrade_v1(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    let mut ids: Vec<(String, String, Value)> = Vec::new(); // (scenario, label, id)
+    for run in v["runs"].as_array_mut().into_iter().flatten() {
+        for p in run["points"].as_array_mut().into_iter().flatten() {
+            let Some(o) = p.as_object_mut() else { continue };
+            let label = o.remove("point").and_then(|l| l.as_str().map(String::from));
+            let label = label.unwrap_or_default();
+            let target = o.get("target").and_then(Value::as_str).map(String::from);
+            let shown = target.filter(|t| label.split(' ').any(|w| w == format!("target={t}")));
+            o.insert("target".into(), shown.map_or(Value::Null, Value::String));
+            let id: serde_json::Map<String, Value> = ["scenario", "vars", "clients", "target"]
+                .iter()
+                .filter_map(|k| o.get(*k).map(|x| (k.to_string(), x.clone())))
+                .collect();
+            let scenario = o
+                .get("scenario")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !ids.iter().any(|(s, l, _)| s == scenario && *l == label) {
+                ids.push((scenario.to_string(), label, Value::Object(id)));
+            }
+        }
+    }
+    for s in v["scenarios"].as_array_mut().into_iter().flatten() {
+        let name = s["name"].as_str().unwrap_or_default().to_string();
+        let labels = s["points"].as_array().cloned().unwrap_or_default();
+        let points: Vec<Value> = labels
+            .iter()
+            .filter_map(|l| {
+                ids.iter()
+                    .find(|(sc, lab, _)| *sc == name && Some(lab.as_str()) == l.as_str())
+                    .map(|(_, _, id)| id.clone())
+            })
+            .collect();
+        s["points"] = Value::Array(points);
+    }
+    v["schema_version"] = Value::from(SCHEMA_VERSION);
 }
 
 /// Replaces `path` with `bytes` so that a reader sees the old or the new file, never half.
@@ -355,16 +427,83 @@ mod tests {
     fn point_variables_read_as_a_map_or_as_pairs() {
         let point = |vars: &str| {
             format!(
-                r#"{{"scenario":"s","point":"p","vars":{vars},"clients":1,"target":"first","started_at":"t","contender_cpu_s":null,"load":null,"error":null}}"#
+                r#"{{"scenario":"s","vars":{vars},"clients":1,"target":null,"started_at":"t","contender_cpu_s":null,"load":null,"error":null}}"#
             )
         };
-        let want: BTreeMap<String, String> = [("key_size".to_string(), "64".to_string())].into();
         for vars in [r#"{"key_size":"64"}"#, r#"[["key_size","64"]]"#] {
             let p: PointRun = serde_json::from_str(&point(vars)).unwrap();
-            assert_eq!(p.vars, want, "{vars}");
+            assert_eq!(p.id.vars.get("key_size"), Some("64"), "{vars}");
             assert_eq!(p.steal, None);
         }
         assert!(serde_json::from_str::<PointRun>(&point("3")).is_err());
+    }
+
+    #[test]
+    fn point_labels_are_the_plans_labels() {
+        let plan = crate::plan::Plan::parse(
+            Path::new("plan.toml"),
+            "name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"srv\", \"{port}\"]\n\
+             [[scenario]]\nname = \"r\"\nhttp = \"GET /k/{value_size}/{key_size}\"\n\
+             matrix = { value_size = [8], key_size = [64, 256] }\nclients = [1, 64]\n\
+             target = [\"first\", \"all\"]\n",
+        )
+        .unwrap();
+        let s = &plan.scenarios[0];
+        assert_eq!(s.points.len(), 8);
+        for p in &s.points {
+            assert_eq!(point_id(s, p).label(), p.label);
+        }
+    }
+
+    /// A results file as schema 1 wrote it: points named by label, `target` always set,
+    /// scenarios listing labels (one never measured).
+    const V1: &str = r#"{"schema_version":1,"tool":"bakeoff 0.1.0","name":"t","plan_path":"/p.toml",
+      "status":"complete","smoke":false,"started_at":"t","finished_at":null,
+      "environment":{"hostname":"h","kernel":"k","cpu_model":"c",
+        "cpus_online":2,"cpus_allowed":[0,1],"contender_cpus":null,"load_cpus":null},
+      "baseline":null,"repetitions":1,"order":"interleaved",
+      "contenders":[{"name":"a","baseline":null,"members":[]}],
+      "scenarios":[{"name":"s","call":"GET /","points":["k=1 clients=1","k=1 clients=8","k=2 clients=1"]},
+                   {"name":"t","call":"GET /","points":["clients=1 target=all"]}],
+      "runs":[{"contender":"a","repetition":1,"status":"complete","error":null,"started_at":"t",
+        "startup":null,"usage":null,"disk_end_bytes":null,"exits":[],"logs":[],
+        "points":[
+          {"scenario":"s","point":"k=1 clients=1","vars":{"k":"1"},"clients":1,"target":"first","started_at":"t","contender_cpu_s":null,"load":null,"error":"x"},
+          {"scenario":"s","point":"k=1 clients=8","vars":[["k","1"]],"clients":8,"target":"first","started_at":"t","contender_cpu_s":null,"load":null,"error":"x"},
+          {"scenario":"t","point":"clients=1 target=all","vars":{},"clients":1,"target":"all","started_at":"t","contender_cpu_s":null,"load":null,"error":"x"}]}],
+      "warnings":[]}"#;
+
+    #[test]
+    fn a_version_1_file_is_upgraded_to_typed_identities() {
+        let r = Results::from_json(serde_json::from_str(V1).unwrap()).unwrap();
+        assert_eq!(r.schema_version, SCHEMA_VERSION);
+        assert_eq!(r.runs[0].id, RunId::new("a", 1));
+        let s = &r.scenarios[0];
+        // The unmeasured `k=2 clients=1` is dropped; the others are the runs' identities.
+        assert_eq!(s.points.len(), 2);
+        assert_eq!(s.points[0], r.runs[0].points[0].id);
+        assert_eq!(s.points[1].label(), "k=1 clients=8");
+        assert_eq!(s.points[1].target, None);
+        assert_eq!(
+            r.scenarios[1].points[0].target,
+            Some(crate::plan::Spread::All)
+        );
+        assert_eq!(r.scenarios[1].points[0].label(), "clients=1 target=all");
+        assert_eq!(r.point_runs("a", &s.points[1]).count(), 1);
+    }
+
+    #[test]
+    fn a_file_of_another_version_says_why_it_does_not_load() {
+        let mut v: serde_json::Value = serde_json::from_str(V1).unwrap();
+        v["schema_version"] = 9.into();
+        let e = format!("{:#}", Results::from_json(v.clone()).unwrap_err());
+        assert!(
+            e.contains("version 9") && e.contains("newer bakeoff"),
+            "{e}"
+        );
+        v.as_object_mut().unwrap().remove("schema_version");
+        let e = format!("{:#}", Results::from_json(v).unwrap_err());
+        assert!(e.contains("(none)"), "{e}");
     }
 
     #[test]

@@ -1,12 +1,11 @@
 //! Progress as events: the runner says what happens, a [`Reporter`] decides what to show.
-//! Every method has a no-op default, so a quiet reporter is `struct Quiet; impl Reporter for Quiet {}`.
+//! Every method has a no-op default, so a quiet reporter is `struct Quiet; impl Reporter for Quiet {}`;
+//! the terminal's is `report::terminal::Terminal`.
 
-use std::io::Write as _;
 use std::path::Path;
 
-use crate::contender::Startup;
 use crate::load::{LoadResult, Progress};
-use crate::report::{fmt_rate, fmt_us};
+use crate::results::Startup;
 
 pub trait Reporter {
     fn run_started(&mut self, _dir: &Path, _steps: usize) {}
@@ -34,83 +33,6 @@ pub trait Reporter {
     }
     fn point_failed(&mut self, _scenario: &str, _point: &str, _error: &str) {}
     fn compat_done(&mut self, _set: &str, _cases: usize) {}
-}
-
-/// Prints each event as a line on stderr (and a progress bar while a point runs, on a TTY).
-pub struct Terminal {
-    bar: crate::report::progress::Bar,
-}
-
-impl Terminal {
-    pub fn new(tty: bool) -> Terminal {
-        Terminal {
-            bar: crate::report::progress::Bar::new(tty),
-        }
-    }
-}
-
-fn say(text: &str) {
-    let mut e = std::io::stderr().lock();
-    let _ = writeln!(e, "{text}");
-}
-
-impl Reporter for Terminal {
-    fn run_started(&mut self, dir: &Path, steps: usize) {
-        say(&format!(
-            "bakeoff: {steps} contender starts; results in {}",
-            dir.display()
-        ));
-    }
-    fn warning(&mut self, text: &str) {
-        say(&format!("warning: {text}"));
-    }
-    fn contender_starting(&mut self, contender: &str, repetition: u32, step: usize, steps: usize) {
-        say(&format!(
-            "[{step}/{steps}] {contender}, repetition {repetition}: starting"
-        ));
-    }
-    fn contender_ready(&mut self, contender: &str, s: &Startup) {
-        say(&format!(
-            "  {contender}: first response after {}, ready after {}",
-            fmt_us(s.first_response.as_secs_f64() * 1e6),
-            fmt_us(s.ready.as_secs_f64() * 1e6)
-        ));
-    }
-    fn contender_failed(&mut self, contender: &str, error: &str) {
-        self.bar.finish();
-        say(&format!("  {contender} FAILED: {error}"));
-    }
-    fn point_started(&mut self, _scenario: &str, _point: &str) {}
-    fn load_progress(&mut self, p: Progress) {
-        self.bar.update(p);
-    }
-    fn point_done(&mut self, scenario: &str, point: &str, r: &LoadResult, steal: Option<f64>) {
-        self.bar.finish();
-        let mut notes = if r.failures > 0 {
-            format!(", {} failed", r.failures)
-        } else {
-            String::new()
-        };
-        if let Some(s) = steal.filter(|s| *s >= crate::diagnose::Limits::default().stolen) {
-            notes.push_str(&format!(
-                ", {:.0}% of the CPUs' time taken by the hypervisor",
-                s * 100.0
-            ));
-        }
-        say(&format!(
-            "  {scenario} [{point}]: {} req/s, p50 {}, p90 {}{notes}",
-            fmt_rate(r.requests_per_s),
-            fmt_us(r.latency_us.p50 as f64),
-            fmt_us(r.latency_us.p90 as f64),
-        ));
-    }
-    fn point_failed(&mut self, scenario: &str, point: &str, error: &str) {
-        self.bar.finish();
-        say(&format!("  {scenario} [{point}] FAILED: {error}"));
-    }
-    fn compat_done(&mut self, set: &str, cases: usize) {
-        say(&format!("  compat {set}: {cases} cases answered"));
-    }
 }
 
 /// Shows nothing.

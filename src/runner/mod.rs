@@ -3,7 +3,6 @@
 //! it, and write `results.json` after each of those steps. A contender that fails is recorded
 //! as failed and the others go on; Ctrl-C stops after the step in progress.
 
-pub mod drive;
 pub mod events;
 mod preflight;
 mod setup;
@@ -13,11 +12,12 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::Context as _;
 
+use crate::client::{self, Client, Descriptors, Options};
 use crate::contender::{self, Launch, Running};
 use crate::load::{Flow, LoadConfig, INTERRUPTED};
 use crate::plan::{Plan, Point, Scenario, Spread};
+use crate::protocol::target::Endpoint;
 use crate::results::{self, PointRun, Results, Run};
-use drive::{Driver, Protos};
 pub use events::Reporter;
 use setup::{ask_references, fresh, pinning, resume, schedule};
 
@@ -53,10 +53,8 @@ pub fn run(
             fresh(path, opts)?
         }
     };
-    let protos = Protos {
-        files: plan.protos.clone(),
-        includes: plan.includes.clone(),
-    };
+    // Compiled once here; every client and probe of the run shares it.
+    let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
     preflight::check(&plan, &protos)?;
     let (contender_cpus, load_cpus) = pinning(&plan, &mut results.warnings);
     for w in &results.warnings {
@@ -101,7 +99,7 @@ pub fn run(
         if results
             .runs
             .iter()
-            .any(|r| &r.contender == name && r.repetition == repetition)
+            .any(|r| r.id == results::RunId::new(name, repetition))
         {
             continue;
         }
@@ -126,7 +124,7 @@ pub fn run(
 struct Ctx<'a> {
     plan: &'a Plan,
     dir: &'a Path,
-    protos: &'a Protos,
+    protos: &'a Descriptors,
     contender_cpus: Option<Vec<usize>>,
     load_cpus: Vec<usize>,
     rt: &'a tokio::runtime::Runtime,
@@ -159,8 +157,7 @@ impl Ctx<'_> {
         let state = self.dir.join("state").join(&prefix);
         let _ = std::fs::remove_dir_all(&state);
         results.runs.push(Run {
-            contender: c.name.clone(),
-            repetition,
+            id: results::RunId::new(&c.name, repetition),
             status: "running".into(),
             error: None,
             started_at: results::now_utc(),
@@ -183,8 +180,7 @@ impl Ctx<'_> {
             logs: self.dir.join("logs"),
             log_prefix: prefix,
             cpus: self.contender_cpus.clone(),
-            protos: &self.protos.files,
-            includes: &self.protos.includes,
+            protos: self.protos,
         };
         let ticks0 = crate::sys::cpu_ticks();
         let mut running = match contender::start(&launch) {
@@ -211,8 +207,7 @@ impl Ctx<'_> {
             .collect();
         match running.wait_ready(self.rt) {
             Ok(s) => {
-                rep.contender_ready(&c.name, &s);
-                results.runs[idx].startup = Some(results::Startup {
+                let startup = results::Startup {
                     first_response_s: s.first_response.as_secs_f64(),
                     ready_s: s.ready.as_secs_f64(),
                     disk_after_start_bytes: contender::usage::disk_usage(&state),
@@ -221,13 +216,21 @@ impl Ctx<'_> {
                         &crate::sys::cpu_ticks(),
                         &self.busy_cpus(),
                     ),
-                });
+                };
+                rep.contender_ready(&c.name, &startup);
+                results.runs[idx].startup = Some(startup);
                 save(results)?;
-                if repetition == 1 && !self.plan.compat.is_empty() {
-                    self.compat(&running, results, idx, rep)?;
-                }
-                if c.noise_of.is_none() {
-                    self.serve(&mut running, results, idx, rep)?;
+                // Parsed and resolved once; every client of this repetition uses them.
+                match client::endpoints(&running.endpoints) {
+                    Ok(eps) => {
+                        if repetition == 1 && !self.plan.compat.is_empty() {
+                            self.compat(&eps, results, idx, rep)?;
+                        }
+                        if c.noise_of.is_none() {
+                            self.serve(&mut running, &eps, results, idx, rep)?;
+                        }
+                    }
+                    Err(e) => fail(&mut results.runs[idx], format!("{e:#}"), rep)?,
                 }
             }
             Err((first, e)) => {
@@ -278,7 +281,7 @@ impl Ctx<'_> {
     /// Every compat case against the contender's first member; answers kept in the run.
     fn compat(
         &self,
-        running: &Running,
+        endpoints: &[Endpoint],
         results: &mut Results,
         idx: usize,
         rep: &mut dyn Reporter,
@@ -287,13 +290,8 @@ impl Ctx<'_> {
             if INTERRUPTED.load(Relaxed) {
                 return Ok(());
             }
-            let answers = crate::compat::run_set(
-                set,
-                &running.endpoints[0],
-                self.protos,
-                COMPAT_TIMEOUT,
-                self.rt,
-            );
+            let answers =
+                crate::compat::run_set(set, &endpoints[0], self.protos, COMPAT_TIMEOUT, self.rt);
             match answers {
                 Ok(a) => {
                     rep.compat_done(&set.name, a.len());
@@ -303,7 +301,7 @@ impl Ctx<'_> {
                     rep.point_failed(&set.name, "compat setup", &e);
                     results
                         .warnings
-                        .push(format!("{} repetition 1: {e}", results.runs[idx].contender));
+                        .push(format!("{}: {e}", results.runs[idx].id));
                 }
             }
             results.save(self.dir).context("writing results.json")?;
@@ -316,6 +314,7 @@ impl Ctx<'_> {
     fn serve(
         &self,
         running: &mut Running,
+        endpoints: &[Endpoint],
         results: &mut Results,
         idx: usize,
         rep: &mut dyn Reporter,
@@ -329,11 +328,11 @@ impl Ctx<'_> {
                     let error = format!("died before scenario `{}` [{}]: {died}", s.name, p.label);
                     return fail(&mut results.runs[idx], error, rep);
                 }
-                if p.target == Spread::All && running.endpoints.len() == 1 {
+                if p.spread() == Spread::All && endpoints.len() == 1 {
                     continue; // "all members" of a single process is "first"; not run twice.
                 }
                 rep.point_started(&s.name, &p.label);
-                let point = self.point(running, s, p, rep);
+                let point = self.point(running, endpoints, s, p, rep);
                 match (&point.load, &point.error) {
                     (Some(l), _) => rep.point_done(&s.name, &p.label, l, point.steal),
                     (None, Some(e)) => rep.point_failed(&s.name, &p.label, e),
@@ -353,28 +352,25 @@ impl Ctx<'_> {
     fn point(
         &self,
         running: &mut Running,
+        endpoints: &[Endpoint],
         s: &Scenario,
         p: &Point,
         rep: &mut dyn Reporter,
     ) -> PointRun {
         let mut out = PointRun {
-            scenario: s.name.clone(),
-            point: p.label.clone(),
-            vars: p.vars.iter().cloned().collect(),
-            clients: p.clients,
-            target: p.target.as_str().into(),
+            id: results::point_id(s, p),
             started_at: results::now_utc(),
             contender_cpu_s: None,
             steal: None,
             load: None,
             error: None,
         };
-        let endpoints = match p.target {
-            Spread::First => running.endpoints[..1].to_vec(),
-            Spread::All => running.endpoints.clone(),
+        let endpoints = match p.spread() {
+            Spread::First => &endpoints[..1],
+            Spread::All => endpoints,
         };
         for step in &s.setup {
-            if let Err(e) = drive::run_step(
+            if let Err(e) = client::run_step(
                 step,
                 &p.vars,
                 &endpoints[0],
@@ -387,13 +383,11 @@ impl Ctx<'_> {
                 return out;
             }
         }
-        let built = Driver::build(
-            &s.call.with_vars(&p.vars),
-            &endpoints,
-            self.protos,
-            self.plan.seed,
-            false,
-        );
+        let opts = Options {
+            seed: self.plan.seed,
+            keep_body: false,
+        };
+        let built = Client::build(&s.call.with_vars(&p.vars), endpoints, self.protos, opts);
         let threads = self.load_cpus.len();
         let cfg = LoadConfig::new(s.pacing, s.stop, p.clients, threads, s.warmup, s.timeout)
             .map(|c| c.pin_to(self.load_cpus.clone()));
@@ -431,7 +425,7 @@ impl Ctx<'_> {
 }
 
 fn fail(run: &mut Run, error: String, rep: &mut dyn Reporter) -> anyhow::Result<()> {
-    rep.contender_failed(&run.contender, &error);
+    rep.contender_failed(&run.id.contender, &error);
     run.status = "failed".into();
     run.error = Some(error);
     Ok(())

@@ -10,9 +10,9 @@ use anyhow::Context as _;
 use crate::contender::{expand, ports_named, Placeholders};
 use crate::plan::Plan;
 
-use super::drive::{Driver, Protos};
+use crate::client::{self, Client, Descriptors, Options};
 
-pub fn check(plan: &Plan, protos: &Protos) -> anyhow::Result<()> {
+pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
     for c in &plan.contenders {
         let ports: BTreeMap<String, u16> = ports_named(c).into_iter().map(|n| (n, 1)).collect();
         for m in &c.members {
@@ -41,20 +41,18 @@ pub fn check(plan: &Plan, protos: &Protos) -> anyhow::Result<()> {
             }
         }
     }
-    let dummy = ["http://127.0.0.1:1".to_string()];
+    let dummy = client::endpoints(&["http://127.0.0.1:1".to_string()])?;
+    let opts = Options {
+        seed: plan.seed,
+        keep_body: false,
+    };
     for s in &plan.scenarios {
         for p in &s.points {
-            Driver::build(&s.call.with_vars(&p.vars), &dummy, protos, plan.seed, false)
+            Client::build(&s.call.with_vars(&p.vars), &dummy, protos, opts)
                 .with_context(|| format!("scenario `{}` [{}]", s.name, p.label))?;
             for step in &s.setup {
-                Driver::build(
-                    &step.call.with_vars(&p.vars),
-                    &dummy,
-                    protos,
-                    plan.seed,
-                    false,
-                )
-                .with_context(|| format!("scenario `{}` [{}], setup step", s.name, p.label))?;
+                Client::build(&step.call.with_vars(&p.vars), &dummy, protos, opts)
+                    .with_context(|| format!("scenario `{}` [{}], setup step", s.name, p.label))?;
             }
         }
     }

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::{bail, Context as _};
 
-use super::drive::Protos;
 use super::{Reporter, RunOptions, COMPAT_TIMEOUT};
+use crate::client::Descriptors;
 use crate::contender;
 use crate::load::INTERRUPTED;
 use crate::plan::{Order, Plan};
@@ -17,7 +17,7 @@ use crate::results::{self, env::Environment, Results};
 /// once, before any contender starts.
 pub(super) fn ask_references(
     plan: &Plan,
-    protos: &Protos,
+    protos: &Descriptors,
     rt: &tokio::runtime::Runtime,
     results: &mut Results,
     rep: &mut dyn Reporter,
@@ -113,7 +113,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
             .map(|s| results::ScenarioInfo {
                 name: s.name.clone(),
                 call: s.call.describe(),
-                points: s.points.iter().map(|p| p.label.clone()).collect(),
+                points: s.points.iter().map(|p| results::point_id(s, p)).collect(),
             })
             .collect(),
         runs: Vec::new(),

@@ -7,6 +7,7 @@ use hdrhistogram::Histogram;
 
 use super::esc;
 use crate::report::scaling;
+use crate::results::PointId;
 use crate::results::Results;
 
 const COLORS: [&str; 6] = [
@@ -63,7 +64,7 @@ pub(super) fn startup(r: &Results) -> String {
 }
 
 /// A scenario's points, and the contenders charted (noise instances are not).
-fn points_and_contenders<'a>(r: &'a Results, scenario: &str) -> (Vec<String>, Vec<&'a str>) {
+fn points_and_contenders<'a>(r: &'a Results, scenario: &str) -> (Vec<PointId>, Vec<&'a str>) {
     let points = r
         .scenarios
         .iter()
@@ -77,7 +78,7 @@ fn points_and_contenders<'a>(r: &'a Results, scenario: &str) -> (Vec<String>, Ve
 /// Grouped bars per scenario point: median requests/s per contender, min–max whiskers.
 pub(super) fn throughput(r: &Results, scenario: &str) -> String {
     let (points, names) = points_and_contenders(r, scenario);
-    let stats = |c: &str, p: &str| scaling::rate(r, c, scenario, p);
+    let stats = |c: &str, p: &PointId| scaling::rate(r, c, p);
     let max = points
         .iter()
         .flat_map(|p| names.iter().filter_map(|c| stats(c, p)).map(|s| s.2))
@@ -102,11 +103,11 @@ pub(super) fn throughput(r: &Results, scenario: &str) -> String {
                 out,
                 "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{} {}: {m:.0} req/s</title></rect>\
                  <line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#000\"/>",
-                y(m), (bw - 2.0).max(1.0), (h - bottom - y(m)).max(0.5), esc(c), esc(p),
+                y(m), (bw - 2.0).max(1.0), (h - bottom - y(m)).max(0.5), esc(c), esc(&p.label()),
                 x + bw / 2.0 - 1.0, y(hi), x + bw / 2.0 - 1.0, y(lo)
             );
         }
-        let _ = write!(out, "<text x=\"{gx:.1}\" y=\"{:.0}\" font-size=\"9\" transform=\"rotate(20 {gx:.1},{:.0})\">{}</text>", h - bottom + 14.0, h - bottom + 14.0, esc(p));
+        let _ = write!(out, "<text x=\"{gx:.1}\" y=\"{:.0}\" font-size=\"9\" transform=\"rotate(20 {gx:.1},{:.0})\">{}</text>", h - bottom + 14.0, h - bottom + 14.0, esc(&p.label()));
     }
     legend(&mut out, &names, w - 150.0, 30.0);
     out.push_str("</svg>");
@@ -130,7 +131,7 @@ pub(super) fn scaling(r: &Results, scenario: &str) -> String {
                     .points
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, (_, p))| Some((i, scaling::rate(r, c, scenario, p)?)))
+                    .filter_map(|(i, p)| Some((i, scaling::rate(r, c, p)?)))
                     .collect();
                 (ci, pts)
             })
@@ -163,7 +164,7 @@ pub(super) fn scaling(r: &Results, scenario: &str) -> String {
             crate::report::fmt_rate(max),
             title = esc(&title),
         );
-        for (i, (clients, _)) in s.points.iter().enumerate() {
+        for (i, clients) in s.points.iter().map(|p| p.clients).enumerate() {
             let _ = write!(
                 out,
                 "<text x=\"{:.1}\" y=\"{:.0}\" font-size=\"10\" text-anchor=\"middle\">{clients}</text>",
@@ -202,7 +203,7 @@ pub(super) fn scaling(r: &Results, scenario: &str) -> String {
                     px + 4.0,
                     y(*m),
                     esc(c),
-                    s.points[*i].0,
+                    s.points[*i].clients,
                 );
             }
         }
@@ -225,7 +226,7 @@ pub(super) fn latency(r: &Results, scenario: &str) -> String {
             .enumerate()
             .filter_map(|(i, c)| {
                 let mut merged: Option<Histogram<u64>> = None;
-                for x in r.point_runs(c, scenario, p) {
+                for x in r.point_runs(c, p) {
                     let Some(h) = x.load.as_ref().and_then(|l| l.latency_us.histogram().ok())
                     else {
                         continue;
@@ -268,7 +269,7 @@ pub(super) fn latency(r: &Results, scenario: &str) -> String {
         let y =
             |ms: f64| h - bottom - (ms.max(1e-3).log10() - lo) / (hi - lo) * (h - bottom - 30.0);
         let x = |i: usize| left + i as f64 * (w - left - 20.0) / (Q.len() - 1) as f64;
-        let _ = write!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"latency\"><text x=\"10\" y=\"18\" font-size=\"12\">latency (ms, log) by percentile — {}</text>", esc(p));
+        let _ = write!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"latency\"><text x=\"10\" y=\"18\" font-size=\"12\">latency (ms, log) by percentile — {}</text>", esc(&p.label()));
         for d in (lo as i32)..=(hi as i32) {
             let v = 10f64.powi(d);
             let _ = write!(out, "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{1}\" y2=\"{0:.1}\" stroke=\"#eee\"/><text x=\"4\" y=\"{2:.1}\" font-size=\"9\">{v}</text>", y(v), w - 20.0, y(v) + 3.0);

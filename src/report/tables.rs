@@ -1,85 +1,14 @@
-//! The Markdown report `bakeoff run` prints at the end and writes as `report.md`: the answers
-//! first, then start-up per contender, the compat matrix, and per scenario a table in the
-//! style of seed 003 — `QPS (delta vs baseline)` and `p90 ms (delta)` per point — with medians
-//! over the repetitions, and how throughput scales with clients.
+//! The report's tables and summary lines, computed from `Results` once for every exporter
+//! (through [`super::analysis::Analysis`]): start-up per contender, and per scenario a table
+//! in the style of seed 003 — `QPS (delta vs baseline)` and `p90 ms (delta)` per point — with
+//! medians over the repetitions.
 
-use std::fmt::Write as _;
-
-use super::analysis::Analysis;
 use super::table::Table;
 use super::{fmt_bytes, fmt_rate, fmt_us};
 use crate::compat::CompatReport;
 use crate::diagnose::Finding;
-use crate::results::{Results, Run};
+use crate::results::{PointId, Results, Run};
 use crate::stats::Sample;
-
-pub fn render(a: &Analysis) -> String {
-    let r = a.results;
-    let mut out = String::new();
-    let _ = writeln!(out, "# {}\n", r.name);
-    if r.smoke {
-        let _ = writeln!(out, "_Smoke run: one repetition, short scenarios — check the plan, do not compare these numbers._\n");
-    }
-    if !a.summary.is_empty() {
-        let _ = writeln!(out, "## Summary\n");
-        for b in &a.summary {
-            let _ = writeln!(out, "- {b}");
-        }
-        out.push('\n');
-    }
-    out.push_str(&a.startup.markdown());
-    out.push_str(&super::compat::markdown(&a.compat));
-    for s in &a.scenarios {
-        out.push_str(&s.serving.markdown());
-        if let Some(t) = &s.scaling {
-            out.push_str(&t.markdown());
-        }
-    }
-    if !a.findings.is_empty() {
-        let _ = writeln!(out, "## Findings\n");
-        for f in &a.findings {
-            let _ = writeln!(out, "- {f}");
-        }
-        out.push('\n');
-    }
-    let failed: Vec<&Run> = r.runs.iter().filter(|x| x.error.is_some()).collect();
-    if !failed.is_empty() {
-        let _ = writeln!(out, "## Failures\n");
-        for f in failed {
-            let first_line = f
-                .error
-                .as_deref()
-                .unwrap_or_default()
-                .lines()
-                .next()
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "- {} repetition {}: {first_line}",
-                f.contender, f.repetition
-            );
-        }
-        out.push('\n');
-    }
-    let e = &r.environment;
-    let pinned = match (&e.contender_cpus, &e.load_cpus) {
-        (Some(c), Some(l)) => format!(", contenders on CPUs {c:?}, load on {l:?}"),
-        _ => ", not pinned".into(),
-    };
-    let _ = writeln!(
-        out,
-        "## Environment\n\n{} · {} · {} CPUs{pinned} · {} · {} repetitions, {} · started {}\n",
-        e.cpu_model, e.kernel, e.cpus_online, r.tool, r.repetitions, r.order, r.started_at
-    );
-    if !r.warnings.is_empty() {
-        let _ = writeln!(out, "## Warnings\n");
-        for w in &r.warnings {
-            let _ = writeln!(out, "- {w}");
-        }
-        out.push('\n');
-    }
-    out
-}
 
 /// The answer first: same answers?, start-up, serving, findings — one line each.
 pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -> Vec<String> {
@@ -153,7 +82,7 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
         let (mut significant, mut points) = (0, 0);
         for s in &r.scenarios {
             for p in &s.points {
-                let rate = |who: &str| median(&r.rates(who, &s.name, p));
+                let rate = |who: &str| median(&r.rates(who, p));
                 let (Some(a), Some(b)) = (rate(base), rate(&c.name)) else {
                     continue;
                 };
@@ -163,7 +92,7 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
                 } else if a > 0.0 && b < a {
                     slower.push((b - a) / a * 100.0);
                 }
-                let v = verdict(r, &s.name, p, base, &c.name);
+                let v = verdict(r, p, base, &c.name);
                 if v == "faster" || v == "slower" {
                     significant += 1;
                 }
@@ -232,7 +161,7 @@ fn median(values: &[f64]) -> Option<f64> {
 pub(super) fn startup(r: &Results) -> Table {
     let mut rows = Vec::new();
     for c in &r.contenders {
-        let runs: Vec<&Run> = r.runs.iter().filter(|x| x.contender == c.name).collect();
+        let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.contender == c.name).collect();
         let started: Vec<_> = runs.iter().filter_map(|x| x.startup).collect();
         let pick = |f: &dyn Fn(&Run) -> Option<f64>| -> Vec<f64> {
             runs.iter().filter_map(|x| f(x)).collect()
@@ -290,15 +219,12 @@ pub(super) fn startup(r: &Results) -> Table {
 pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
     let info = r.scenarios.iter().find(|s| s.name == name)?;
     let mut rows = Vec::new();
-    let sample_point = r
-        .runs
-        .iter()
-        .flat_map(|x| &x.points)
-        .find(|p| p.scenario == name);
-    let var_names: Vec<String> = sample_point
-        .map(|p| p.vars.keys().cloned().collect())
+    let var_names: Vec<String> = info
+        .points
+        .first()
+        .map(|p| p.vars.0.iter().map(|(k, _)| k.clone()).collect())
         .unwrap_or_default();
-    let has_target = info.points.iter().any(|p| p.contains("target="));
+    let has_target = info.points.iter().any(|p| p.target.is_some());
     let mut head: Vec<String> = var_names.clone();
     head.push("clients".into());
     if has_target {
@@ -318,10 +244,12 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
         ]
         .map(String::from),
     );
-    for label in &info.points {
+    for id in &info.points {
         for c in &r.contenders {
-            let pts: Vec<_> = r.point_runs(&c.name, name, label).collect();
-            let Some(first) = pts.first() else { continue };
+            let pts: Vec<_> = r.point_runs(&c.name, id).collect();
+            if pts.is_empty() {
+                continue;
+            }
             let loads: Vec<_> = pts.iter().filter_map(|p| p.load.as_ref()).collect();
             let qps = median(&loads.iter().map(|l| l.requests_per_s).collect::<Vec<_>>());
             let p90 = median(
@@ -334,20 +262,20 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             let base_of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Option<f64> {
                 let b = base?;
                 let v: Vec<f64> = r
-                    .point_runs(b, name, label)
+                    .point_runs(b, id)
                     .filter_map(|p| p.load.as_ref().map(f))
                     .collect();
                 median(&v)
             };
             let bq = base_of(&|l| l.requests_per_s);
-            let verdict = base.map_or(String::new(), |b| verdict(r, name, label, b, &c.name));
+            let verdict = base.map_or(String::new(), |b| verdict(r, id, b, &c.name));
             let bp = base_of(&|l| l.latency_us.p90 as f64 / 1e3);
             let failed: u64 = loads.iter().map(|l| l.failures).sum();
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
-            let mut row: Vec<String> = first.vars.values().cloned().collect();
-            row.push(first.clients.to_string());
+            let mut row: Vec<String> = id.vars.0.iter().map(|(_, v)| v.clone()).collect();
+            row.push(id.clients.to_string());
             if has_target {
-                row.push(first.target.clone());
+                row.push(id.spread().as_str().into());
             }
             row.push(c.name.clone());
             row.push(with_delta(qps, bq, &|v| fmt_rate(v)));
@@ -378,7 +306,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
         }
     }
     Some(Table {
-        id: format!("serving-{}", crate::contender::slug(name).to_lowercase()),
+        id: format!("serving-{}", crate::results::slug(name).to_lowercase()),
         title: format!("{name} (`{call}`)"),
         head,
         rows,
@@ -387,9 +315,9 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
 
 /// Whether throughput differs for real between a contender and its baseline at one point:
 /// Mann-Whitney U over the repetitions (see `stats`).
-fn verdict(r: &Results, scenario: &str, point: &str, base: &str, name: &str) -> String {
+fn verdict(r: &Results, point: &PointId, base: &str, name: &str) -> String {
     use crate::stats::{compare, min_two_sided_p, Direction, Thresholds, Verdict};
-    let rates = |c: &str| Sample::new(r.rates(c, scenario, point)).ok();
+    let rates = |c: &str| Sample::new(r.rates(c, point)).ok();
     let (Some(b), Some(c)) = (rates(base), rates(name)) else {
         return String::new();
     };

@@ -1,0 +1,331 @@
+//! The client factory: the one place that turns a checked call (a plan's [`Call`]) and its
+//! endpoints into a ready protocol client, and the only place that matches on the kind of
+//! call. The runner, compat, readiness probes and the CLI all get their clients here, and
+//! `.proto` files are compiled once per plan ([`Descriptors`]), not once per client.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use prost_reflect::{DescriptorPool, MethodDescriptor};
+
+use crate::load::{self, Flow, LoadConfig, LoadError, LoadResult, Pacing, Progress, Stop};
+use crate::plan::{Call, Step};
+use crate::protocol::grpc::{self, Grpc, GrpcSetupError};
+use crate::protocol::http1::{Http1, Http1Request};
+use crate::protocol::http2::Http2;
+use crate::protocol::jsonrpc::JsonRpc;
+use crate::protocol::roundrobin::RoundRobin;
+use crate::protocol::target::Endpoint;
+use crate::protocol::template::Template;
+use crate::protocol::{CallError, Class, Protocol, Reply};
+
+/// The `.proto` files of a plan (or of `--proto` flags), compiled the first time a gRPC
+/// client needs them and shared by every client after that. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Descriptors(Arc<Sources>);
+
+#[derive(Default)]
+struct Sources {
+    files: Vec<PathBuf>,
+    includes: Vec<PathBuf>,
+    /// A compile error is kept as its message: every client that asks gets the same one.
+    pool: OnceLock<Result<DescriptorPool, String>>,
+}
+
+impl Descriptors {
+    pub fn new(files: Vec<PathBuf>, includes: Vec<PathBuf>) -> Descriptors {
+        Descriptors(Arc::new(Sources {
+            files,
+            includes,
+            pool: OnceLock::new(),
+        }))
+    }
+
+    /// Whether any `.proto` file was given.
+    pub fn is_empty(&self) -> bool {
+        self.0.files.is_empty()
+    }
+
+    /// The compiled pool (compiled on first use).
+    pub fn pool(&self) -> Result<&DescriptorPool, GrpcSetupError> {
+        self.0
+            .pool
+            .get_or_init(|| {
+                grpc::compile(&self.0.files, &self.0.includes).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| GrpcSetupError::Proto(e.clone()))
+    }
+
+    /// `package.Service/Method` in the compiled files.
+    pub fn method(&self, call: &str) -> Result<MethodDescriptor, GrpcSetupError> {
+        grpc::find_method(self.pool()?, call)
+    }
+}
+
+impl std::fmt::Debug for Descriptors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Descriptors")
+            .field("files", &self.0.files)
+            .field("includes", &self.0.includes)
+            .finish()
+    }
+}
+
+/// How a client treats what it sends and receives.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Seed for `{rand:…}` placeholders.
+    pub seed: u64,
+    /// Keep answers' bodies (for printing and compat); load runs drop them.
+    pub keep_body: bool,
+}
+
+/// Parses (and resolves) endpoint URLs once, naming the one that is wrong.
+pub fn endpoints(urls: &[String]) -> anyhow::Result<Vec<Endpoint>> {
+    urls.iter()
+        .map(|e| Endpoint::parse(e).with_context(|| format!("endpoint `{e}`")))
+        .collect()
+}
+
+/// A protocol client ready to be driven: spread round-robin over its endpoints.
+pub enum Client {
+    Http1(RoundRobin<Http1>),
+    Http2(RoundRobin<Http2>),
+    Grpc(RoundRobin<Grpc>),
+    JsonRpc(RoundRobin<JsonRpc>),
+}
+
+impl Client {
+    /// The client for `call` (matrix variables already filled in) against every endpoint.
+    /// Request templates and gRPC messages are checked here, before anything is sent.
+    pub fn build(
+        call: &Call,
+        endpoints: &[Endpoint],
+        protos: &Descriptors,
+        opts: Options,
+    ) -> anyhow::Result<Client> {
+        anyhow::ensure!(!endpoints.is_empty(), "no endpoint to send load to");
+        let Options { seed, keep_body } = opts;
+        // The endpoint's path is only shown in descriptions; HTTP requests carry their own.
+        let at_path = |path: &str| -> Vec<Endpoint> {
+            endpoints
+                .iter()
+                .map(|ep| Endpoint {
+                    path: path.to_string(),
+                    ..ep.clone()
+                })
+                .collect()
+        };
+        Ok(match call {
+            Call::Grpc { method, body } => {
+                let m = protos.method(method)?;
+                let t = Template::parse(body).context("gRPC request body")?;
+                let parts = endpoints
+                    .iter()
+                    .map(|ep| Grpc::new(ep.clone(), m.clone(), t.clone(), seed, keep_body))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Client::Grpc(RoundRobin::new(parts))
+            }
+            Call::Http {
+                method,
+                path,
+                headers,
+                body,
+                h2,
+            } => {
+                let request = Http1Request {
+                    method: method.clone(),
+                    path: Template::parse(path).context("path")?,
+                    headers: headers.clone(),
+                    body: body
+                        .as_deref()
+                        .map(Template::parse)
+                        .transpose()
+                        .context("body")?,
+                };
+                if *h2 {
+                    let parts = at_path(path)
+                        .into_iter()
+                        .map(|ep| Http2::new(ep, request.clone(), seed, keep_body))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(anyhow::Error::msg)?;
+                    Client::Http2(RoundRobin::new(parts))
+                } else {
+                    let parts = at_path(path)
+                        .into_iter()
+                        .map(|ep| Http1::new(ep, request.clone(), seed, keep_body))
+                        .collect();
+                    Client::Http1(RoundRobin::new(parts))
+                }
+            }
+            Call::JsonRpc {
+                method,
+                path,
+                params,
+                headers,
+            } => {
+                let parts = at_path(path)
+                    .into_iter()
+                    .map(|ep| JsonRpc::new(ep, method, params, headers.clone(), seed, keep_body))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Client::JsonRpc(RoundRobin::new(parts))
+            }
+        })
+    }
+
+    /// A gRPC client that sends `message` (already encoded, possibly malformed) unchecked.
+    pub fn raw_grpc(
+        method: &str,
+        message: &[u8],
+        endpoint: &Endpoint,
+        protos: &Descriptors,
+    ) -> anyhow::Result<Client> {
+        let m = protos.method(method)?;
+        Ok(Client::Grpc(RoundRobin::new(vec![Grpc::raw(
+            endpoint.clone(),
+            m,
+            message,
+            true,
+        )])))
+    }
+
+    /// Drives the client with the load engine.
+    pub fn run(
+        self,
+        cfg: &LoadConfig,
+        progress: &mut dyn FnMut(Progress) -> Flow,
+    ) -> Result<LoadResult, LoadError> {
+        fn go<P: Protocol>(
+            p: P,
+            cfg: &LoadConfig,
+            progress: &mut dyn FnMut(Progress) -> Flow,
+        ) -> Result<LoadResult, LoadError> {
+            load::run(Arc::new(p), cfg, progress)
+        }
+        match self {
+            Client::Http1(p) => go(p, cfg, progress),
+            Client::Http2(p) => go(p, cfg, progress),
+            Client::Grpc(p) => go(p, cfg, progress),
+            Client::JsonRpc(p) => go(p, cfg, progress),
+        }
+    }
+
+    /// One call (request number 0) on a fresh connection to the first endpoint, given up
+    /// after `timeout`.
+    pub async fn once(&self, timeout: Duration) -> Result<Reply, CallError> {
+        async fn go<P: Protocol>(p: &P) -> Result<Reply, CallError> {
+            let mut c = p.connect().await?;
+            p.call(&mut c, 0).await
+        }
+        let attempt = async {
+            match self {
+                Client::Http1(p) => go(p).await,
+                Client::Http2(p) => go(p).await,
+                Client::Grpc(p) => go(p).await,
+                Client::JsonRpc(p) => go(p).await,
+            }
+        };
+        tokio::time::timeout(timeout, attempt)
+            .await
+            .unwrap_or(Err(CallError::Timeout(timeout)))
+    }
+
+    /// Each message of an answer as JSON: gRPC decoded with the method's output type (proto
+    /// field names, defaults included); HTTP and JSON-RPC bodies parsed when they are JSON,
+    /// else kept as text.
+    pub fn messages(&self, reply: &Reply) -> Vec<serde_json::Value> {
+        let text = |m: &[u8]| serde_json::Value::String(String::from_utf8_lossy(m).into_owned());
+        let out = match self {
+            Client::Grpc(g) => Some(g.first().method().output()),
+            _ => None,
+        };
+        reply
+            .body
+            .iter()
+            .flatten()
+            .map(|m| match (&out, reply.class) {
+                (Some(desc), _) => grpc::decode_json(desc, m)
+                    .unwrap_or_else(|e| serde_json::Value::String(format!("<undecodable: {e}>"))),
+                (None, Class::Http(_) | Class::JsonRpcResult | Class::JsonRpcError(_)) => {
+                    serde_json::from_slice(m).unwrap_or_else(|_| text(m))
+                }
+                (None, _) => text(m),
+            })
+            .collect()
+    }
+
+    /// Each message of an answer for printing: gRPC decoded to JSON, other bodies as text.
+    pub fn printable(&self, reply: &Reply) -> Vec<serde_json::Value> {
+        match self {
+            Client::Grpc(_) => self.messages(reply),
+            _ => reply
+                .body
+                .iter()
+                .flatten()
+                .map(|m| serde_json::Value::String(String::from_utf8_lossy(m).into_owned()))
+                .collect(),
+        }
+    }
+
+    /// A short human description, e.g. `HTTP/1.1 GET http://127.0.0.1:8080/`.
+    pub fn describe(&self) -> String {
+        match self {
+            Client::Http1(p) => p.describe(),
+            Client::Http2(p) => p.describe(),
+            Client::Grpc(p) => p.describe(),
+            Client::JsonRpc(p) => p.describe(),
+        }
+    }
+}
+
+/// Runs a setup step one call at a time against `endpoint`; every call must succeed.
+pub fn run_step(
+    step: &Step,
+    vars: &[(String, String)],
+    endpoint: &Endpoint,
+    protos: &Descriptors,
+    seed: u64,
+    timeout: Duration,
+    cpus: &[usize],
+) -> anyhow::Result<()> {
+    let call = step.call.with_vars(vars);
+    let what = call.describe();
+    let opts = Options {
+        seed,
+        keep_body: false,
+    };
+    let client = Client::build(&call, std::slice::from_ref(endpoint), protos, opts)
+        .with_context(|| format!("setup step `{what}`"))?;
+    let cfg = LoadConfig::new(
+        Pacing::Closed,
+        Stop::Count(step.requests),
+        1,
+        1,
+        Duration::ZERO,
+        timeout,
+    )?
+    .pin_to(cpus.iter().take(1).copied().collect());
+    let r = client
+        .run(&cfg, &mut |_| Flow::Continue)
+        .with_context(|| format!("setup step `{what}`"))?;
+    if r.failures > 0 || r.successes < step.requests {
+        let first = r
+            .outcomes
+            .iter()
+            .find(|o| !o.success)
+            .map(|o| match &o.example {
+                Some(m) => format!("{}: {m}", o.label),
+                None => o.label.clone(),
+            })
+            .unwrap_or_else(|| "stopped early".into());
+        anyhow::bail!(
+            "setup step `{what}`: {} of {} calls failed (first failure: {first})",
+            step.requests - r.successes,
+            step.requests
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! The Markdown report `bakeoff run` prints at the end and writes as `report.md`: the answers
+//! first, then start-up per contender, the compat matrix, and per scenario a table in the
+//! style of seed 003, then findings, failures and the environment. It renders an
+//! [`Analysis`]; the tables themselves are computed in [`super::tables`].
+
+use std::fmt::Write as _;
+
+use super::analysis::Analysis;
+use crate::results::Run;
+
+pub fn render(a: &Analysis) -> String {
+    let r = a.results;
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}\n", r.name);
+    if r.smoke {
+        let _ = writeln!(out, "_Smoke run: one repetition, short scenarios — check the plan, do not compare these numbers._\n");
+    }
+    if !a.summary.is_empty() {
+        let _ = writeln!(out, "## Summary\n");
+        for b in &a.summary {
+            let _ = writeln!(out, "- {b}");
+        }
+        out.push('\n');
+    }
+    out.push_str(&a.startup.markdown());
+    out.push_str(&super::compat::markdown(&a.compat));
+    for s in &a.scenarios {
+        out.push_str(&s.serving.markdown());
+        if let Some(t) = &s.scaling {
+            out.push_str(&t.markdown());
+        }
+    }
+    if !a.findings.is_empty() {
+        let _ = writeln!(out, "## Findings\n");
+        for f in &a.findings {
+            let _ = writeln!(out, "- {f}");
+        }
+        out.push('\n');
+    }
+    let failed: Vec<&Run> = r.runs.iter().filter(|x| x.error.is_some()).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "## Failures\n");
+        for f in failed {
+            let first_line = f
+                .error
+                .as_deref()
+                .unwrap_or_default()
+                .lines()
+                .next()
+                .unwrap_or_default();
+            let _ = writeln!(out, "- {}: {first_line}", f.id);
+        }
+        out.push('\n');
+    }
+    let e = &r.environment;
+    let pinned = match (&e.contender_cpus, &e.load_cpus) {
+        (Some(c), Some(l)) => format!(", contenders on CPUs {c:?}, load on {l:?}"),
+        _ => ", not pinned".into(),
+    };
+    let _ = writeln!(
+        out,
+        "## Environment\n\n{} · {} · {} CPUs{pinned} · {} · {} repetitions, {} · started {}\n",
+        e.cpu_model, e.kernel, e.cpus_online, r.tool, r.repetitions, r.order, r.started_at
+    );
+    if !r.warnings.is_empty() {
+        let _ = writeln!(out, "## Warnings\n");
+        for w in &r.warnings {
+            let _ = writeln!(out, "- {w}");
+        }
+        out.push('\n');
+    }
+    out
+}

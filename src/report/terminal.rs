@@ -1,0 +1,87 @@
+//! The runner's events as lines on stderr, with a progress bar while a point runs on a TTY.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use super::{fmt_rate, fmt_us};
+use crate::diagnose::Limits;
+use crate::load::{LoadResult, Progress};
+use crate::results::Startup;
+use crate::runner::Reporter;
+
+/// Prints each event as a line on stderr (and a progress bar while a point runs, on a TTY).
+pub struct Terminal {
+    bar: super::progress::Bar,
+}
+
+impl Terminal {
+    pub fn new(tty: bool) -> Terminal {
+        Terminal {
+            bar: super::progress::Bar::new(tty),
+        }
+    }
+}
+
+fn say(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = writeln!(e, "{text}");
+}
+
+impl Reporter for Terminal {
+    fn run_started(&mut self, dir: &Path, steps: usize) {
+        say(&format!(
+            "bakeoff: {steps} contender starts; results in {}",
+            dir.display()
+        ));
+    }
+    fn warning(&mut self, text: &str) {
+        say(&format!("warning: {text}"));
+    }
+    fn contender_starting(&mut self, contender: &str, repetition: u32, step: usize, steps: usize) {
+        say(&format!(
+            "[{step}/{steps}] {contender}, repetition {repetition}: starting"
+        ));
+    }
+    fn contender_ready(&mut self, contender: &str, s: &Startup) {
+        say(&format!(
+            "  {contender}: first response after {}, ready after {}",
+            fmt_us(s.first_response_s * 1e6),
+            fmt_us(s.ready_s * 1e6)
+        ));
+    }
+    fn contender_failed(&mut self, contender: &str, error: &str) {
+        self.bar.finish();
+        say(&format!("  {contender} FAILED: {error}"));
+    }
+    fn point_started(&mut self, _scenario: &str, _point: &str) {}
+    fn load_progress(&mut self, p: Progress) {
+        self.bar.update(p);
+    }
+    fn point_done(&mut self, scenario: &str, point: &str, r: &LoadResult, steal: Option<f64>) {
+        self.bar.finish();
+        let mut notes = if r.failures > 0 {
+            format!(", {} failed", r.failures)
+        } else {
+            String::new()
+        };
+        if let Some(s) = steal.filter(|s| *s >= Limits::default().stolen) {
+            notes.push_str(&format!(
+                ", {:.0}% of the CPUs' time taken by the hypervisor",
+                s * 100.0
+            ));
+        }
+        say(&format!(
+            "  {scenario} [{point}]: {} req/s, p50 {}, p90 {}{notes}",
+            fmt_rate(r.requests_per_s),
+            fmt_us(r.latency_us.p50 as f64),
+            fmt_us(r.latency_us.p90 as f64),
+        ));
+    }
+    fn point_failed(&mut self, scenario: &str, point: &str, error: &str) {
+        self.bar.finish();
+        say(&format!("  {scenario} [{point}] FAILED: {error}"));
+    }
+    fn compat_done(&mut self, set: &str, cases: usize) {
+        say(&format!("  compat {set}: {cases} cases answered"));
+    }
+}
