@@ -49,6 +49,9 @@ pub enum Command {
         version: crate::demo::server::Version,
         port: u16,
         state: PathBuf,
+        /// Extra CPU time spent on every answer, e.g. 5us (for calibrating verdicts).
+        #[arg(long = "work", default_value = "0s", value_parser = parse_duration)]
+        work: Duration,
     },
     /// Send compatibility cases to several servers and compare their answers (the first
     /// endpoint is the baseline).
@@ -377,8 +380,9 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             version,
             port,
             state,
+            work,
         } => {
-            crate::demo::server::serve(version, port, state)?;
+            crate::demo::server::serve(version, port, state, work)?;
             Ok(0)
         }
     }

@@ -213,6 +213,20 @@ impl Client {
         }
     }
 
+    /// Opens every load client's connection and keeps them open for several runs (the
+    /// slices of a paired point).
+    pub fn open(self, cfg: &LoadConfig) -> Result<Box<dyn load::Runs>, LoadError> {
+        fn go<P: Protocol>(p: P, cfg: &LoadConfig) -> Result<Box<dyn load::Runs>, LoadError> {
+            Ok(Box::new(load::Session::open(Arc::new(p), cfg)?))
+        }
+        match self {
+            Client::Http1(p) => go(p, cfg),
+            Client::Http2(p) => go(p, cfg),
+            Client::Grpc(p) => go(p, cfg),
+            Client::JsonRpc(p) => go(p, cfg),
+        }
+    }
+
     /// One call (request number 0) on a fresh connection to the first endpoint, given up
     /// after `timeout`.
     pub async fn once(&self, timeout: Duration) -> Result<Reply, CallError> {

@@ -375,6 +375,12 @@ impl Running {
         u
     }
 
+    /// The exact cost of all members' process trees so far (CPU nanoseconds, context
+    /// switches): read at the edges of a measured window, see `usage::Cost`.
+    pub fn cost(&self) -> usage::Cost {
+        self.sampler.exact()
+    }
+
     /// Seconds since the first member was spawned.
     pub fn uptime(&self) -> Duration {
         self.started.elapsed()

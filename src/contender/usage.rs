@@ -1,6 +1,12 @@
 //! What a contender costs: CPU time and resident memory of its whole process tree (every
 //! process in its members' process groups, read from `/proc`), and the size of its state on
 //! disk. A sampler thread keeps the peak; CPU time is also read on demand around scenarios.
+//!
+//! [`Sampler::exact`] is the server's cost as the verdicts use it: CPU time in nanoseconds
+//! from every thread's `/proc/PID/task/TID/schedstat` (the scheduler's own runtime, not 10 ms
+//! ticks), with context switches from each thread's `status`. A thread that exits keeps its
+//! last reading (the sampler reads every 100 ms), so CPU of short-lived threads is lost for
+//! at most its last 100 ms.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -27,7 +33,35 @@ struct Seen {
     /// Last (user, system) clock ticks of every process ever seen in the groups; a process
     /// that exits keeps its last reading.
     ticks: HashMap<i32, (u64, u64)>,
+    /// Last reading of every thread ever seen in the groups, by thread id.
+    threads: HashMap<i32, Cost>,
+    /// The processes of the groups at the last full pass over `/proc`.
+    pids: Vec<i32>,
     peak_rss: u64,
+}
+
+/// What a process tree has cost so far: CPU time on the scheduler's clock, and how often its
+/// threads gave up the CPU (waiting for I/O, a lock) or had it taken away (preempted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    pub cpu_ns: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+}
+
+impl Cost {
+    /// What was spent between `self` (earlier) and `later`.
+    pub fn until(self, later: Cost) -> Cost {
+        Cost {
+            cpu_ns: later.cpu_ns.saturating_sub(self.cpu_ns),
+            voluntary_switches: later
+                .voluntary_switches
+                .saturating_sub(self.voluntary_switches),
+            involuntary_switches: later
+                .involuntary_switches
+                .saturating_sub(self.involuntary_switches),
+        }
+    }
 }
 
 /// Samples the process groups `pgids` ten times a second until dropped.
@@ -77,6 +111,30 @@ impl Sampler {
             cpu_system_s: s as f64 / tick,
             peak_rss_bytes: seen.peak_rss,
         }
+    }
+}
+
+impl Sampler {
+    /// Reads every thread of the groups' processes now: the exact cost so far. Only the
+    /// processes found by the last pass over `/proc` are read (a pass over every process of
+    /// the machine takes milliseconds, and the reading must be taken at the edge of the
+    /// window, not some milliseconds into it); one started since is read from the next pass.
+    pub fn exact(&self) -> Cost {
+        let mut pids = self.seen.lock().expect("sampler lock").pids.clone();
+        if pids.is_empty() {
+            sample(&self.pgids, &self.seen); // no pass yet: make one now
+            pids = self.seen.lock().expect("sampler lock").pids.clone();
+        }
+        let threads = read_threads(&pids);
+        let mut seen = self.seen.lock().expect("sampler lock");
+        for (tid, c) in threads {
+            seen.threads.insert(tid, c);
+        }
+        seen.threads.values().fold(Cost::default(), |a, t| Cost {
+            cpu_ns: a.cpu_ns + t.cpu_ns,
+            voluntary_switches: a.voluntary_switches + t.voluntary_switches,
+            involuntary_switches: a.involuntary_switches + t.involuntary_switches,
+        })
     }
 }
 
@@ -133,11 +191,55 @@ fn sample(pgids: &[i32], seen: &Mutex<Seen>) {
             }
         }
     }
+    let pids: Vec<i32> = found.iter().map(|f| f.0).collect();
+    let threads = read_threads(&pids);
     let mut seen = seen.lock().expect("sampler lock");
+    seen.pids = pids;
     for (pid, t) in found {
         seen.ticks.insert(pid, t);
     }
+    for (tid, c) in threads {
+        seen.threads.insert(tid, c);
+    }
     seen.peak_rss = seen.peak_rss.max(rss_pages * page_size());
+}
+
+/// The cost so far of every thread of `pids`, by thread id.
+fn read_threads(pids: &[i32]) -> Vec<(i32, Cost)> {
+    let mut out = Vec::new();
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            if let Some(c) = thread_cost(*pid, tid) {
+                out.push((tid, c));
+            }
+        }
+    }
+    out
+}
+
+/// One thread's CPU nanoseconds (`schedstat`'s first field) and context switches.
+fn thread_cost(pid: i32, tid: i32) -> Option<Cost> {
+    let sched = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    Some(Cost {
+        cpu_ns: sched.split_whitespace().next()?.parse().ok()?,
+        voluntary_switches: field("voluntary_ctxt_switches:"),
+        involuntary_switches: field("nonvoluntary_ctxt_switches:"),
+    })
 }
 
 #[derive(Debug, PartialEq)]
@@ -195,6 +297,25 @@ mod tests {
             })
         );
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn exact_cost_counts_nanoseconds_of_every_thread() {
+        // SAFETY: getpgrp has no preconditions.
+        let me = unsafe { libc::getpgrp() };
+        let s = Sampler::start(vec![me]);
+        let before = s.exact();
+        // This thread burns 30 ms of CPU (its own clock says so); the group's cost must
+        // show at least that, to the nanosecond clock's precision, not in 10 ms ticks.
+        let t0 = crate::sys::thread_cpu_time().total();
+        while crate::sys::thread_cpu_time().total() - t0 < Duration::from_millis(30) {
+            std::hint::black_box(0);
+        }
+        std::thread::sleep(Duration::from_millis(5)); // gives up the CPU: a voluntary switch
+        let spent = before.until(s.exact());
+        assert!(spent.cpu_ns >= 29_000_000, "{spent:?}");
+        assert!(spent.cpu_ns < 5_000_000_000, "{spent:?}");
+        assert!(spent.voluntary_switches > 0, "{spent:?}");
     }
 
     #[test]

@@ -9,10 +9,17 @@
 //!
 //! `GET /health` is 503 until the index is built, then 200; `GET /block/N` (N < 10000) is a
 //! JSON block; a height past the end is 404.
+//!
+//! `--work 5us` burns a fixed amount of CPU on every answer (a counted hash loop, never a
+//! sleep; the count is calibrated against the thread's CPU clock when the server starts, so
+//! the amount is the same in a debug and a release build), so a contender that costs a known
+//! few percent more than another can be made on purpose: it is how the verdicts are
+//! calibrated (`benches/calibrate.sh`).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -27,8 +34,9 @@ pub enum Version {
     V2,
 }
 
-/// Runs the server until killed.
-pub fn serve(version: Version, port: u16, state: PathBuf) -> anyhow::Result<()> {
+/// Runs the server until killed. `work`: extra CPU time spent on every answer.
+pub fn serve(version: Version, port: u16, state: PathBuf, work: Duration) -> anyhow::Result<()> {
+    let work = rounds_for(work);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -57,20 +65,52 @@ pub fn serve(version: Version, port: u16, state: PathBuf) -> anyhow::Result<()> 
             let (stream, _) = listener.accept().await?;
             let (ready, index) = (ready.clone(), index.clone());
             tokio::spawn(async move {
-                let _ = connection(stream, version, ready, index).await;
+                let _ = connection(stream, version, work, ready, index).await;
             });
         }
     })
 }
 
+/// How many rounds of [`burn`] take `cpu` of this thread's CPU time, measured over about
+/// 20 ms of burning (the best of three, so a preemption does not inflate it).
+pub fn rounds_for(cpu: Duration) -> u32 {
+    if cpu.is_zero() {
+        return 0;
+    }
+    let clock = || crate::sys::thread_cpu_time().total();
+    let mut per_round = f64::INFINITY;
+    for _ in 0..3 {
+        let mut n: u32 = 1 << 12;
+        loop {
+            let t0 = clock();
+            burn(n);
+            let spent = clock() - t0;
+            if spent >= Duration::from_millis(20) || n >= 1 << 30 {
+                per_round = per_round.min(spent.as_secs_f64() / f64::from(n));
+                break;
+            }
+            n *= 2;
+        }
+    }
+    (cpu.as_secs_f64() / per_round)
+        .round()
+        .clamp(1.0, f64::from(u32::MAX)) as u32
+}
+
+/// `rounds` rounds of the hash's mixing, kept from being optimised away: CPU time that grows
+/// linearly with `rounds` and does nothing else.
+pub fn burn(rounds: u32) -> u64 {
+    let mut w = u64::from(rounds);
+    for _ in 0..rounds {
+        w = std::hint::black_box(mix(w ^ 0x9e37_79b9));
+    }
+    std::hint::black_box(w)
+}
+
 /// A block hash. `rounds` is the work spent per block (so building the index takes time);
 /// the hash itself does not depend on it.
 fn hash(height: u64, rounds: u32) -> [u8; 32] {
-    let mut work = height;
-    for _ in 0..rounds {
-        work = std::hint::black_box(mix(work ^ 0x9e37_79b9));
-    }
-    std::hint::black_box(work);
+    burn(rounds);
     let mut out = [0u8; 32];
     for (i, chunk) in out.chunks_mut(8).enumerate() {
         chunk.copy_from_slice(&mix(mix(height).wrapping_add(i as u64)).to_be_bytes());
@@ -81,6 +121,7 @@ fn hash(height: u64, rounds: u32) -> [u8; 32] {
 async fn connection(
     mut s: TcpStream,
     version: Version,
+    work: u32,
     ready: Arc<AtomicBool>,
     index: Arc<std::sync::OnceLock<Vec<[u8; 32]>>>,
 ) -> std::io::Result<()> {
@@ -98,6 +139,7 @@ async fn connection(
             buf.drain(..end + 4);
             let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
             let (status, body) = answer(&path, version, &ready, &index);
+            burn(work);
             let head = format!(
                 "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
                 body.len()
@@ -176,6 +218,22 @@ fn answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_costs_the_cpu_time_asked_for() {
+        let cpu = || crate::sys::thread_cpu_time().total();
+        let n = rounds_for(Duration::from_millis(10));
+        let t0 = cpu();
+        for _ in 0..5 {
+            burn(n);
+        }
+        // Five times 10 ms of the thread's own CPU clock (not wall time: a preempted thread
+        // is not charged), within the calibration's accuracy.
+        let spent = (cpu() - t0).as_secs_f64();
+        assert!((0.035..0.075).contains(&spent), "{spent}");
+        assert_eq!(rounds_for(Duration::ZERO), 0);
+        assert_eq!(burn(0), 0);
+    }
 
     #[test]
     fn the_two_versions_differ_where_the_demo_says() {

@@ -106,6 +106,18 @@ pub struct Progress {
     pub elapsed: Duration,
     pub stop: Stop,
     pub warming_up: bool,
+    /// Set on the one report made as the measured window opens, and on the one made as it
+    /// closes, so a caller can read what else it measures (the server's CPU) over exactly
+    /// the window whose requests are counted.
+    pub edge: Option<Edge>,
+}
+
+/// The edges of the measured window: after the warm-up, and at the duration's end (or when
+/// the last call of a count-stopped run returned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    Opens,
+    Closes,
 }
 
 /// A worker's report after connecting, before any load is sent.
@@ -143,135 +155,222 @@ pub fn run<P: Protocol>(
     cfg: &LoadConfig,
     progress: &mut dyn FnMut(Progress) -> Flow,
 ) -> Result<LoadResult, LoadError> {
-    let dispenser = Arc::new(Dispenser::new(cfg.pacing, cfg.stop, cfg.warmup));
-    let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let mut go = Vec::new();
-    let mut handles = Vec::new();
-    let mut counters = Vec::new();
-    for i in 0..cfg.threads {
-        let n = cfg.clients / cfg.threads + usize::from(i < cfg.clients % cfg.threads);
-        let (go_tx, go_rx) = mpsc::channel::<()>();
-        go.push(go_tx);
-        let counter = Arc::new(AtomicU64::new(0));
-        counters.push(counter.clone());
-        let pin = (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]);
-        let job = Job {
-            proto: proto.clone(),
-            dispenser: dispenser.clone(),
-            clients: n,
-            timeout: cfg.timeout,
-            pin,
-            open_loop: matches!(cfg.pacing, Pacing::Open { .. }),
-            counter,
-        };
-        let (ready_tx, done_tx) = (ready_tx.clone(), done_tx.clone());
-        let h = std::thread::Builder::new()
-            .name(format!("bakeoff-load-{i}"))
-            .spawn(move || {
-                let out = job.work(ready_tx, go_rx);
-                let _ = done_tx.send(());
-                out
-            })
-            .map_err(|e| LoadError::Worker(e.to_string()))?;
-        handles.push(h);
-    }
-    drop((ready_tx, done_tx));
+    Session::open(proto, cfg)?.run(cfg.stop, cfg.warmup, progress)
+}
 
-    let mut connected = 0;
-    let mut first_error = None;
-    let mut setup_error = None;
-    for _ in 0..cfg.threads {
-        match ready_rx.recv() {
-            Ok(r) => {
-                connected += r.connected;
-                first_error = first_error.or(r.first_error);
-                setup_error = setup_error.or(r.setup_error);
+/// Load runs on connections that stay open between them: what a paired point's slices use,
+/// so a slice starts on warm connections, not on new ones (a new TCP connection starts in
+/// slow start and quick-ACK mode, which a 100 ms slice would measure).
+pub trait Runs {
+    /// One run with this stop condition and warm-up on the open connections.
+    fn run(
+        &mut self,
+        stop: Stop,
+        warmup: Duration,
+        progress: &mut dyn FnMut(Progress) -> Flow,
+    ) -> Result<LoadResult, LoadError>;
+}
+
+/// The worker threads of a load, their connections open, waiting for the next run. Dropped,
+/// the workers close their connections and end.
+pub struct Session<P: Protocol> {
+    proto: Arc<P>,
+    cfg: LoadConfig,
+    runs: Vec<mpsc::Sender<RunOrder>>,
+    outs: mpsc::Receiver<Result<WorkerOut, String>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// What a worker is told for each run.
+struct RunOrder {
+    dispenser: Arc<Dispenser>,
+    counter: Arc<AtomicU64>,
+}
+
+impl<P: Protocol> Session<P> {
+    /// Starts the workers and opens every client's connection. Fails when a worker cannot be
+    /// set up, or when not one connection could be opened.
+    pub fn open(proto: Arc<P>, cfg: &LoadConfig) -> Result<Session<P>, LoadError> {
+        let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
+        let (out_tx, outs) = mpsc::channel::<Result<WorkerOut, String>>();
+        let mut runs = Vec::new();
+        let mut handles = Vec::new();
+        for i in 0..cfg.threads {
+            let n = cfg.clients / cfg.threads + usize::from(i < cfg.clients % cfg.threads);
+            let (run_tx, run_rx) = mpsc::channel::<RunOrder>();
+            runs.push(run_tx);
+            let pin = (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]);
+            let job = Job {
+                proto: proto.clone(),
+                clients: n,
+                timeout: cfg.timeout,
+                pin,
+                open_loop: matches!(cfg.pacing, Pacing::Open { .. }),
+            };
+            let (ready_tx, out_tx) = (ready_tx.clone(), out_tx.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("bakeoff-load-{i}"))
+                .spawn(move || job.work(ready_tx, run_rx, out_tx))
+                .map_err(|e| LoadError::Worker(e.to_string()))?;
+            handles.push(h);
+        }
+        drop((ready_tx, out_tx));
+        let mut connected = 0;
+        let mut first_error = None;
+        let mut setup_error = None;
+        for _ in 0..cfg.threads {
+            match ready_rx.recv() {
+                Ok(r) => {
+                    connected += r.connected;
+                    first_error = first_error.or(r.first_error);
+                    setup_error = setup_error.or(r.setup_error);
+                }
+                Err(_) => break,
             }
-            Err(_) => break,
+        }
+        let session = Session {
+            proto,
+            cfg: cfg.clone(),
+            runs,
+            outs,
+            handles,
+        };
+        // Decide before sending any load, so a broken worker never costs a whole run's
+        // results. (Dropping the session ends the workers.)
+        match (setup_error, connected) {
+            (Some(e), _) => Err(LoadError::Worker(e)),
+            (None, 0) => Err(LoadError::Unreachable(
+                first_error.map_or("no worker started".to_string(), |e| e.to_string()),
+            )),
+            _ => Ok(session),
         }
     }
-    // Decide before sending any load, so a broken worker never costs a whole run's results.
-    let refusal = match (setup_error, connected) {
-        (Some(e), _) => Some(LoadError::Worker(e)),
-        (None, 0) => Some(LoadError::Unreachable(
-            first_error.map_or("no worker started".to_string(), |e| e.to_string()),
-        )),
-        _ => None,
-    };
-    if let Some(err) = refusal {
-        drop(go);
-        for h in handles {
+}
+
+impl<P: Protocol> Runs for Session<P> {
+    fn run(
+        &mut self,
+        stop: Stop,
+        warmup: Duration,
+        progress: &mut dyn FnMut(Progress) -> Flow,
+    ) -> Result<LoadResult, LoadError> {
+        let cfg = LoadConfig {
+            stop,
+            warmup,
+            ..self.cfg.clone()
+        };
+        let dispenser = Arc::new(Dispenser::new(cfg.pacing, stop, warmup));
+        let counters: Vec<Arc<AtomicU64>> = (0..cfg.threads).map(|_| Arc::default()).collect();
+        let t0 = Instant::now();
+        dispenser.start(t0);
+        for (tx, counter) in self.runs.iter().zip(&counters) {
+            let order = RunOrder {
+                dispenser: dispenser.clone(),
+                counter: counter.clone(),
+            };
+            if tx.send(order).is_err() {
+                return Err(LoadError::Worker("a worker thread ended".into()));
+            }
+        }
+        let measure_start = dispenser.measure_start();
+        let measure_end = match stop {
+            Stop::Duration(d) => Some(measure_start + d),
+            Stop::Count(_) => None,
+        };
+        let (mut opened, mut closed) = (false, false);
+        let report = |edge: Option<Edge>, progress: &mut dyn FnMut(Progress) -> Flow| {
+            let now = Instant::now();
+            progress(Progress {
+                done: counters.iter().map(|c| c.load(Relaxed)).sum(),
+                elapsed: now.saturating_duration_since(measure_start),
+                stop,
+                warming_up: now < measure_start,
+                edge,
+            })
+        };
+        let mut outs = Vec::with_capacity(cfg.threads);
+        while outs.len() < cfg.threads {
+            // Wake at the window's edges as well as five times a second.
+            let now = Instant::now();
+            let mut wake = now + Duration::from_millis(200);
+            if !opened {
+                wake = wake.min(measure_start);
+            } else if let Some(end) = measure_end.filter(|_| !closed) {
+                wake = wake.min(end);
+            }
+            match self.outs.recv_timeout(wake.saturating_duration_since(now)) {
+                Ok(out) => outs.push(out),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            let now = Instant::now();
+            let edge = if !opened && now >= measure_start {
+                opened = true;
+                Some(Edge::Opens)
+            } else if opened && !closed && measure_end.is_some_and(|e| now >= e) {
+                closed = true;
+                Some(Edge::Closes)
+            } else {
+                None
+            };
+            if report(edge, progress) == Flow::Stop {
+                dispenser.cancel();
+            }
+        }
+        if !opened {
+            report(Some(Edge::Opens), progress);
+        }
+        if !closed {
+            report(Some(Edge::Closes), progress);
+        }
+        if outs.len() < cfg.threads {
+            return Err(LoadError::Worker("a worker thread ended".into()));
+        }
+        let mut merged: Option<Recorder> = None;
+        let mut usage = Usage {
+            wait: Some(Duration::ZERO),
+            stolen: Some(Duration::ZERO),
+            ..Usage::default()
+        };
+        for out in outs {
+            let out = out.map_err(LoadError::Worker)?;
+            usage.cpu.user += out.cpu.user;
+            usage.cpu.system += out.cpu.system;
+            usage.wait = usage.wait.zip(out.wait).map(|(a, b)| a + b);
+            usage.stolen = usage.stolen.zip(out.stolen).map(|(a, b)| a + b);
+            usage.wall += out.wall;
+            match &mut merged {
+                None => merged = Some(out.recorder),
+                Some(m) => m.merge(out.recorder),
+            }
+        }
+        let rec = merged.ok_or_else(|| LoadError::Worker("no worker finished".into()))?;
+        Ok(summarize(
+            &*self.proto,
+            &cfg,
+            rec,
+            usage,
+            measure_start,
+            INTERRUPTED.load(Relaxed) || dispenser.is_cancelled(),
+        ))
+    }
+}
+
+impl<P: Protocol> Drop for Session<P> {
+    fn drop(&mut self) {
+        self.runs.clear(); // the workers see their orders end, close connections and return
+        for h in self.handles.drain(..) {
             let _ = h.join();
         }
-        return Err(err);
     }
-
-    let t0 = Instant::now();
-    dispenser.start(t0);
-    for g in &go {
-        let _ = g.send(());
-    }
-    let measure_start = dispenser.measure_start();
-    let mut finished = 0;
-    while finished < cfg.threads {
-        match done_rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(()) => finished += 1,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        let now = Instant::now();
-        let flow = progress(Progress {
-            done: counters.iter().map(|c| c.load(Relaxed)).sum(),
-            elapsed: now.saturating_duration_since(measure_start),
-            stop: cfg.stop,
-            warming_up: now < measure_start,
-        });
-        if flow == Flow::Stop {
-            dispenser.cancel();
-        }
-    }
-
-    let mut merged: Option<Recorder> = None;
-    let mut usage = Usage {
-        wait: Some(Duration::ZERO),
-        stolen: Some(Duration::ZERO),
-        ..Usage::default()
-    };
-    for h in handles {
-        let out = h
-            .join()
-            .map_err(|_| LoadError::Worker("a worker thread panicked".into()))?
-            .map_err(LoadError::Worker)?;
-        usage.cpu.user += out.cpu.user;
-        usage.cpu.system += out.cpu.system;
-        usage.wait = usage.wait.zip(out.wait).map(|(a, b)| a + b);
-        usage.stolen = usage.stolen.zip(out.stolen).map(|(a, b)| a + b);
-        usage.wall += out.wall;
-        match &mut merged {
-            None => merged = Some(out.recorder),
-            Some(m) => m.merge(out.recorder),
-        }
-    }
-    let rec = merged.ok_or_else(|| LoadError::Worker("no worker finished".into()))?;
-    Ok(summarize(
-        &*proto,
-        cfg,
-        rec,
-        usage,
-        measure_start,
-        INTERRUPTED.load(Relaxed) || dispenser.is_cancelled(),
-    ))
 }
 
 struct Job<P> {
     proto: Arc<P>,
-    dispenser: Arc<Dispenser>,
     clients: usize,
     timeout: Duration,
     pin: Option<usize>,
     open_loop: bool,
-    counter: Arc<AtomicU64>,
 }
 
 impl<P: Protocol> Job<P> {
@@ -285,16 +384,23 @@ impl<P: Protocol> Job<P> {
             .map_err(|e| format!("cannot start a runtime: {e}"))
     }
 
-    fn work(self, ready: mpsc::Sender<Ready>, go: mpsc::Receiver<()>) -> Result<WorkerOut, String> {
+    /// Sets up, connects every client, reports ready, then runs each order it is given on
+    /// the same connections until the orders end.
+    fn work(
+        self,
+        ready: mpsc::Sender<Ready>,
+        orders: mpsc::Receiver<RunOrder>,
+        outs: mpsc::Sender<Result<WorkerOut, String>>,
+    ) {
         let rt = match self.setup() {
             Ok(rt) => rt,
             Err(e) => {
                 let _ = ready.send(Ready {
                     connected: 0,
                     first_error: None,
-                    setup_error: Some(e.clone()),
+                    setup_error: Some(e),
                 });
-                return Err(e);
+                return;
             }
         };
         let local = tokio::task::LocalSet::new();
@@ -313,9 +419,28 @@ impl<P: Protocol> Job<P> {
             first_error,
             setup_error: None,
         });
-        if go.recv().is_err() {
-            return Err("run abandoned before it started".into());
+        let mut conns: Vec<Option<P::Conn>> = conns.into_iter().map(Result::ok).collect();
+        while let Ok(order) = orders.recv() {
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.run_once(&rt, &local, &mut conns, order)
+            }))
+            .unwrap_or_else(|_| Err("a worker thread panicked".into()));
+            let failed = out.is_err();
+            if outs.send(out).is_err() || failed {
+                return;
+            }
         }
+    }
+
+    /// One run on `conns`; each client's connection comes back for the next run (or `None`
+    /// when it broke).
+    fn run_once(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        local: &tokio::task::LocalSet,
+        conns: &mut Vec<Option<P::Conn>>,
+        order: RunOrder,
+    ) -> Result<WorkerOut, String> {
         let (cpu0, wait0, ticks0, wall0) = (
             sys::thread_cpu_time(),
             sys::thread_run_queue_wait(),
@@ -323,24 +448,26 @@ impl<P: Protocol> Job<P> {
             Instant::now(),
         );
         let rec = Rc::new(RefCell::new(Recorder::new(
-            self.dispenser.measure_start(),
+            order.dispenser.measure_start(),
             self.open_loop,
         )));
-        local.block_on(&rt, async {
+        *conns = local.block_on(rt, async {
             let mut tasks = Vec::with_capacity(conns.len());
-            for conn in conns {
+            for conn in conns.drain(..) {
                 tasks.push(tokio::task::spawn_local(client(
                     self.proto.clone(),
-                    self.dispenser.clone(),
+                    order.dispenser.clone(),
                     rec.clone(),
-                    conn.ok(),
+                    conn,
                     self.timeout,
-                    self.counter.clone(),
+                    order.counter.clone(),
                 )));
             }
+            let mut back = Vec::with_capacity(tasks.len());
             for t in tasks {
-                let _ = t.await;
+                back.push(t.await.ok().flatten());
             }
+            back
         });
         let cpu = sys::thread_cpu_time().since(cpu0);
         let wall = wall0.elapsed();
@@ -353,7 +480,6 @@ impl<P: Protocol> Job<P> {
             .pin
             .zip(ticks0)
             .and_then(|(cpu, t0)| sys::stolen_from(&t0, &sys::cpu_ticks(), cpu));
-        drop(local);
         let recorder = Rc::try_unwrap(rec)
             .map_err(|_| "recorder still shared".to_string())?
             .into_inner();
@@ -375,7 +501,7 @@ async fn client<P: Protocol>(
     mut conn: Option<P::Conn>,
     timeout: Duration,
     counter: Arc<AtomicU64>,
-) {
+) -> Option<P::Conn> {
     while let Some(ticket) = dispenser.next() {
         // Latency starts when the request was due if this client was already late for it
         // (the server held it up: coordinated omission), else when it is actually sent, so
@@ -407,6 +533,7 @@ async fn client<P: Protocol>(
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+    conn
 }
 
 async fn call_once<P: Protocol>(
@@ -512,6 +639,98 @@ mod tests {
     use crate::protocol::http1::{Http1, Http1Request};
     use crate::protocol::target::Endpoint;
     use crate::protocol::template::Template;
+
+    /// A protocol that answers every call itself after a millisecond: the engine alone.
+    struct Instant1ms;
+
+    impl Protocol for Instant1ms {
+        type Conn = ();
+        async fn connect(&self) -> Result<(), CallError> {
+            Ok(())
+        }
+        async fn call(&self, _: &mut (), _: u64) -> Result<crate::protocol::Reply, CallError> {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok(crate::protocol::Reply {
+                class: crate::protocol::Class::Http(200),
+                items: 0,
+                bytes: 0,
+                body: None,
+                detail: None,
+            })
+        }
+        fn describe(&self) -> String {
+            "1 ms".into()
+        }
+    }
+
+    /// Counts the connections it opens.
+    #[derive(Default)]
+    struct Counting(AtomicU64);
+
+    impl Protocol for Counting {
+        type Conn = ();
+        async fn connect(&self) -> Result<(), CallError> {
+            self.0.fetch_add(1, Relaxed);
+            Ok(())
+        }
+        async fn call(&self, c: &mut (), seq: u64) -> Result<crate::protocol::Reply, CallError> {
+            Instant1ms.call(c, seq).await
+        }
+        fn describe(&self) -> String {
+            "counting".into()
+        }
+    }
+
+    #[test]
+    fn a_session_runs_again_on_the_connections_it_opened() {
+        let proto = Arc::new(Counting::default());
+        let cfg = LoadConfig::new(
+            Pacing::Closed,
+            Stop::Count(40),
+            4,
+            2,
+            Duration::ZERO,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let mut s = Session::open(proto.clone(), &cfg).unwrap();
+        let a = s
+            .run(Stop::Count(40), Duration::ZERO, &mut |_| Flow::Continue)
+            .unwrap();
+        let b = s
+            .run(Stop::Count(20), Duration::ZERO, &mut |_| Flow::Continue)
+            .unwrap();
+        assert_eq!((a.requests, b.requests), (40, 20));
+        assert_eq!(b.stop_requests, Some(20));
+        assert_eq!(proto.0.load(Relaxed), 4, "one connection per client, kept");
+        drop(s);
+    }
+
+    #[test]
+    fn the_measured_window_is_announced_once_at_each_edge() {
+        for stop in [Stop::Duration(Duration::from_millis(300)), Stop::Count(200)] {
+            let warmup = Duration::from_millis(200);
+            let cfg = LoadConfig::new(Pacing::Closed, stop, 2, 1, warmup, Duration::from_secs(5))
+                .unwrap();
+            let t0 = Instant::now();
+            let mut edges = Vec::new();
+            let r = run(Arc::new(Instant1ms), &cfg, &mut |p| {
+                if let Some(e) = p.edge {
+                    edges.push((e, t0.elapsed(), p.warming_up));
+                }
+                Flow::Continue
+            })
+            .unwrap();
+            let kinds: Vec<Edge> = edges.iter().map(|e| e.0).collect();
+            assert_eq!(kinds, [Edge::Opens, Edge::Closes], "{stop:?}");
+            // Opens no earlier than the warm-up's end; Closes no earlier than the window's.
+            assert!(edges[0].1 >= warmup && !edges[0].2, "{edges:?}");
+            if let Stop::Duration(d) = stop {
+                assert!(edges[1].1 >= warmup + d, "{edges:?}");
+            }
+            assert!(r.successes > 0);
+        }
+    }
 
     #[test]
     fn a_worker_that_cannot_be_set_up_stops_the_run_before_any_load() {

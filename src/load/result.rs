@@ -54,6 +54,82 @@ pub struct LoadResult {
     pub generator: Generator,
 }
 
+impl LoadResult {
+    /// Several runs against the same target as one: counts summed, histograms added exactly
+    /// (percentiles are never averaged), timelines laid end to end, rates over the summed
+    /// measured time. `None` for no parts, or a stored histogram that does not decode.
+    pub fn merge(parts: &[LoadResult]) -> Option<LoadResult> {
+        let mut out = parts.first()?.clone();
+        let hist = |l: &Latency| l.histogram().ok();
+        // A decoded histogram tracks only up to its own largest value; let it grow.
+        let grow = |mut h: Histogram<u64>| {
+            h.auto(true);
+            h
+        };
+        let mut latency = grow(hist(&out.latency_us)?);
+        let mut service = out.service_time_us.as_ref().and_then(hist).map(grow);
+        for p in &parts[1..] {
+            latency.add(hist(&p.latency_us)?).ok()?;
+            if let (Some(s), Some(h)) = (&mut service, p.service_time_us.as_ref().and_then(hist)) {
+                s.add(h).ok()?;
+            }
+            let offset = out.timeline.len() as u64;
+            out.timeline.extend(p.timeline.iter().map(|x| Second {
+                second: x.second + offset,
+                ..x.clone()
+            }));
+            for o in &p.outcomes {
+                match out.outcomes.iter_mut().find(|x| {
+                    (&x.kind, x.code, &x.label, x.success) == (&o.kind, o.code, &o.label, o.success)
+                }) {
+                    Some(x) => x.count += o.count,
+                    None => out.outcomes.push(o.clone()),
+                }
+            }
+            out.warmup_s += p.warmup_s;
+            out.warmup_requests += p.warmup_requests;
+            out.interrupted |= p.interrupted;
+            out.duration_s += p.duration_s;
+            out.requests += p.requests;
+            out.successes += p.successes;
+            out.failures += p.failures;
+            out.items += p.items;
+            out.bytes += p.bytes;
+            let g = &mut out.generator;
+            let busy = g.utilization * (g.cpu_user_s + g.cpu_system_s).max(1e-9);
+            g.cpu_user_s += p.generator.cpu_user_s;
+            g.cpu_system_s += p.generator.cpu_system_s;
+            g.cpu_wait_s = g.cpu_wait_s.zip(p.generator.cpu_wait_s).map(|(a, b)| a + b);
+            g.cpu_stolen_s = g
+                .cpu_stolen_s
+                .zip(p.generator.cpu_stolen_s)
+                .map(|(a, b)| a + b);
+            // Utilization weighted by CPU time, the share each part's load threads worked.
+            let theirs = p.generator.utilization
+                * (p.generator.cpu_user_s + p.generator.cpu_system_s).max(1e-9);
+            g.utilization = (busy + theirs) / (g.cpu_user_s + g.cpu_system_s).max(2e-9);
+        }
+        let calls = (out.requests + out.warmup_requests).max(1) as f64;
+        out.generator.cpu_us_per_request =
+            (out.generator.cpu_user_s + out.generator.cpu_system_s) * 1e6 / calls;
+        let per_s = |n: u64| {
+            if out.duration_s > 0.0 {
+                n as f64 / out.duration_s
+            } else {
+                0.0
+            }
+        };
+        out.requests_per_s = per_s(out.requests);
+        out.items_per_s = per_s(out.items);
+        out.bytes_per_s = per_s(out.bytes);
+        out.stop_requests = out.stop_requests.map(|_| out.requests);
+        out.stop_duration_s = out.stop_duration_s.map(|_| out.duration_s);
+        out.latency_us = Latency::from_histogram(&latency);
+        out.service_time_us = service.as_ref().map(Latency::from_histogram);
+        Some(out)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Latency {
     pub count: u64,
@@ -174,6 +250,88 @@ mod tests {
         let h2 = back.histogram().unwrap();
         assert_eq!(h2, h);
         assert!(back.histogram.starts_with("HISTF") || back.histogram.starts_with("HIST"));
+    }
+
+    fn part(values: &[u64], requests: u64, secs: f64) -> LoadResult {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in values {
+            h.record(*v).unwrap();
+        }
+        LoadResult {
+            schema_version: SCHEMA_VERSION,
+            target: "t".into(),
+            pacing: "closed".into(),
+            rate: None,
+            clients: 1,
+            stop_requests: None,
+            stop_duration_s: Some(secs),
+            warmup_s: 0.0,
+            warmup_requests: 0,
+            interrupted: false,
+            duration_s: secs,
+            requests,
+            successes: requests,
+            failures: 0,
+            requests_per_s: requests as f64 / secs,
+            items: requests,
+            items_per_s: requests as f64 / secs,
+            bytes: 0,
+            bytes_per_s: 0.0,
+            latency_us: Latency::from_histogram(&h),
+            service_time_us: None,
+            outcomes: vec![Outcome {
+                kind: "http".into(),
+                code: Some(200),
+                label: "HTTP 200".into(),
+                success: true,
+                count: requests,
+                example: None,
+            }],
+            timeline: vec![Second {
+                second: 0,
+                requests,
+                ..Second::default()
+            }],
+            generator: Generator {
+                threads: 1,
+                cpus: vec![],
+                cpu_user_s: 0.5,
+                cpu_system_s: 0.0,
+                cpu_wait_s: None,
+                cpu_stolen_s: None,
+                cpu_us_per_request: 0.0,
+                utilization: 0.5,
+            },
+        }
+    }
+
+    #[test]
+    fn merged_runs_have_exact_percentiles_and_summed_counts() {
+        let a: Vec<u64> = (1..=100).collect();
+        // The second part reaches far past the first's largest value.
+        let b: Vec<u64> = (101..=299).chain([40_000_000]).collect();
+        let m = LoadResult::merge(&[part(&a, 100, 1.0), part(&b, 200, 1.0)]).unwrap();
+        let mut all = Histogram::<u64>::new(3).unwrap();
+        for v in a.iter().chain(&b) {
+            all.record(*v).unwrap();
+        }
+        // The same percentiles as one histogram fed every sample.
+        let one = Latency::from_histogram(&all);
+        let figures = |l: &Latency| (l.count, l.min, l.p50, l.p90, l.p99, l.p99_9, l.max);
+        assert_eq!(figures(&m.latency_us), figures(&one));
+        assert_eq!(m.latency_us.mean, one.mean);
+        assert_eq!(
+            (m.requests, m.duration_s, m.requests_per_s),
+            (300, 2.0, 150.0)
+        );
+        assert_eq!(m.outcomes.len(), 1);
+        assert_eq!(m.outcomes[0].count, 300);
+        assert_eq!(
+            m.timeline.iter().map(|s| s.second).collect::<Vec<_>>(),
+            [0, 1]
+        );
+        assert!((m.generator.utilization - 0.5).abs() < 1e-9);
+        assert!(LoadResult::merge(&[]).is_none());
     }
 
     #[test]
