@@ -5,7 +5,9 @@ mod common;
 
 use std::process::{Command, Stdio};
 
+use bakeoff::report::verdicts::Figure;
 use bakeoff::results::Results;
+use bakeoff::stats::paired::Call;
 use common::*;
 
 #[test]
@@ -71,8 +73,17 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
     );
     assert!(text.contains("both failed with HTTP 404"), "{text}");
     assert!(text.contains("| 8 | v2 | "), "{text}");
-    // Three repetitions each cannot make a U test significant; the verdict says what would.
-    assert!(text.contains("too few runs (3+3, needs 4+4)"), "{text}");
+    // Paired: the v1/v2 gap is a verdict with its interval at every point, never "too few
+    // runs" — from the results, and as the report says it.
+    let analysis = bakeoff::report::analysis::Analysis::of(&r);
+    assert_eq!(analysis.verdicts.len(), 2, "one per point");
+    for v in &analysis.verdicts {
+        let t = v.get(Figure::Throughput).unwrap();
+        assert_eq!(t.call, Call::Higher, "{t}");
+        assert!(t.ratio.lo > 50.0, "{t}");
+    }
+    assert!(text.contains("more throughput"), "{text}");
+    assert!(!text.contains("too few runs"), "{text}");
     // The HTML report folds each class of difference with its shortest example, and draws
     // throughput against clients.
     let html = std::fs::read_to_string(out.join("report/report.html")).unwrap();

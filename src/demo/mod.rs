@@ -17,6 +17,9 @@ pub const PLAN: &str = r#"# The plan `bakeoff demo` runs: two versions of a smal
 name = "bakeoff demo: block service v1 vs v2"
 repetitions = 3
 baseline = "v1"
+# v1 and v2 run side by side and take turns in half-second slices (docs/verdicts.md).
+order = "paired"
+paired = { slice = "500ms", max_rounds = 6 }
 
 [[contender]]
 name = "v1"

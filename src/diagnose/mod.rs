@@ -313,9 +313,10 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
         );
     }
     out.extend(stolen(r, limits));
-    // Noisy repetitions, per contender.
+    // Noisy repetitions, per contender. Not for paired runs: there the variation between
+    // repetitions is inside every verdict's interval (the bootstrap resamples repetitions).
     let mut rates: BTreeMap<&str, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
-    for run in &r.runs {
+    for run in r.runs.iter().filter(|_| r.paired.is_none()) {
         for p in &run.points {
             if let Some(l) = &p.load {
                 rates

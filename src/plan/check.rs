@@ -50,14 +50,20 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         Some(r) => return Err(c.at(r, "`repetitions` must be between 1 and 1000")),
     };
     let order = match raw.order.as_ref().map(|o| (o, o.get_ref().as_str())) {
-        None | Some((_, "interleaved")) => Order::Interleaved,
-        Some((_, "sequential")) => Order::Sequential,
+        None => None,
+        Some((_, "paired")) => Some(Order::Paired),
+        Some((_, "interleaved")) => Some(Order::Interleaved),
+        Some((_, "sequential")) => Some(Order::Sequential),
         Some((o, other)) => {
             return Err(c.at(
                 o,
-                format!("`order` is `interleaved` or `sequential`, not `{other}`"),
+                format!("`order` is `paired`, `interleaved` or `sequential`, not `{other}`"),
             ))
         }
+    };
+    let paired = match &raw.paired {
+        Some(p) => c.paired(p)?,
+        None => Paired::default(),
     };
     let cores = raw.cores.as_ref().map(|s| c.cores(s)).transpose()?;
     let protos = c.protos(&raw.protos, base)?;
@@ -132,12 +138,24 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
 
     let compat = c.compat_sets(&raw.compat, base, !protos.is_empty(), raw.seed.unwrap_or(0))?;
 
+    // Paired by default wherever there is something to compare: two contenders that serve,
+    // one of them against the other.
+    let serving = contenders.iter().filter(|x| x.noise_of.is_none()).count();
+    let compared = contenders
+        .iter()
+        .any(|x| x.noise_of.is_none() && x.baseline.as_ref().is_some_and(|b| *b != x.name));
+    let order = order.unwrap_or(if serving >= 2 && compared && !scenarios.is_empty() {
+        Order::Paired
+    } else {
+        Order::Interleaved
+    });
     Ok(Plan {
         name,
         path: path.to_path_buf(),
         text: text.to_string(),
         repetitions,
         order,
+        paired,
         seed: raw.seed.unwrap_or(0),
         cores,
         protos,
@@ -191,6 +209,53 @@ impl Checker<'_> {
             Ok(_) => Err(self.at(s, format!("`{key}` must be longer than 0"))),
             Err(e) => Err(self.at(s, format!("`{key}`: {e}"))),
         }
+    }
+
+    fn paired(&self, s: &Spanned<raw::RawPaired>) -> Res<Paired> {
+        let r = s.get_ref();
+        let d = Paired::default();
+        let share = |v: Option<&Spanned<String>>, key: &str, default: f64| -> Res<f64> {
+            let Some(v) = v else { return Ok(default) };
+            match crate::plan::parse_share(v.get_ref()) {
+                Some(x) if (0.0..1.0).contains(&x) => Ok(x),
+                _ => Err(self.at(
+                    v,
+                    format!("`paired.{key}` is a percentage below 100%, like \"2%\""),
+                )),
+            }
+        };
+        let slice = self.duration(r.slice.as_ref(), "paired.slice", d.slice)?;
+        let (max_default, precision_default) = match d.rounds {
+            Rounds::Auto { max, precision } => (max, precision),
+            Rounds::Fixed(_) => unreachable!("the default is auto"),
+        };
+        let max = match &r.max_rounds {
+            None => max_default,
+            Some(m) if (2..=10_000).contains(m.get_ref()) => *m.get_ref() as u32,
+            Some(m) => return Err(self.at(m, "`paired.max_rounds` must be between 2 and 10000")),
+        };
+        let precision = share(r.precision.as_ref(), "precision", precision_default)?;
+        let rounds = match r.rounds.as_ref().map(|v| (v, v.get_ref())) {
+            None => Rounds::Auto { max, precision },
+            Some((_, toml::Value::String(a))) if a == "auto" => Rounds::Auto { max, precision },
+            Some((_, toml::Value::Integer(n))) if (1..=10_000).contains(n) => {
+                if r.max_rounds.is_some() || r.precision.is_some() {
+                    return Err(self.at(s, "`max_rounds` and `precision` are for `rounds = \"auto\"`; a fixed `rounds` runs exactly that many"));
+                }
+                Rounds::Fixed(*n as u32)
+            }
+            Some((v, _)) => {
+                return Err(self.at(
+                    v,
+                    "`paired.rounds` is \"auto\" or a number of rounds from 1 to 10000",
+                ))
+            }
+        };
+        Ok(Paired {
+            slice,
+            rounds,
+            noise: share(r.noise.as_ref(), "noise", d.noise)?,
+        })
     }
 
     fn cores(&self, s: &Spanned<raw::RawCores>) -> Res<Cores> {

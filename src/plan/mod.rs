@@ -25,6 +25,8 @@ pub struct Plan {
     pub text: String,
     pub repetitions: u32,
     pub order: Order,
+    /// Used when `order` is paired.
+    pub paired: Paired,
     pub seed: u64,
     pub cores: Option<Cores>,
     pub protos: Vec<PathBuf>,
@@ -120,12 +122,62 @@ pub enum CompatMode {
     RecordOnly,
 }
 
-/// In which order contenders take turns: `A B A B …` (spreads slow drift of the machine over
-/// all contenders) or `A A … B B …`.
+/// In which order contenders take turns. `Paired` (the default when two or more contenders
+/// serve scenarios): the contenders of a repetition run side by side and the load alternates
+/// between them in short slices, so each round compares them in the same seconds of the
+/// machine's life (docs/verdicts.md). `Interleaved`: one contender at a time, `A B A B …`
+/// (spreads slow drift over all contenders); `Sequential`: `A A … B B …`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
+    Paired,
     Interleaved,
     Sequential,
+}
+
+impl Order {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Paired => "paired",
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        }
+    }
+}
+
+/// How a paired point is cut into rounds (`[paired]` in a plan).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paired {
+    /// Each contender's turn in a round.
+    pub slice: Duration,
+    pub rounds: Rounds,
+    /// Changes whose whole interval does not clear this band around 1 read `~` (0.01 = 1 %).
+    pub noise: f64,
+}
+
+/// How many rounds a paired point gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rounds {
+    /// Exactly this many.
+    Fixed(u32),
+    /// At least enough rounds for the scenario's `duration` (and 2), then more, two at a
+    /// time, until the main ratio's interval within the repetition is within ±`precision`
+    /// (0.02 = 2 %) or `max` rounds were run.
+    Auto { max: u32, precision: f64 },
+}
+
+impl Default for Paired {
+    fn default() -> Paired {
+        Paired {
+            // Measured here: at 100 ms slices an A/A round's ratio of CPU per request
+            // varied half as much as at 200 ms; at 50 ms, no less (docs/verdicts.md).
+            slice: Duration::from_millis(100),
+            rounds: Rounds::Auto {
+                max: 30,
+                precision: 0.02,
+            },
+            noise: 0.01,
+        }
+    }
 }
 
 /// Disjoint CPU sets for the contenders' processes and for the load engine.
@@ -420,6 +472,12 @@ pub struct CasesFile {
     pub protos: Vec<PathBuf>,
     pub includes: Vec<PathBuf>,
     pub compat: Vec<CompatSet>,
+}
+
+/// `2%` → 0.02; `None` for anything that is not a percentage of 0 or more.
+pub fn parse_share(s: &str) -> Option<f64> {
+    let v: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some(v / 100.0)
 }
 
 /// Parses `250ms`, `10s`, `2m`, `1h`, `1.5s` or a bare number of seconds.

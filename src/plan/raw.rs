@@ -14,6 +14,7 @@ pub struct RawPlan {
     pub repetitions: Option<Spanned<i64>>,
     pub baseline: Option<Spanned<String>>,
     pub order: Option<Spanned<String>>,
+    pub paired: Option<Spanned<RawPaired>>,
     pub seed: Option<u64>,
     pub cores: Option<Spanned<RawCores>>,
     /// `.proto` files for gRPC calls, relative to the plan file.
@@ -28,6 +29,18 @@ pub struct RawPlan {
     pub scenarios: Vec<Spanned<RawScenario>>,
     #[serde(rename = "compat", default)]
     pub compat: Vec<Spanned<RawCompat>>,
+}
+
+/// `[paired]`: how paired points are cut into rounds.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPaired {
+    pub slice: Option<Spanned<String>>,
+    /// `"auto"` or a number.
+    pub rounds: Option<Spanned<toml::Value>>,
+    pub max_rounds: Option<Spanned<i64>>,
+    pub precision: Option<Spanned<String>>,
+    pub noise: Option<Spanned<String>>,
 }
 
 /// A file of compatibility cases for `bakeoff diff --cases FILE`: a plan's `[[compat]]`

@@ -238,3 +238,58 @@ fn compat_mistakes_are_pointed_at() {
     let e = err(&format!("{ONE}noise_of = \"a\"\n"));
     assert!(e.contains("`noise_of` names another contender"), "{e}");
 }
+
+#[test]
+fn paired_is_the_default_order_when_there_is_something_to_compare() {
+    let two = |extra: &str| {
+        parse(&format!(
+            "name = \"t\"\n{extra}\n[[contender]]\nname = \"a\"\ncommand = [\"srv\"]\n\
+             [[contender]]\nname = \"b\"\ncommand = [\"srv\"]\n\
+             [[scenario]]\nname = \"s\"\nhttp = \"/\"\n"
+        ))
+    };
+    let p = two("baseline = \"a\"").unwrap();
+    assert_eq!(p.order, Order::Paired);
+    assert_eq!(p.paired, Paired::default());
+    // Nothing compared: nothing to pair.
+    assert_eq!(two("").unwrap().order, Order::Interleaved);
+    let p = two("baseline = \"a\"\norder = \"interleaved\"").unwrap();
+    assert_eq!(p.order, Order::Interleaved);
+    let p = two("baseline = \"a\"\npaired = { slice = \"250ms\", rounds = 8, noise = \"2%\" }")
+        .unwrap();
+    assert_eq!(p.paired.slice, Duration::from_millis(250));
+    assert_eq!(p.paired.rounds, Rounds::Fixed(8));
+    assert!((p.paired.noise - 0.02).abs() < 1e-12);
+    let p = two("baseline = \"a\"\npaired = { max_rounds = 12, precision = \"1%\" }").unwrap();
+    assert_eq!(
+        p.paired.rounds,
+        Rounds::Auto {
+            max: 12,
+            precision: 0.01
+        }
+    );
+}
+
+#[test]
+fn paired_settings_that_make_no_sense_are_errors_at_their_place() {
+    let e = |paired: &str| {
+        err(&format!(
+            "name = \"t\"\npaired = {paired}\n[[contender]]\nname = \"a\"\ncommand = [\"srv\"]\n"
+        ))
+    };
+    assert!(e("{ rounds = \"lots\" }").contains("`paired.rounds` is \"auto\" or a number"));
+    assert!(e("{ rounds = 0 }").contains("`paired.rounds`"));
+    assert!(e("{ noise = \"1\" }").contains("`paired.noise` is a percentage"));
+    assert!(e("{ noise = \"150%\" }").contains("`paired.noise`"));
+    assert!(e("{ slice = \"0s\" }").contains("`paired.slice` must be longer than 0"));
+    assert!(e("{ max_rounds = 1 }").contains("between 2 and 10000"));
+    assert!(e("{ rounds = 6, precision = \"2%\" }").contains("are for `rounds = \"auto\"`"));
+    assert!(e("{ slices = \"1s\" }").contains("slices"));
+    let o =
+        err("name = \"t\"\norder = \"random\"\n[[contender]]\nname = \"a\"\ncommand = [\"srv\"]\n");
+    assert!(
+        o.contains("`order` is `paired`, `interleaved` or `sequential`"),
+        "{o}"
+    );
+    assert!(o.contains("plan.toml:2:"), "{o}");
+}

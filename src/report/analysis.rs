@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::table::Table;
+use super::verdicts::PointVerdicts;
 use crate::compat::CompatReport;
 use crate::diagnose::{findings, Finding, Limits};
 use crate::results::Results;
@@ -16,6 +17,8 @@ pub struct Analysis<'a> {
     pub scenarios: Vec<ScenarioTables>,
     pub compat: Vec<CompatReport>,
     pub findings: Vec<Finding>,
+    /// Paired runs: every contender against its baseline at every point, with intervals.
+    pub verdicts: Vec<PointVerdicts>,
 }
 
 /// A scenario's tables: every point, and how throughput grows with clients when the
@@ -31,24 +34,34 @@ impl<'a> Analysis<'a> {
     pub fn of(r: &'a Results) -> Analysis<'a> {
         let compat = super::compat::from_results(r);
         let findings = findings(r, Limits::default());
+        let verdicts = match &r.paired {
+            Some(p) => super::verdicts::all(r, p.noise),
+            None => Vec::new(),
+        };
         let scenarios = r
             .scenarios
             .iter()
             .filter_map(|s| {
+                let serving = if verdicts.iter().any(|v| v.point.scenario == s.name) {
+                    super::paired::table(r, &s.name, &s.call, &verdicts)?
+                } else {
+                    super::tables::scenario(r, &s.name, &s.call)?
+                };
                 Some(ScenarioTables {
                     name: s.name.clone(),
-                    serving: super::tables::scenario(r, &s.name, &s.call)?,
+                    serving,
                     scaling: super::scaling::table(r, &s.name),
                 })
             })
             .collect();
         Analysis {
             results: r,
-            summary: super::tables::summary(r, &compat, &findings),
+            summary: super::tables::summary(r, &compat, &findings, &verdicts),
             startup: super::tables::startup(r),
             scenarios,
             compat,
             findings,
+            verdicts,
         }
     }
 

@@ -57,9 +57,23 @@ pub fn render(a: &Analysis) -> String {
         (Some(c), Some(l)) => format!(", contenders on CPUs {c:?}, load on {l:?}"),
         _ => ", not pinned".into(),
     };
+    let method = match &r.paired {
+        Some(p) => {
+            let rounds = match (p.max_rounds, p.precision) {
+                (Some(m), Some(x)) => format!("rounds until ±{:.0}% (at most {m})", x * 100.0),
+                _ => format!("{} rounds", p.rounds),
+            };
+            format!(
+                " ({} s slices, {rounds}, noise band {:.0}%)",
+                p.slice_s,
+                p.noise * 100.0
+            )
+        }
+        None => String::new(),
+    };
     let _ = writeln!(
         out,
-        "## Environment\n\n{} · {} · {} CPUs{pinned} · {} · {} repetitions, {} · started {}\n",
+        "## Environment\n\n{} · {} · {} CPUs{pinned} · {} · {} repetitions, {}{method} · started {}\n",
         e.cpu_model, e.kernel, e.cpus_online, r.tool, r.repetitions, r.order, r.started_at
     );
     if !r.warnings.is_empty() {

@@ -7,11 +7,13 @@ pub mod export;
 pub mod html;
 pub mod load_summary;
 pub mod markdown;
+pub mod paired;
 pub mod progress;
 pub mod scaling;
 pub mod table;
 pub mod tables;
 pub mod terminal;
+pub mod verdicts;
 
 /// Formats microseconds with a unit a reader can take in at a glance.
 pub fn fmt_us(us: f64) -> String {

@@ -11,7 +11,12 @@ use crate::results::{PointId, Results, Run};
 use crate::stats::Sample;
 
 /// The answer first: same answers?, start-up, serving, findings — one line each.
-pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -> Vec<String> {
+pub(super) fn summary(
+    r: &Results,
+    compat: &[CompatReport],
+    found: &[Finding],
+    paired: &[super::verdicts::PointVerdicts],
+) -> Vec<String> {
     let mut out = Vec::new();
     for rep in compat {
         for (i, c) in rep
@@ -73,7 +78,8 @@ pub(super) fn summary(r: &Results, compat: &[CompatReport], found: &[Finding]) -
             .collect();
         out.push(format!("**Start-up:** {}", parts.join("; ")));
     }
-    for c in r.compared() {
+    out.extend(super::paired::summary(paired));
+    for c in r.compared().filter(|_| paired.is_empty()) {
         let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
             continue;
         };

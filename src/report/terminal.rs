@@ -53,11 +53,18 @@ impl Reporter for Terminal {
         self.bar.finish();
         say(&format!("  {contender} FAILED: {error}"));
     }
-    fn point_started(&mut self, _scenario: &str, _point: &str) {}
+    fn point_started(&mut self, _contender: &str, _scenario: &str, _point: &str) {}
     fn load_progress(&mut self, p: Progress) {
         self.bar.update(p);
     }
-    fn point_done(&mut self, scenario: &str, point: &str, r: &LoadResult, steal: Option<f64>) {
+    fn point_done(
+        &mut self,
+        contender: &str,
+        scenario: &str,
+        point: &str,
+        r: &LoadResult,
+        steal: Option<f64>,
+    ) {
         self.bar.finish();
         let mut notes = if r.failures > 0 {
             format!(", {} failed", r.failures)
@@ -71,15 +78,26 @@ impl Reporter for Terminal {
             ));
         }
         say(&format!(
-            "  {scenario} [{point}]: {} req/s, p50 {}, p90 {}{notes}",
+            "  {contender} · {scenario} [{point}]: {} req/s, p50 {}, p90 {}{notes}",
             fmt_rate(r.requests_per_s),
             fmt_us(r.latency_us.p50 as f64),
             fmt_us(r.latency_us.p90 as f64),
         ));
     }
-    fn point_failed(&mut self, scenario: &str, point: &str, error: &str) {
+    fn point_failed(&mut self, contender: &str, scenario: &str, point: &str, error: &str) {
         self.bar.finish();
-        say(&format!("  {scenario} [{point}] FAILED: {error}"));
+        say(&format!(
+            "  {contender} · {scenario} [{point}] FAILED: {error}"
+        ));
+    }
+    fn rounds_done(&mut self, scenario: &str, point: &str, rounds: u32, precision: Option<f64>) {
+        self.bar.finish();
+        let within = precision.map_or(String::new(), |p| {
+            format!(", main ratio within ±{:.1}%", p * 100.0)
+        });
+        say(&format!(
+            "  {scenario} [{point}]: {rounds} paired rounds{within}"
+        ));
     }
     fn compat_done(&mut self, set: &str, cases: usize) {
         say(&format!("  compat {set}: {cases} cases answered"));

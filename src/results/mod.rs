@@ -36,6 +36,9 @@ pub struct Results {
     pub baseline: Option<String>,
     pub repetitions: u32,
     pub order: String,
+    /// How paired points were cut into rounds, when `order` is `paired`.
+    #[serde(default)]
+    pub paired: Option<PairedSettings>,
     pub contenders: Vec<ContenderInfo>,
     pub scenarios: Vec<ScenarioInfo>,
     /// One entry per contender and repetition, in the order they ran.
@@ -49,6 +52,37 @@ pub struct Results {
     /// The reference servers' answers to the compat cases (sets that name one).
     #[serde(default)]
     pub compat_reference: Vec<CompatAnswer>,
+}
+
+/// The plan's `[paired]` settings, as the run used them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PairedSettings {
+    pub slice_s: f64,
+    /// `auto`, or the fixed number of rounds.
+    pub rounds: String,
+    /// `auto` only: the most rounds, and the within-repetition precision (±share) to stop at.
+    pub max_rounds: Option<u32>,
+    pub precision: Option<f64>,
+    /// Verdicts whose interval does not clear this band around 1 read `~` (0.01 = 1 %).
+    pub noise: f64,
+}
+
+impl From<&crate::plan::Paired> for PairedSettings {
+    fn from(p: &crate::plan::Paired) -> PairedSettings {
+        let (rounds, max_rounds, precision) = match p.rounds {
+            crate::plan::Rounds::Fixed(n) => (n.to_string(), None, None),
+            crate::plan::Rounds::Auto { max, precision } => {
+                ("auto".into(), Some(max), Some(precision))
+            }
+        };
+        PairedSettings {
+            slice_s: p.slice.as_secs_f64(),
+            rounds,
+            max_rounds,
+            precision,
+            noise: p.noise,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -148,6 +182,10 @@ pub struct Run {
     /// differs from the top-level environment (which records where the run began).
     #[serde(default)]
     pub environment: Option<env::Environment>,
+    /// In paired order, the contenders that ran side by side share a block (from 1): only
+    /// runs of one block are compared round by round.
+    #[serde(default)]
+    pub block: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
@@ -184,6 +222,94 @@ pub struct PointRun {
     pub steal: Option<f64>,
     pub load: Option<LoadResult>,
     pub error: Option<String>,
+    /// What serving cost the contender over exactly the measured window (all slices, in
+    /// paired order): CPU time on the scheduler's clock and context switches.
+    #[serde(default)]
+    pub cost: Option<ServerCost>,
+    /// Paired order: this contender's slice of each round, in round order.
+    #[serde(default)]
+    pub slices: Vec<Slice>,
+}
+
+/// The server's own cost over a measured window.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ServerCost {
+    /// CPU seconds of every thread of the contender's process tree (from each thread's
+    /// `schedstat`, nanosecond resolution).
+    pub cpu_s: f64,
+    /// Times its threads gave up the CPU (waiting) and had it taken away (preempted).
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+}
+
+impl ServerCost {
+    /// CPU microseconds per measured call; `None` without calls.
+    pub fn cpu_us_per(&self, calls: u64) -> Option<f64> {
+        (calls > 0).then(|| self.cpu_s * 1e6 / calls as f64)
+    }
+}
+
+/// One contender's turn in one round of a paired point.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Slice {
+    /// From 0.
+    pub round: u32,
+    /// Position in the round (0 = first to run).
+    pub position: u32,
+    pub requests: u64,
+    pub failures: u64,
+    /// Measured seconds.
+    pub duration_s: f64,
+    pub requests_per_s: f64,
+    pub items_per_s: f64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub cost: Option<ServerCost>,
+    /// Share of the busy CPUs' time the hypervisor took during the slice, 0..1.
+    pub steal: Option<f64>,
+}
+
+impl Slice {
+    pub fn cpu_us_per_request(&self) -> Option<f64> {
+        self.cost?.cpu_us_per(self.requests)
+    }
+}
+
+/// The rounds two contenders ran side by side, as (baseline's figure, other's figure), made
+/// balanced for position: a round in which `other` ran after the baseline is joined with the
+/// next one in which it ran before, and the two count as one (geometric means), so whatever
+/// running first or second does to a slice (the scheduler placing a server beside the load,
+/// a cache warmed by the slice before) cancels. Rounds left without a partner are dropped —
+/// unless no pair formed at all (a single round), when the rounds are used as they are.
+pub fn balanced_rounds(
+    base: &[Slice],
+    other: &[Slice],
+    figure: &dyn Fn(&Slice) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    let rounds: Vec<(bool, f64, f64)> = base
+        .iter()
+        .filter_map(|b| {
+            let o = other.iter().find(|o| o.round == b.round)?;
+            let (x, y) = (figure(b)?, figure(o)?);
+            (x > 0.0 && y > 0.0).then_some((o.position > b.position, x, y))
+        })
+        .collect();
+    let mut waiting: Vec<(bool, f64, f64)> = Vec::new();
+    let mut out = Vec::new();
+    for r in &rounds {
+        match waiting.iter().position(|w| w.0 != r.0) {
+            Some(i) => {
+                let w = waiting.remove(i);
+                out.push(((w.1 * r.1).sqrt(), (w.2 * r.2).sqrt()));
+            }
+            None => waiting.push(*r),
+        }
+    }
+    if out.is_empty() {
+        return rounds.iter().map(|r| (r.1, r.2)).collect();
+    }
+    out
 }
 
 /// How a member ended.
@@ -436,6 +562,46 @@ mod tests {
             assert_eq!(p.steal, None);
         }
         assert!(serde_json::from_str::<PointRun>(&point("3")).is_err());
+    }
+
+    fn slice(round: u32, position: u32, rps: f64) -> Slice {
+        Slice {
+            round,
+            position,
+            requests: 100,
+            failures: 0,
+            duration_s: 1.0,
+            requests_per_s: rps,
+            items_per_s: rps,
+            p50_us: 1,
+            p90_us: 1,
+            p99_us: 1,
+            cost: None,
+            steal: None,
+        }
+    }
+
+    #[test]
+    fn running_second_is_cancelled_by_pairing_rounds() {
+        // Whoever runs second gets 20 % more throughput; the two are identical otherwise.
+        let second = |p: u32| if p == 1 { 1.2 } else { 1.0 };
+        let base: Vec<Slice> = (0..6)
+            .map(|r| slice(r, r % 2, 100.0 * second(r % 2)))
+            .collect();
+        let other: Vec<Slice> = (0..6)
+            .map(|r| slice(r, 1 - r % 2, 100.0 * second(1 - r % 2)))
+            .collect();
+        let rps = |s: &Slice| Some(s.requests_per_s);
+        let units = balanced_rounds(&base, &other, &rps);
+        assert_eq!(units.len(), 3);
+        for (b, o) in units {
+            assert!((o / b - 1.0).abs() < 1e-12, "{b} {o}");
+        }
+        // One round only: used as it is.
+        assert_eq!(
+            balanced_rounds(&base[..1], &other[..1], &rps),
+            [(100.0, 120.0)]
+        );
     }
 
     #[test]

@@ -20,18 +20,29 @@ pub trait Reporter {
     }
     fn contender_ready(&mut self, _contender: &str, _startup: &Startup) {}
     fn contender_failed(&mut self, _contender: &str, _error: &str) {}
-    fn point_started(&mut self, _scenario: &str, _point: &str) {}
+    fn point_started(&mut self, _contender: &str, _scenario: &str, _point: &str) {}
     fn load_progress(&mut self, _p: Progress) {}
     /// `steal`: share of the CPUs' time the hypervisor took during the point.
     fn point_done(
         &mut self,
+        _contender: &str,
         _scenario: &str,
         _point: &str,
         _result: &LoadResult,
         _steal: Option<f64>,
     ) {
     }
-    fn point_failed(&mut self, _scenario: &str, _point: &str, _error: &str) {}
+    fn point_failed(&mut self, _contender: &str, _scenario: &str, _point: &str, _error: &str) {}
+    /// Paired order: the rounds a point took, and how precise its main ratio came out
+    /// within the repetition (±share), when it could be computed.
+    fn rounds_done(
+        &mut self,
+        _scenario: &str,
+        _point: &str,
+        _rounds: u32,
+        _precision: Option<f64>,
+    ) {
+    }
     fn compat_done(&mut self, _set: &str, _cases: usize) {}
 }
 

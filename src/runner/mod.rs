@@ -4,6 +4,7 @@
 //! as failed and the others go on; Ctrl-C stops after the step in progress.
 
 pub mod events;
+mod paired;
 mod preflight;
 mod setup;
 
@@ -14,8 +15,8 @@ use anyhow::Context as _;
 
 use crate::client::{self, Client, Descriptors, Options};
 use crate::contender::{self, Launch, Running};
-use crate::load::{Flow, LoadConfig, INTERRUPTED};
-use crate::plan::{Plan, Point, Scenario, Spread};
+use crate::load::{Edge, Flow, LoadConfig, INTERRUPTED};
+use crate::plan::{Order, Plan, Point, Scenario, Spread};
 use crate::protocol::target::Endpoint;
 use crate::results::{self, PointRun, Results, Run};
 pub use events::Reporter;
@@ -94,20 +95,44 @@ pub fn run(
         rt: &rt,
         here,
     };
-    for (step, &(repetition, ci)) in schedule.iter().enumerate() {
-        let name = &plan.contenders[ci].name;
-        if results
-            .runs
-            .iter()
-            .any(|r| r.id == results::RunId::new(name, repetition))
-        {
-            continue;
+    let done = |results: &Results, repetition: u32, ci: usize| {
+        let id = results::RunId::new(&plan.contenders[ci].name, repetition);
+        results.runs.iter().any(|r| r.id == id)
+    };
+    if plan.order == Order::Paired {
+        for repetition in 1..=plan.repetitions {
+            if INTERRUPTED.load(Relaxed) {
+                break;
+            }
+            let (cis, earlier): (Vec<_>, Vec<_>) = schedule
+                .iter()
+                .filter(|&&(r, _)| r <= repetition)
+                .partition(|&&(r, ci)| r == repetition && !done(&results, r, ci));
+            let cis: Vec<usize> = cis.into_iter().map(|&(_, ci)| ci).collect();
+            let mut step = earlier.len();
+            if !cis.is_empty() {
+                ctx.paired_repetition(
+                    &cis,
+                    repetition,
+                    &mut results,
+                    rep,
+                    &mut step,
+                    schedule.len(),
+                )?;
+            }
         }
-        if INTERRUPTED.load(Relaxed) {
-            break;
+    } else {
+        for (step, &(repetition, ci)) in schedule.iter().enumerate() {
+            if done(&results, repetition, ci) {
+                continue;
+            }
+            if INTERRUPTED.load(Relaxed) {
+                break;
+            }
+            let name = &plan.contenders[ci].name;
+            rep.contender_starting(name, repetition, step + 1, schedule.len());
+            ctx.repetition(ci, repetition, &mut results, rep)?;
         }
-        rep.contender_starting(name, repetition, step + 1, schedule.len());
-        ctx.repetition(ci, repetition, &mut results, rep)?;
     }
     let _ = crate::sys::pin_current_thread(&allowed);
     results.status = if INTERRUPTED.load(Relaxed) {
@@ -152,6 +177,26 @@ impl Ctx<'_> {
         results: &mut Results,
         rep: &mut dyn Reporter,
     ) -> anyhow::Result<()> {
+        let Some(mut live) = self.start(ci, repetition, None, results, rep)? else {
+            return Ok(());
+        };
+        if live.serves(self.plan, results) {
+            self.serve(&mut live, results, rep)?;
+        }
+        self.finish(live, results)
+    }
+
+    /// Starts a contender for a repetition and records its start-up (and, in repetition 1,
+    /// its compat answers). `None` when it did not start at all (recorded as failed);
+    /// otherwise the caller must [`Ctx::finish`] it, whether it became ready or not.
+    fn start(
+        &self,
+        ci: usize,
+        repetition: u32,
+        block: Option<u32>,
+        results: &mut Results,
+        rep: &mut dyn Reporter,
+    ) -> anyhow::Result<Option<Live>> {
         let c = &self.plan.contenders[ci];
         let prefix = format!("{}.r{repetition}", contender::slug(&c.name));
         let state = self.dir.join("state").join(&prefix);
@@ -169,6 +214,7 @@ impl Ctx<'_> {
             logs: Vec::new(),
             compat: Vec::new(),
             environment: Some(self.here.clone()),
+            block,
         });
         let idx = results.runs.len() - 1;
         let save = |results: &Results| results.save(self.dir).context("writing results.json");
@@ -197,7 +243,8 @@ impl Ctx<'_> {
                 run.error = Some(format!("did not start: {e}"));
                 rep.contender_failed(&c.name, &e.to_string());
                 let _ = std::fs::remove_dir_all(&state);
-                return save(results);
+                save(results)?;
+                return Ok(None);
             }
         };
         results.runs[idx].logs = running
@@ -205,6 +252,7 @@ impl Ctx<'_> {
             .iter()
             .map(|l| l.strip_prefix(self.dir).unwrap_or(l).display().to_string())
             .collect();
+        let mut endpoints = Vec::new();
         match running.wait_ready(self.rt) {
             Ok(s) => {
                 let startup = results::Startup {
@@ -226,9 +274,7 @@ impl Ctx<'_> {
                         if repetition == 1 && !self.plan.compat.is_empty() {
                             self.compat(&eps, results, idx, rep)?;
                         }
-                        if c.noise_of.is_none() {
-                            self.serve(&mut running, &eps, results, idx, rep)?;
-                        }
+                        endpoints = eps;
                     }
                     Err(e) => fail(&mut results.runs[idx], format!("{e:#}"), rep)?,
                 }
@@ -251,15 +297,26 @@ impl Ctx<'_> {
                 rep.contender_failed(&c.name, &text);
             }
         }
-        let (exits, usage, problems) = running.stop();
-        let run = &mut results.runs[idx];
+        Ok(Some(Live {
+            ci,
+            idx,
+            running,
+            endpoints,
+            state,
+        }))
+    }
+
+    /// Stops a started contender and records how it ended and what it cost.
+    fn finish(&self, live: Live, results: &mut Results) -> anyhow::Result<()> {
+        let (exits, usage, problems) = live.running.stop();
+        let run = &mut results.runs[live.idx];
         run.exits = exits;
         run.usage = Some(results::Usage {
             cpu_user_s: usage.cpu_user_s,
             cpu_system_s: usage.cpu_system_s,
             peak_rss_bytes: usage.peak_rss_bytes,
         });
-        run.disk_end_bytes = Some(contender::usage::disk_usage(&state));
+        run.disk_end_bytes = Some(contender::usage::disk_usage(&live.state));
         if run.status == "running" {
             run.status = if INTERRUPTED.load(Relaxed) {
                 "interrupted"
@@ -268,14 +325,13 @@ impl Ctx<'_> {
             }
             .into();
         }
+        let id = run.id.clone();
         for p in problems {
-            results
-                .warnings
-                .push(format!("{} repetition {repetition}: {p}", c.name));
+            results.warnings.push(format!("{id}: {p}"));
         }
-        let _ = std::fs::remove_dir_all(&state);
+        let _ = std::fs::remove_dir_all(&live.state);
         let _ = std::fs::remove_dir(self.dir.join("state")); // only when empty
-        save(results)
+        results.save(self.dir).context("writing results.json")
     }
 
     /// Every compat case against the contender's first member; answers kept in the run.
@@ -298,7 +354,12 @@ impl Ctx<'_> {
                     results.runs[idx].compat.extend(a);
                 }
                 Err(e) => {
-                    rep.point_failed(&set.name, "compat setup", &e);
+                    rep.point_failed(
+                        &results.runs[idx].id.contender.clone(),
+                        &set.name,
+                        "compat setup",
+                        &e,
+                    );
                     results
                         .warnings
                         .push(format!("{}: {e}", results.runs[idx].id));
@@ -313,50 +374,36 @@ impl Ctx<'_> {
     /// contender died, recording where.
     fn serve(
         &self,
-        running: &mut Running,
-        endpoints: &[Endpoint],
+        live: &mut Live,
         results: &mut Results,
-        idx: usize,
         rep: &mut dyn Reporter,
     ) -> anyhow::Result<()> {
+        let name = self.plan.contenders[live.ci].name.clone();
         for s in &self.plan.scenarios {
             for p in &s.points {
                 if INTERRUPTED.load(Relaxed) {
                     return Ok(());
                 }
-                if let Some(died) = running.exited() {
-                    let error = format!("died before scenario `{}` [{}]: {died}", s.name, p.label);
-                    return fail(&mut results.runs[idx], error, rep);
+                if live.died_before(s, p, results, rep) {
+                    return Ok(());
                 }
-                if p.spread() == Spread::All && endpoints.len() == 1 {
+                if p.spread() == Spread::All && live.endpoints.len() == 1 {
                     continue; // "all members" of a single process is "first"; not run twice.
                 }
-                rep.point_started(&s.name, &p.label);
-                let point = self.point(running, endpoints, s, p, rep);
-                match (&point.load, &point.error) {
-                    (Some(l), _) => rep.point_done(&s.name, &p.label, l, point.steal),
-                    (None, Some(e)) => rep.point_failed(&s.name, &p.label, e),
-                    (None, None) => {}
-                }
-                results.runs[idx].points.push(point);
+                rep.point_started(&name, &s.name, &p.label);
+                let point = self.point(live, s, p, rep);
+                report_point(rep, &name, s, p, &point);
+                results.runs[live.idx].points.push(point);
                 results.save(self.dir).context("writing results.json")?;
-                if let Some(died) = running.exited() {
-                    let error = format!("died during scenario `{}` [{}]: {died}", s.name, p.label);
-                    return fail(&mut results.runs[idx], error, rep);
+                if live.died_during(s, p, results, rep) {
+                    return Ok(());
                 }
             }
         }
         Ok(())
     }
 
-    fn point(
-        &self,
-        running: &mut Running,
-        endpoints: &[Endpoint],
-        s: &Scenario,
-        p: &Point,
-        rep: &mut dyn Reporter,
-    ) -> PointRun {
+    fn point(&self, live: &mut Live, s: &Scenario, p: &Point, rep: &mut dyn Reporter) -> PointRun {
         let mut out = PointRun {
             id: results::point_id(s, p),
             started_at: results::now_utc(),
@@ -364,25 +411,14 @@ impl Ctx<'_> {
             steal: None,
             load: None,
             error: None,
+            cost: None,
+            slices: Vec::new(),
         };
-        let endpoints = match p.spread() {
-            Spread::First => &endpoints[..1],
-            Spread::All => endpoints,
-        };
-        for step in &s.setup {
-            if let Err(e) = client::run_step(
-                step,
-                &p.vars,
-                &endpoints[0],
-                self.protos,
-                self.plan.seed,
-                s.timeout,
-                &self.load_cpus,
-            ) {
-                out.error = Some(format!("{e:#}"));
-                return out;
-            }
+        if let Err(e) = self.setup_steps(live, s, p) {
+            out.error = Some(e);
+            return out;
         }
+        let endpoints = live.targets(p);
         let opts = Options {
             seed: self.plan.seed,
             keep_body: false,
@@ -402,25 +438,154 @@ impl Ctx<'_> {
                 return out;
             }
         };
-        let cpu0 = running.usage().cpu_s();
+        let cpu0 = live.running.usage().cpu_s();
         let ticks0 = crate::sys::cpu_ticks();
-        // Stop sending as soon as the contender is seen dead: the rest would only count
-        // refused connections.
-        let result = driver.run(&cfg, &mut |pr| {
-            rep.load_progress(pr);
-            if running.exited().is_some() {
-                Flow::Stop
-            } else {
-                Flow::Continue
-            }
-        });
-        out.contender_cpu_s = Some((running.usage().cpu_s() - cpu0).max(0.0));
+        let measured = measure(&mut live.running, rep, |pr| driver.run(&cfg, pr));
+        out.contender_cpu_s = Some((live.running.usage().cpu_s() - cpu0).max(0.0));
         out.steal = crate::sys::steal_share(&ticks0, &crate::sys::cpu_ticks(), &self.busy_cpus());
-        match result {
+        out.cost = measured.cost;
+        match measured.load {
             Ok(r) => out.load = Some(r),
             Err(e) => out.error = Some(e.to_string()),
         }
         out
+    }
+
+    /// A scenario's setup steps against the point's first endpoint; every call must succeed.
+    fn setup_steps(&self, live: &Live, s: &Scenario, p: &Point) -> Result<(), String> {
+        for step in &s.setup {
+            client::run_step(
+                step,
+                &p.vars,
+                &live.targets(p)[0],
+                self.protos,
+                self.plan.seed,
+                s.timeout,
+                &self.load_cpus,
+            )
+            .map_err(|e| format!("{e:#}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// A started contender of this repetition: its entry in the results, the running process
+/// tree and its parsed endpoints (empty when it never became ready).
+struct Live {
+    ci: usize,
+    idx: usize,
+    running: Running,
+    endpoints: Vec<Endpoint>,
+    state: PathBuf,
+}
+
+impl Live {
+    /// Whether it is to serve scenarios: ready, still running, and not a noise instance.
+    fn serves(&self, plan: &Plan, results: &Results) -> bool {
+        plan.contenders[self.ci].noise_of.is_none()
+            && results.runs[self.idx].status == "running"
+            && !self.endpoints.is_empty()
+    }
+
+    /// The endpoints a point's load goes to.
+    fn targets(&self, p: &Point) -> &[Endpoint] {
+        match p.spread() {
+            Spread::First => &self.endpoints[..1],
+            Spread::All => &self.endpoints,
+        }
+    }
+
+    /// Records the contender as failed when it died before point `p`.
+    fn died_before(
+        &mut self,
+        s: &Scenario,
+        p: &Point,
+        results: &mut Results,
+        rep: &mut dyn Reporter,
+    ) -> bool {
+        self.died(
+            format!("before scenario `{}` [{}]", s.name, p.label),
+            results,
+            rep,
+        )
+    }
+
+    fn died_during(
+        &mut self,
+        s: &Scenario,
+        p: &Point,
+        results: &mut Results,
+        rep: &mut dyn Reporter,
+    ) -> bool {
+        self.died(
+            format!("during scenario `{}` [{}]", s.name, p.label),
+            results,
+            rep,
+        )
+    }
+
+    fn died(&mut self, when: String, results: &mut Results, rep: &mut dyn Reporter) -> bool {
+        match self.running.exited() {
+            Some(died) => {
+                let _ = fail(
+                    &mut results.runs[self.idx],
+                    format!("died {when}: {died}"),
+                    rep,
+                );
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// What one load run measured: the engine's result and the server's cost over exactly its
+/// measured window.
+struct Measured {
+    load: Result<crate::load::LoadResult, crate::load::LoadError>,
+    cost: Option<results::ServerCost>,
+}
+
+/// Runs load against a running contender (`run` is given the progress callback), reading
+/// the contender's exact cost at the edges of the measured window, and stops sending as soon
+/// as the contender is seen dead: the rest would only count refused connections.
+fn measure(
+    running: &mut Running,
+    rep: &mut dyn Reporter,
+    run: impl FnOnce(
+        &mut dyn FnMut(crate::load::Progress) -> Flow,
+    ) -> Result<crate::load::LoadResult, crate::load::LoadError>,
+) -> Measured {
+    let (mut opened, mut closed) = (None, None);
+    let load = run(&mut |pr| {
+        match pr.edge {
+            Some(Edge::Opens) => opened = Some(running.cost()),
+            Some(Edge::Closes) => closed = Some(running.cost()),
+            None => {}
+        }
+        rep.load_progress(pr);
+        if running.exited().is_some() {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    });
+    let cost = opened.zip(closed).map(|(a, b)| {
+        let spent = a.until(b);
+        results::ServerCost {
+            cpu_s: spent.cpu_ns as f64 / 1e9,
+            voluntary_switches: spent.voluntary_switches,
+            involuntary_switches: spent.involuntary_switches,
+        }
+    });
+    Measured { load, cost }
+}
+
+fn report_point(rep: &mut dyn Reporter, who: &str, s: &Scenario, p: &Point, point: &PointRun) {
+    match (&point.load, &point.error) {
+        (Some(l), _) => rep.point_done(who, &s.name, &p.label, l, point.steal),
+        (None, Some(e)) => rep.point_failed(who, &s.name, &p.label, e),
+        (None, None) => {}
     }
 }
 

@@ -84,11 +84,8 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
         environment: Environment::detect(),
         baseline: plan.contenders.iter().find_map(|c| c.baseline.clone()),
         repetitions: plan.repetitions,
-        order: match plan.order {
-            Order::Interleaved => "interleaved",
-            Order::Sequential => "sequential",
-        }
-        .into(),
+        order: plan.order.as_str().into(),
+        paired: (plan.order == Order::Paired).then(|| (&plan.paired).into()),
         contenders: plan
             .contenders
             .iter()
@@ -149,15 +146,28 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
     Ok((plan, dir.to_path_buf(), results))
 }
 
+/// Paired contenders must see the same machine: without `cores` in the plan they share the
+/// upper half of the CPUs bakeoff may use and the load engine gets the lower half (on two
+/// CPUs: contenders on the second, load on the first). Unpinned, the scheduler puts a server
+/// beside its load generator in one slice and apart in the next, which moves its cost per
+/// request by a fifth. Other orders stay unpinned unless the plan pins them.
+fn paired_default(plan: &Plan, allowed: &[usize]) -> (Option<Vec<usize>>, Option<Vec<usize>>) {
+    if plan.order != Order::Paired || allowed.len() < 2 {
+        return (None, None);
+    }
+    let (load, contenders) = allowed.split_at(allowed.len() / 2);
+    (Some(contenders.to_vec()), Some(load.to_vec()))
+}
+
 /// Pins only what the machine allows; says so when it cannot.
 pub(super) fn pinning(
     plan: &Plan,
     warnings: &mut Vec<String>,
 ) -> (Option<Vec<usize>>, Option<Vec<usize>>) {
-    let Some(cores) = &plan.cores else {
-        return (None, None);
-    };
     let allowed = crate::sys::allowed_cpus();
+    let Some(cores) = &plan.cores else {
+        return paired_default(plan, &allowed);
+    };
     let check = |set: &Vec<usize>, what: &str, warnings: &mut Vec<String>| {
         let missing: Vec<usize> = set
             .iter()
@@ -187,7 +197,9 @@ pub(super) fn schedule(plan: &Plan) -> Vec<(u32, usize)> {
     let reps = 1..=plan.repetitions;
     let n = plan.contenders.len();
     let all: Vec<(u32, usize)> = match plan.order {
-        Order::Interleaved => reps.flat_map(|r| (0..n).map(move |c| (r, c))).collect(),
+        Order::Paired | Order::Interleaved => {
+            reps.flat_map(|r| (0..n).map(move |c| (r, c))).collect()
+        }
         Order::Sequential => (0..n)
             .flat_map(|c| reps.clone().map(move |r| (r, c)))
             .collect(),

@@ -1,0 +1,139 @@
+"""Calibration of bakeoff's verdicts (issue 11): how often two identical builds are called
+different (A/A false positives), and how often a build that spends 5 % or 2 % more CPU per
+request is found dearer (A/B detection), for the paired order and the interleaved order side
+by side. Each comparison is a small real bake-off of the demo server (`demo-server v2`
+against itself, or against itself with `--work`), 3 repetitions, one scenario point.
+
+    N=20 CLIENTS=4 DURATION=1s python3 benches/calibrate.py
+
+Prints a Markdown table (rates with 95 % Wilson intervals) for BENCHMARKS.md.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+B = os.path.abspath("target/release/bakeoff")
+N = int(os.environ.get("N", "20"))
+CLIENTS = int(os.environ.get("CLIENTS", "4"))
+DURATION = os.environ.get("DURATION", "1s")
+REPS = int(os.environ.get("REPETITIONS", "3"))
+
+
+def contender(name, work_us):
+    extra = f', "--work", "{work_us:.3f}us"' if work_us else ""
+    return f"""
+[[contender]]
+name = "{name}"
+command = ["{B}", "demo-server", "v2", "{{port}}", "{{state}}"{extra}]
+ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
+"""
+
+
+def plan(order, work_us, reps=REPS, single=False):
+    head = f'name = "calibrate"\nrepetitions = {reps}\n'
+    if not single:
+        head += f'baseline = "a"\norder = "{order}"\n'
+    body = contender("a", 0) + ("" if single else contender("b", work_us))
+    scenario = f"""
+[[scenario]]
+name = "block"
+http = "GET /block/{{rand:0..10000}}"
+clients = {CLIENTS}
+duration = "{DURATION}"
+"""
+    return head + body + scenario
+
+
+def run(text):
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "plan.toml")
+        open(p, "w").write(text)
+        out = os.path.join(d, "out")
+        r = subprocess.run([B, "run", p, "--out", out], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"bakeoff run failed:\n{r.stderr}")
+        results = json.load(open(os.path.join(out, "results.json")))
+        report = json.load(open(os.path.join(out, "report", "report.json")))
+        return results, report
+
+
+def cell(report, column):
+    """The cell of contender b in the serving table's `column`."""
+    t = next(t for t in report["tables"] if t["id"].startswith("serving-"))
+    row = next(r for r in t["rows"] if r[t["head"].index("contender")] == "b")
+    return row[t["head"].index(column)]
+
+
+def ratio_of(text):
+    """`1.05× (1.02×–1.08×) more …` → 1.05; `~ 0.998× (…) …` → 0.998."""
+    word = text.lstrip("~ ").split(" ")[0]
+    if word.startswith("÷"):
+        return 1 / float(word[1:].rstrip("×"))
+    return float(word.rstrip("×"))
+
+
+def wilson(k, n, z=1.96):
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return (max(0.0, c - h), min(1.0, c + h))
+
+
+def base_cost():
+    results, _ = run(plan("paired", 0, reps=1, single=True))
+    p = results["runs"][0]["points"][0]
+    return p["cost"]["cpu_s"] * 1e6 / p["load"]["requests"]
+
+
+def main():
+    if not os.path.exists(B):
+        sys.exit("build first: cargo build --release")
+    cost = base_cost()
+    print(f"demo-server v2 at {CLIENTS} clients: {cost:.2f} µs of CPU per request here", file=sys.stderr)
+    rows = []
+    started = time.time()
+    for order in ["paired", "interleaved"]:
+        for label, extra in [("A/A", 0.0), ("+5 % CPU", 0.05), ("+2 % CPU", 0.02)]:
+            hits, thr_hits, ratios = 0, 0, []
+            for i in range(N):
+                _, report = run(plan(order, cost * extra))
+                if order == "paired":
+                    cpu = cell(report, "CPU per request ×")
+                    thr = cell(report, "throughput ×")
+                    ratios.append(ratio_of(cpu))
+                    called = not cpu.startswith("~")
+                    if extra == 0:
+                        hits += called
+                        thr_hits += not thr.startswith("~")
+                    else:
+                        hits += "more CPU per request" in cpu
+                        thr_hits += "less throughput" in thr
+                else:
+                    v = cell(report, "verdict")
+                    called = v in ("faster", "slower")
+                    hits += called if extra == 0 else v == "slower"
+                print(f"{order} {label} #{i + 1}: {report['summary'][2] if len(report['summary']) > 2 else ''}"[:200], file=sys.stderr)
+            rows.append((order, label, hits, thr_hits, ratios))
+    minutes = (time.time() - started) / 60
+    print(f"\n{N} comparisons per row, {REPS} repetitions each, {CLIENTS} clients, {DURATION} per point; {minutes:.0f} min in all; base cost {cost:.2f} µs/request\n")
+    print("| order | comparison | verdict on | called different | rate (95% Wilson) | median ratio measured |")
+    print("|---|---|---|---|---|---|")
+    for order, label, hits, thr_hits, ratios in rows:
+        lo, hi = wilson(hits, N)
+        what = "CPU per request" if order == "paired" else "throughput (U test)"
+        med = sorted(ratios)[len(ratios) // 2] if ratios else None
+        print(f"| {order} | {label} | {what} | {hits}/{N} | {hits / N:.0%} ({lo:.0%}–{hi:.0%}) | {'%.3f×' % med if med else '—'} |")
+        if order == "paired":
+            lo, hi = wilson(thr_hits, N)
+            print(f"| {order} | {label} | throughput | {thr_hits}/{N} | {thr_hits / N:.0%} ({lo:.0%}–{hi:.0%}) | |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+//! The serving table and summary lines of a paired run: each point's figures per contender,
+//! then the verdicts against the baseline as ratios with their intervals, the figure that
+//! was stable on this machine first.
+
+use super::table::Table;
+use super::verdicts::{fmt_ratio, Figure, PointVerdicts};
+use super::{fmt_rate, fmt_us};
+use crate::results::{PointId, Results};
+use crate::stats::paired::Call;
+use crate::stats::Sample;
+
+/// The figures in the order their intervals were narrowest over the whole run (the steady
+/// ones first), each with its mean precision (±share).
+pub fn stability(verdicts: &[PointVerdicts]) -> Vec<(Figure, f64)> {
+    let mut out: Vec<(Figure, f64)> = Figure::ALL
+        .iter()
+        .filter_map(|&f| {
+            let p: Vec<f64> = verdicts
+                .iter()
+                .filter_map(|v| v.get(f))
+                .map(|v| v.ratio.precision())
+                .filter(|p| p.is_finite())
+                .collect();
+            (!p.is_empty()).then(|| (f, p.iter().sum::<f64>() / p.len() as f64))
+        })
+        .collect();
+    out.sort_by(|a, b| a.1.total_cmp(&b.1));
+    out
+}
+
+/// The summary's serving lines: per contender, how many points each verdict went which way,
+/// and which figures were steady enough here to decide on.
+pub fn summary(verdicts: &[PointVerdicts]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut names: Vec<(&str, &str)> = verdicts
+        .iter()
+        .map(|v| (v.contender.as_str(), v.baseline.as_str()))
+        .collect();
+    names.dedup();
+    for (name, base) in names {
+        let mine: Vec<&PointVerdicts> = verdicts.iter().filter(|v| v.contender == name).collect();
+        let mut parts = Vec::new();
+        for figure in [Figure::CpuPerRequest, Figure::Throughput] {
+            let vs: Vec<_> = mine.iter().filter_map(|v| v.get(figure)).collect();
+            if vs.is_empty() {
+                continue;
+            }
+            let (up, down) = (
+                vs.iter().filter(|v| v.call == Call::Higher).count(),
+                vs.iter().filter(|v| v.call == Call::Lower).count(),
+            );
+            let span = |call: Call| {
+                let r: Vec<f64> = vs
+                    .iter()
+                    .filter(|v| v.call == call)
+                    .map(|v| v.ratio.ratio)
+                    .collect();
+                let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                match r.len() {
+                    0 => String::new(),
+                    _ if fmt_ratio(lo) == fmt_ratio(hi) => format!(" ({})", fmt_ratio(lo)),
+                    _ => format!(" ({} to {})", fmt_ratio(lo), fmt_ratio(hi)),
+                }
+            };
+            let name = figure.name();
+            let same = vs.len() - up - down;
+            parts.push(format!(
+                "{name} higher at {up}{}, lower at {down}{}, `~` at {same}",
+                span(Call::Higher),
+                span(Call::Lower)
+            ));
+        }
+        if let Some(r) = mine.iter().find_map(|v| v.main()).map(|v| v.ratio) {
+            out.push(format!(
+                "**Serving:** {name} against {base}, paired ({} repetitions, {} rounds at the first point), {} points: {}",
+                r.repetitions,
+                r.rounds,
+                mine.len(),
+                parts.join("; ")
+            ));
+        }
+    }
+    let st = stability(verdicts);
+    if let Some(((best, p), rest)) = st.split_first() {
+        let others: Vec<String> = rest
+            .iter()
+            .map(|(f, p)| format!("{} ±{:.1}%", f.name(), p * 100.0))
+            .collect();
+        out.push(format!(
+            "**Steadiest here:** {} (intervals ±{:.1}% on average){}",
+            best.name(),
+            p * 100.0,
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!("; then {}", others.join(", "))
+            }
+        ));
+    }
+    out
+}
+
+/// A scenario's table in paired order; `None` when no contender measured it.
+pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) -> Option<Table> {
+    let info = r.scenarios.iter().find(|s| s.name == name)?;
+    let order: Vec<Figure> = {
+        let mut o: Vec<Figure> = stability(verdicts).into_iter().map(|x| x.0).collect();
+        o.retain(|f| matches!(f, Figure::CpuPerRequest | Figure::Throughput | Figure::P99));
+        o
+    };
+    let var_names: Vec<String> = info
+        .points
+        .first()
+        .map(|p| p.vars.0.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
+    let has_target = info.points.iter().any(|p| p.target.is_some());
+    let mut head = var_names.clone();
+    head.push("clients".into());
+    if has_target {
+        head.push("target".into());
+    }
+    head.extend(["contender", "req/s", "CPU/req", "p50", "p99", "failed"].map(String::from));
+    head.extend(order.iter().map(|f| format!("{} ×", f.name())));
+    head.push("rounds".into());
+    let mut rows = Vec::new();
+    for id in &info.points {
+        for c in &r.contenders {
+            let pts: Vec<_> = r.point_runs(&c.name, id).collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let loads: Vec<_> = pts.iter().filter_map(|p| p.load.as_ref()).collect();
+            let median = |v: Vec<f64>| Sample::new(v).ok().map(|s| s.median());
+            let cpu = median(
+                pts.iter()
+                    .filter_map(|p| p.cost?.cpu_us_per(p.load.as_ref()?.requests))
+                    .collect(),
+            );
+            let mut row: Vec<String> = id.vars.0.iter().map(|(_, v)| v.clone()).collect();
+            row.push(id.clients.to_string());
+            if has_target {
+                row.push(id.spread().as_str().into());
+            }
+            row.push(c.name.clone());
+            let show = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("—".into(), f);
+            row.push(show(
+                median(loads.iter().map(|l| l.requests_per_s).collect()),
+                &fmt_rate,
+            ));
+            row.push(show(cpu, &fmt_us));
+            row.push(show(
+                median(loads.iter().map(|l| l.latency_us.p50 as f64).collect()),
+                &fmt_us,
+            ));
+            row.push(show(
+                median(loads.iter().map(|l| l.latency_us.p99 as f64).collect()),
+                &fmt_us,
+            ));
+            let failed: u64 = loads.iter().map(|l| l.failures).sum();
+            let errors = pts.iter().filter(|p| p.error.is_some()).count();
+            row.push(match errors {
+                0 => failed.to_string(),
+                e => format!("{failed} ({e} points did not run)"),
+            });
+            let v = verdicts
+                .iter()
+                .find(|v| v.contender == c.name && v.point == *id);
+            for f in &order {
+                row.push(
+                    v.and_then(|v| v.get(*f))
+                        .map_or(String::new(), |x| x.to_string()),
+                );
+            }
+            row.push(rounds(r, &c.name, id));
+            rows.push(row);
+        }
+    }
+    Some(Table {
+        id: format!("serving-{}", crate::results::slug(name).to_lowercase()),
+        title: format!("{name} (`{call}`), paired: ratio to the baseline (95% interval)"),
+        head,
+        rows,
+    })
+}
+
+/// `3 × 6`: repetitions × rounds (a range when repetitions took different numbers).
+fn rounds(r: &Results, contender: &str, id: &PointId) -> String {
+    let n: Vec<usize> = r
+        .point_runs(contender, id)
+        .map(|p| p.slices.len())
+        .filter(|n| *n > 0)
+        .collect();
+    let (lo, hi) = (n.iter().min(), n.iter().max());
+    match (lo, hi) {
+        (Some(l), Some(h)) if l == h => format!("{} × {l}", n.len()),
+        (Some(l), Some(h)) => format!("{} × {l}–{h}", n.len()),
+        _ => "—".into(),
+    }
+}

@@ -1,0 +1,261 @@
+//! Verdicts of paired runs: for every scenario point and every contender with a baseline,
+//! the ratio contender / baseline of each figure with its interval, computed from the rounds
+//! the two ran side by side (see `stats::paired` for the method, docs/verdicts.md for the
+//! design). Only runs of one block (contenders that ran side by side) are paired.
+
+use crate::results::{PointId, PointRun, Results, Slice};
+use crate::stats::paired::{self, Call, Ratio};
+
+/// What a verdict is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// The server's CPU time per request: steady on a shared machine.
+    CpuPerRequest,
+    Throughput,
+    P50,
+    P99,
+}
+
+impl Figure {
+    pub const ALL: [Figure; 4] = [
+        Figure::CpuPerRequest,
+        Figure::Throughput,
+        Figure::P50,
+        Figure::P99,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::CpuPerRequest => "CPU per request",
+            Figure::Throughput => "throughput",
+            Figure::P50 => "p50",
+            Figure::P99 => "p99",
+        }
+    }
+
+    fn of(self, s: &Slice) -> Option<f64> {
+        match self {
+            Figure::CpuPerRequest => s.cpu_us_per_request(),
+            Figure::Throughput => Some(s.requests_per_s),
+            Figure::P50 => Some(s.p50_us as f64),
+            Figure::P99 => Some(s.p99_us as f64),
+        }
+    }
+
+    /// The words for a change: (when the ratio is above 1, below 1).
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Figure::CpuPerRequest => ("more CPU per request", "less CPU per request"),
+            Figure::Throughput => ("more throughput", "less throughput"),
+            Figure::P50 => ("higher p50", "lower p50"),
+            Figure::P99 => ("higher p99", "lower p99"),
+        }
+    }
+}
+
+/// One figure's paired ratio and what it says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    pub figure: Figure,
+    pub ratio: Ratio,
+    pub call: Call,
+}
+
+impl std::fmt::Display for Verdict {
+    /// `1.34× (1.29–1.40) more CPU per request`; `~ 1.01× (0.98–1.03) throughput`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = &self.ratio;
+        let span = format!(
+            "{} ({}–{})",
+            fmt_ratio(r.ratio),
+            fmt_ratio(r.lo),
+            fmt_ratio(r.hi)
+        );
+        let (up, down) = self.figure.words();
+        match self.call {
+            Call::Higher => write!(f, "{span} {up}"),
+            Call::Lower => write!(f, "{span} {down}"),
+            Call::Same => write!(f, "~ {span} {}", self.figure.name()),
+        }
+    }
+}
+
+/// A contender against its baseline at one point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointVerdicts {
+    pub point: PointId,
+    pub contender: String,
+    pub baseline: String,
+    /// In [`Figure::ALL`] order; a figure that was not measured is left out.
+    pub verdicts: Vec<Verdict>,
+}
+
+impl PointVerdicts {
+    pub fn get(&self, figure: Figure) -> Option<&Verdict> {
+        self.verdicts.iter().find(|v| v.figure == figure)
+    }
+
+    /// The verdict to lead with: CPU per request where measured, else throughput.
+    pub fn main(&self) -> Option<&Verdict> {
+        self.get(Figure::CpuPerRequest)
+            .or_else(|| self.get(Figure::Throughput))
+    }
+}
+
+/// Every paired comparison in `r`, in plan order (points, then contenders); empty for runs
+/// that were not paired.
+pub fn all(r: &Results, noise: f64) -> Vec<PointVerdicts> {
+    let mut out = Vec::new();
+    for s in &r.scenarios {
+        for point in &s.points {
+            for c in r.compared() {
+                let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
+                    continue;
+                };
+                let verdicts = compare(r, point, base, &c.name, noise);
+                if !verdicts.is_empty() {
+                    out.push(PointVerdicts {
+                        point: point.clone(),
+                        contender: c.name.clone(),
+                        baseline: base.to_string(),
+                        verdicts,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn compare(r: &Results, point: &PointId, base: &str, name: &str, noise: f64) -> Vec<Verdict> {
+    let blocks = blocks(r, point, base, name);
+    if blocks.is_empty() {
+        return Vec::new();
+    }
+    Figure::ALL
+        .iter()
+        .filter_map(|&figure| {
+            let reps: Vec<paired::Rounds> =
+                blocks.iter().map(|(b, c)| rounds(b, c, figure)).collect();
+            // Seeded by the point, so a report of the same results is the same report.
+            let seed = point
+                .to_string()
+                .bytes()
+                .fold(0, |h, b| crate::rng::mix(h ^ u64::from(b)));
+            let ratio = paired::ratio(&reps, seed)?;
+            Some(Verdict {
+                figure,
+                ratio,
+                call: ratio.call(noise),
+            })
+        })
+        .collect()
+}
+
+/// (baseline's point, contender's point) of every block in which both ran the point in
+/// rounds.
+fn blocks<'a>(
+    r: &'a Results,
+    point: &PointId,
+    base: &str,
+    name: &str,
+) -> Vec<(&'a PointRun, &'a PointRun)> {
+    let find = |who: &str, block: u32| {
+        r.runs
+            .iter()
+            .filter(|x| x.id.contender == who && x.block == Some(block))
+            .flat_map(|x| &x.points)
+            .find(|p| p.id == *point && !p.slices.is_empty())
+    };
+    let mut ids: Vec<u32> = r.runs.iter().filter_map(|x| x.block).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter()
+        .filter_map(|b| Some((find(base, b)?, find(name, b)?)))
+        .collect()
+}
+
+/// The rounds both ran, as (baseline's figure, contender's figure), balanced for position.
+fn rounds(base: &PointRun, other: &PointRun, figure: Figure) -> paired::Rounds {
+    crate::results::balanced_rounds(&base.slices, &other.slices, &|s| figure.of(s))
+}
+
+/// A ratio as a reader takes it in: three significant digits near 1 (`0.905×`, `1.34×`),
+/// whole factors when large (`472×`), and a divisor when small (`÷260`).
+pub fn fmt_ratio(x: f64) -> String {
+    if !x.is_finite() || x <= 0.0 {
+        return "—".into();
+    }
+    if x < 0.5 {
+        return format!("÷{}", factor(1.0 / x));
+    }
+    if x >= 2.0 {
+        return format!("{}×", factor(x));
+    }
+    format!("{}×", three_digits(x))
+}
+
+fn factor(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+fn three_digits(x: f64) -> String {
+    if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_keep_their_digits_and_large_ones_read_as_factors() {
+        assert_eq!(fmt_ratio(0.905), "0.905×");
+        assert_eq!(fmt_ratio(1.344), "1.34×");
+        assert_eq!(fmt_ratio(1.0), "1.00×");
+        assert_eq!(fmt_ratio(472.4), "472×");
+        assert_eq!(fmt_ratio(3.21), "3.2×");
+        assert_eq!(fmt_ratio(1.0 / 260.0), "÷260");
+        assert_eq!(fmt_ratio(0.3), "÷3.3");
+        assert_eq!(fmt_ratio(0.0), "—");
+    }
+
+    #[test]
+    fn a_verdict_names_its_ratio_and_interval() {
+        let ratio = |r, lo, hi| Ratio {
+            ratio: r,
+            lo,
+            hi,
+            repetitions: 3,
+            rounds: 18,
+        };
+        let v = |figure, r: Ratio| Verdict {
+            figure,
+            ratio: r,
+            call: r.call(0.01),
+        };
+        assert_eq!(
+            v(Figure::CpuPerRequest, ratio(1.344, 1.29, 1.40)).to_string(),
+            "1.34× (1.29×–1.40×) more CPU per request"
+        );
+        assert_eq!(
+            v(Figure::Throughput, ratio(0.905, 0.842, 0.972)).to_string(),
+            "0.905× (0.842×–0.972×) less throughput"
+        );
+        assert_eq!(
+            v(Figure::Throughput, ratio(1.005, 0.99, 1.03)).to_string(),
+            "~ 1.00× (0.990×–1.03×) throughput"
+        );
+        assert_eq!(
+            v(Figure::P50, ratio(1.0 / 500.0, 1.0 / 520.0, 1.0 / 480.0)).to_string(),
+            "÷500 (÷520–÷480) lower p50"
+        );
+    }
+}

@@ -1,0 +1,342 @@
+//! Paired comparisons: the figure of a contender divided by its baseline's, measured in the
+//! same seconds of the machine's life (one *round*: both ran a short slice back to back),
+//! pooled over rounds and over fresh-state repetitions.
+//!
+//! The estimate is the geometric mean of the per-round ratios — trimmed: the tenth of rounds
+//! at each end are left out, because a shared machine's hiccups (a neighbour's burst, a
+//! migration) hit one slice and not its partner, and a mean of logs is not robust to that
+//! (Wilcox, *Introduction to Robust Estimation and Hypothesis Testing*, 4th ed., 2017, §3.4,
+//! for the trimmed mean and its bootstrap) — averaged per repetition first so every
+//! repetition weighs the same however many rounds it took. The interval comes from
+//! a two-stage bootstrap that resamples repetitions, then rounds within each chosen one, so
+//! 3 repetitions of 20 rounds are not treated as 60 independent samples and the variation
+//! between fresh starts stays in the interval (Davison & Hinkley, *Bootstrap Methods and
+//! their Application*, 1997, §3.8 "multistage sampling"; Kalibera & Jones, "Rigorous
+//! benchmarking in reasonable time", ISMM 2013, which applies it to benchmark ratios).
+//!
+//! The verdict comes from the interval alone: a change is reported only when the whole
+//! interval lies outside the noise band around 1 (for a band of 1 %: above 1.01 or below
+//! 1/1.01). An interval that contains 1, or reaches into the band, reads `~`: on a shared
+//! machine, the band — not α alone — is what keeps an A/A comparison quiet.
+
+use crate::rng::SplitMix64;
+
+/// Bootstrap resamples; 2000 puts the 2.5 % and 97.5 % points within a few tenths of a
+/// percent of where more resamples would.
+const RESAMPLES: usize = 2000;
+
+/// One repetition's rounds: each is (baseline's figure, contender's figure), both positive.
+pub type Rounds = Vec<(f64, f64)>;
+
+/// A ratio with its 95 % interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ratio {
+    pub ratio: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Repetitions and rounds it rests on.
+    pub repetitions: usize,
+    pub rounds: usize,
+}
+
+/// Where the interval lies against the noise band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// The whole interval is above the band.
+    Higher,
+    /// The whole interval is below the band.
+    Lower,
+    /// The data cannot tell: the interval contains 1 or reaches into the band.
+    Same,
+}
+
+impl Ratio {
+    /// The verdict for a noise band of `noise` (0.01 = 1 %).
+    pub fn call(&self, noise: f64) -> Call {
+        if self.lo > 1.0 + noise {
+            Call::Higher
+        } else if self.hi < 1.0 / (1.0 + noise) {
+            Call::Lower
+        } else {
+            Call::Same
+        }
+    }
+
+    /// Half the interval's width on the log scale, as a share: 0.02 = about ±2 %.
+    pub fn precision(&self) -> f64 {
+        ((self.hi / self.lo).ln() / 2.0).exp() - 1.0
+    }
+}
+
+/// The pooled ratio contender / baseline over `reps` (each a repetition's rounds); `None`
+/// when no round has two positive figures.
+pub fn ratio(reps: &[Rounds], seed: u64) -> Option<Ratio> {
+    let logs: Vec<Vec<f64>> = reps
+        .iter()
+        .map(|r| {
+            r.iter()
+                .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
+                .map(|(b, c)| (c / b).ln())
+                .collect::<Vec<f64>>()
+        })
+        .filter(|r| !r.is_empty())
+        .collect();
+    if logs.is_empty() {
+        return None;
+    }
+    // Each repetition's trimmed mean log ratio, then their mean: every repetition weighs
+    // the same.
+    let point = logs.iter().map(|r| trimmed_mean(r)).sum::<f64>() / logs.len() as f64;
+    let mut rng = SplitMix64(seed ^ 0x6261_6b65_6f66_6621);
+    let (j, mut draws) = (logs.len() as u64, Vec::with_capacity(RESAMPLES));
+    for _ in 0..RESAMPLES {
+        let mut total = 0.0;
+        for _ in 0..logs.len() {
+            let r = &logs[rng.below(j) as usize];
+            let k = r.len() as u64;
+            let draw: Vec<f64> = (0..r.len()).map(|_| r[rng.below(k) as usize]).collect();
+            total += trimmed_mean(&draw);
+        }
+        draws.push(total / logs.len() as f64);
+    }
+    draws.sort_by(f64::total_cmp);
+    let at = |q: f64| draws[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+    Some(Ratio {
+        ratio: point.exp(),
+        lo: at(0.025).exp().min(point.exp()),
+        hi: at(0.975).exp().max(point.exp()),
+        repetitions: logs.len(),
+        rounds: logs.iter().map(Vec::len).sum(),
+    })
+}
+
+/// Within one repetition: the half-width (as a share, 0.02 = ±2 %) of a 95 % t-interval on
+/// the mean log ratio of its rounds so far — what adaptive rounds stop on. `None` before two
+/// rounds.
+pub fn round_precision(rounds: &[(f64, f64)]) -> Option<f64> {
+    let logs: Vec<f64> = rounds
+        .iter()
+        .filter(|(b, c)| *b > 0.0 && *c > 0.0)
+        .map(|(b, c)| (c / b).ln())
+        .collect();
+    let n = logs.len();
+    if n < 2 {
+        return None;
+    }
+    let m = mean(&logs);
+    let sd = (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    Some((t975(n - 1) * sd / (n as f64).sqrt()).exp() - 1.0)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// The mean of `v` without its lowest and highest tenth (none left out below 10 values).
+pub fn trimmed_mean(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let cut = s.len() / 10;
+    mean(&s[cut..s.len() - cut])
+}
+
+/// The 97.5 % point of Student's t with `df` degrees of freedom (tables to 30, then the
+/// Cornish-Fisher expansion around the normal's 1.96; both within 0.1 %).
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        _ => {
+            let (z, n) = (1.959_964f64, df as f64);
+            z + (z.powi(3) + z) / (4.0 * n)
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
+        }
+    }
+}
+
+/// The order contenders run in, in round `round` (from 0): a Williams design, so over its
+/// rows every contender runs in every position equally often and follows every other
+/// equally often (Williams, "Experimental designs balanced for the estimation of residual
+/// effects of treatments", Aust. J. Sci. Res. 1949). For two contenders: A B, B A, A B, …
+/// (A B B A A B …). Odd counts need twice the rows: the square and its mirror.
+pub fn williams(n: usize, round: usize) -> Vec<usize> {
+    if n <= 1 {
+        return (0..n).collect();
+    }
+    // First row 0, 1, n-1, 2, n-2, …; row r adds r to each (mod n).
+    let mut first = Vec::with_capacity(n);
+    let (mut lo, mut hi) = (0usize, n);
+    for i in 0..n {
+        if i % 2 == 0 {
+            first.push(lo);
+            lo += 1;
+        } else {
+            hi -= 1;
+            first.push(hi);
+        }
+    }
+    let rows = if n % 2 == 0 { n } else { 2 * n };
+    let r = round % rows;
+    let mut row: Vec<usize> = first.iter().map(|x| (x + r) % n).collect();
+    if r >= n {
+        row.reverse();
+    }
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rounds(pairs: &[(f64, f64)]) -> Rounds {
+        pairs.to_vec()
+    }
+
+    #[test]
+    fn a_steady_ratio_is_found_with_a_narrow_interval() {
+        // The machine's speed swings 2x between rounds; the contender is always 10 % dearer.
+        let reps: Vec<Rounds> = (0..3)
+            .map(|j| {
+                (0..12)
+                    .map(|k| {
+                        let speed = 1.0 + ((j * 12 + k) % 5) as f64 * 0.25;
+                        let wobble = 1.0 + ((k * 7 + j) % 3) as f64 * 0.002;
+                        (10.0 * speed, 11.0 * speed * wobble)
+                    })
+                    .collect()
+            })
+            .collect();
+        let r = ratio(&reps, 1).unwrap();
+        assert!((r.ratio - 1.102).abs() < 0.005, "{r:?}");
+        assert!(r.lo > 1.09 && r.hi < 1.115, "{r:?}");
+        assert_eq!((r.repetitions, r.rounds), (3, 36));
+        assert_eq!(r.call(0.01), Call::Higher);
+        assert!(r.precision() < 0.01, "{r:?}");
+    }
+
+    #[test]
+    fn an_a_a_comparison_reads_the_same() {
+        let mut rng = SplitMix64(7);
+        let reps: Vec<Rounds> = (0..3)
+            .map(|_| {
+                (0..10)
+                    .map(|_| {
+                        let speed = 0.5 + rng.float();
+                        (
+                            speed * (1.0 + 0.03 * rng.float()),
+                            speed * (1.0 + 0.03 * rng.float()),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let r = ratio(&reps, 1).unwrap();
+        assert!(r.lo < 1.0 && r.hi > 1.0, "{r:?}");
+        assert_eq!(r.call(0.01), Call::Same);
+    }
+
+    #[test]
+    fn repetitions_that_disagree_widen_the_interval() {
+        // Each repetition is tight on its own, but the fresh starts disagree by 10 %: the
+        // interval must show that, not the rounds' small spread.
+        let rep = |level: f64| rounds(&[(1.0, level), (1.0, level * 1.001), (1.0, level * 0.999)]);
+        let tight = ratio(&[rep(1.05), rep(1.05), rep(1.05)], 3).unwrap();
+        let spread = ratio(&[rep(1.0), rep(1.05), rep(1.10)], 3).unwrap();
+        assert!(tight.precision() < 0.002, "{tight:?}");
+        assert!(spread.lo < 1.02 && spread.hi > 1.08, "{spread:?}");
+        assert_eq!(spread.call(0.01), Call::Same);
+    }
+
+    #[test]
+    fn lower_is_found_and_nothing_is_none() {
+        let r = ratio(&[rounds(&[(2.0, 1.0), (4.0, 2.1), (3.0, 1.4)])], 0).unwrap();
+        assert_eq!(r.call(0.01), Call::Lower);
+        assert!(ratio(&[rounds(&[(0.0, 1.0)])], 0).is_none());
+        assert!(ratio(&[], 0).is_none());
+        // The same data, the same seed: the same interval.
+        let a = ratio(&[rounds(&[(2.0, 1.0), (4.0, 2.1)])], 5);
+        assert_eq!(a, ratio(&[rounds(&[(2.0, 1.0), (4.0, 2.1)])], 5));
+    }
+
+    #[test]
+    fn one_hiccup_does_not_move_the_estimate() {
+        let mut r: Rounds = (0..20)
+            .map(|k| (1.0, 1.05 + 0.001 * (k % 3) as f64))
+            .collect();
+        let clean = ratio(&[r.clone()], 2).unwrap();
+        r[7].1 = 1.6; // one slice caught a neighbour's burst
+        r[13].0 = 1.5;
+        let hit = ratio(&[r], 2).unwrap();
+        assert!(
+            (hit.ratio - clean.ratio).abs() < 0.003,
+            "{hit:?} vs {clean:?}"
+        );
+        assert_eq!(hit.call(0.01), Call::Higher, "{hit:?}");
+        assert_eq!(trimmed_mean(&[1.0, 2.0, 3.0]), 2.0);
+        let ten: Vec<f64> = (0..10).map(f64::from).chain([1000.0]).collect();
+        assert_eq!(trimmed_mean(&ten), 5.0);
+    }
+
+    #[test]
+    fn round_precision_is_a_t_interval() {
+        assert_eq!(round_precision(&[(1.0, 1.1)]), None);
+        let p = round_precision(&[(1.0, 1.1), (1.0, 1.1), (1.0, 1.1)]).unwrap();
+        assert!(p.abs() < 1e-12, "{p}");
+        // log ratios +/- 0.01 around 0: sd 0.01, n = 4, t = 3.182 → ±1.6 %.
+        let p = round_precision(&[
+            (1.0, 0.01f64.exp()),
+            (1.0, (-0.01f64).exp()),
+            (1.0, 0.01f64.exp()),
+            (1.0, (-0.01f64).exp()),
+        ])
+        .unwrap();
+        assert!(
+            (p - (3.182f64 * 0.011_547 / 2.0).exp() + 1.0).abs() < 1e-4,
+            "{p}"
+        );
+        assert!((t975(1000) - 1.962).abs() < 0.001);
+        assert!((t975(30) - 2.042).abs() < 1e-9);
+        assert!((t975(40) - 2.021).abs() < 0.001);
+    }
+
+    #[test]
+    fn williams_rows_balance_position_and_order() {
+        assert_eq!(williams(2, 0), [0, 1]);
+        assert_eq!(williams(2, 1), [1, 0]);
+        assert_eq!(williams(2, 2), [0, 1]);
+        for n in 2..=5 {
+            let rows = if n % 2 == 0 { n } else { 2 * n };
+            let mut position = vec![vec![0; n]; n];
+            let mut follows = vec![vec![0; n]; n];
+            for r in 0..rows {
+                let row = williams(n, r);
+                let mut sorted = row.clone();
+                sorted.sort();
+                assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "n={n} row {r}");
+                for (p, &c) in row.iter().enumerate() {
+                    position[c][p] += 1;
+                }
+                for w in row.windows(2) {
+                    follows[w[0]][w[1]] += 1;
+                }
+            }
+            let per = rows / n;
+            assert!(
+                position.iter().flatten().all(|&x| x == per),
+                "n={n} {position:?}"
+            );
+            for (a, row) in follows.iter().enumerate() {
+                for (b, &x) in row.iter().enumerate() {
+                    if a != b {
+                        assert_eq!(x, rows * (n - 1) / (n * (n - 1)), "n={n} {a}->{b}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The verdicts can be trusted on this shared machine: the calibration of issue 11 as tests
+//! against real servers, paired order. Two identical nginx read `~` at every point (the
+//! noise band decides, not α alone), and the demo server made 10 % dearer per request with
+//! `--work` is found more expensive, in one short run.
+
+mod common;
+
+use bakeoff::report::analysis::Analysis;
+use bakeoff::report::verdicts::Figure;
+use bakeoff::results::Results;
+use bakeoff::stats::paired::Call;
+use common::*;
+
+#[test]
+fn two_identical_nginx_read_the_same_at_every_point() {
+    let Some(nginx) = nginx_bin() else { return };
+    let dir = TempDir::new("verdicts-aa");
+    let plan = format!(
+        r#"
+name = "nginx A/A"
+repetitions = 2
+baseline = "a"
+paired = {{ noise = "2%" }}
+{}
+{}
+[[scenario]]
+name = "index"
+http = "GET /index.html"
+clients = [4, 16]
+duration = "2s"
+"#,
+        nginx_contender("a", &nginx, dir.path()),
+        nginx_contender("b", &nginx, dir.path())
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let r = Results::load(&run.out_dir).unwrap();
+    assert_eq!(r.order, "paired");
+    let a = Analysis::of(&r);
+    assert_eq!(a.verdicts.len(), 2, "{:#?}", a.verdicts);
+    for v in &a.verdicts {
+        let all: Vec<String> = v.verdicts.iter().map(|x| x.to_string()).collect();
+        eprintln!("{}: {all:?}", v.point);
+        for f in [Figure::CpuPerRequest, Figure::Throughput] {
+            let x = v.get(f).unwrap_or_else(|| panic!("{f:?} measured: {v:#?}"));
+            assert_eq!(x.call, Call::Same, "{} {}: {x}", v.point, v.contender);
+            assert!(
+                x.ratio.lo <= x.ratio.ratio && x.ratio.ratio <= x.ratio.hi,
+                "{x}"
+            );
+        }
+    }
+    // Both contenders ran side by side: one block per repetition, slices in both orders.
+    let blocks: Vec<Option<u32>> = r.runs.iter().map(|x| x.block).collect();
+    assert_eq!(blocks, [Some(1), Some(1), Some(2), Some(2)]);
+    let first = &r.runs[0].points[0].slices;
+    assert!(first.len() >= 4, "{first:#?}");
+    assert!(first.iter().any(|s| s.position == 0) && first.iter().any(|s| s.position == 1));
+    assert!(first.iter().all(|s| s.cost.is_some_and(|c| c.cpu_s > 0.0)));
+    let out = run.stdout();
+    assert!(out.contains("**Serving:** b against a, paired"), "{out}");
+    assert!(out.contains("~ "), "{out}");
+}
+
+#[test]
+fn ten_percent_more_cpu_per_request_is_found() {
+    let dir = TempDir::new("verdicts-work");
+    let exe = env!("CARGO_BIN_EXE_bakeoff");
+    // The same build twice; the second burns 10 % of the first's CPU per request on top.
+    // First measure what a request costs here (debug or release, this machine), then ask
+    // for a tenth of it.
+    let base = serve_cost(&dir, exe);
+    let work_us = (base * 0.10).max(1.0);
+    let contender = |name: &str, extra: &str| {
+        format!(
+            r#"
+[[contender]]
+name = "{name}"
+command = ["{exe}", "demo-server", "v2", "{{port}}", "{{state}}"{extra}]
+ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
+"#
+        )
+    };
+    let plan = format!(
+        r#"
+name = "work"
+repetitions = 2
+baseline = "plain"
+paired = {{ noise = "2%" }}
+{}
+{}
+[[scenario]]
+name = "block"
+http = "GET /block/{{rand:0..10000}}"
+clients = 4
+duration = "2s"
+"#,
+        contender("plain", ""),
+        contender("dearer", &format!(", \"--work\", \"{work_us:.1}us\""))
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let r = Results::load(&run.out_dir).unwrap();
+    let a = Analysis::of(&r);
+    let v = &a.verdicts[0];
+    let cpu = v.get(Figure::CpuPerRequest).unwrap();
+    eprintln!("+{work_us:.1} µs on {base:.1} µs: {cpu}");
+    assert_eq!(
+        cpu.call,
+        Call::Higher,
+        "{cpu} (asked for +{work_us:.1} µs on {base:.1} µs)"
+    );
+    assert!(cpu.ratio.ratio > 1.03 && cpu.ratio.ratio < 1.3, "{cpu}");
+    let out = run.stdout();
+    assert!(out.contains("more CPU per request"), "{out}");
+}
+
+/// The demo server's CPU µs per request at four clients, from a short run of it alone.
+fn serve_cost(dir: &TempDir, exe: &str) -> f64 {
+    let sub = dir.path().join("probe");
+    std::fs::create_dir_all(&sub).unwrap();
+    let plan = format!(
+        r#"
+name = "cost"
+repetitions = 1
+[[contender]]
+name = "plain"
+command = ["{exe}", "demo-server", "v2", "{{port}}", "{{state}}"]
+ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
+[[scenario]]
+name = "block"
+http = "GET /block/{{rand:0..10000}}"
+clients = 4
+duration = "1s"
+"#
+    );
+    let run = run_plan(&sub, &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let r = Results::load(&run.out_dir).unwrap();
+    let p = &r.runs[0].points[0];
+    p.cost
+        .and_then(|c| c.cpu_us_per(p.load.as_ref()?.requests))
+        .expect("the server's cost is measured")
+}
