@@ -195,11 +195,14 @@ fn stolen_cpu_time_is_recorded_per_point_and_reported() {
             of,
             startups,
             startups_of,
+            slices,
+            slices_of,
             max_share,
             worst,
             mean_share,
         } => {
             assert_eq!((*points, *of, *startups, *startups_of), (2, 3, 0, 3));
+            assert_eq!((*slices, *slices_of), (0, 0), "not a paired run");
             assert!((max_share - 0.20).abs() < 1e-9 && (mean_share - 0.14).abs() < 1e-9);
             assert_eq!(worst, "calm #2, small [clients=1]");
         }
@@ -228,4 +231,29 @@ fn stolen_cpu_time_is_recorded_per_point_and_reported() {
     assert!(!findings(&r, Limits::default())
         .iter()
         .any(|f| matches!(f, Finding::CpuStolen { .. })));
+    // A paired slice the host stole from is counted as such (its round was run again).
+    let slice = |steal| bakeoff::results::Slice {
+        round: 0,
+        position: 0,
+        requests: 10,
+        failures: 0,
+        duration_s: 0.1,
+        requests_per_s: 100.0,
+        items_per_s: 100.0,
+        p50_us: 1,
+        p90_us: 1,
+        p99_us: 1,
+        cost: None,
+        steal: Some(steal),
+    };
+    r.runs[0].points[0].slices = vec![slice(0.0), slice(0.12), slice(0.0)];
+    let text = findings(&r, Limits::default())
+        .iter()
+        .find(|f| matches!(f, Finding::CpuStolen { .. }))
+        .map(|f| f.to_string())
+        .unwrap();
+    assert!(
+        text.contains("1 of 3 paired slices (their rounds were run again"),
+        "{text}"
+    );
 }

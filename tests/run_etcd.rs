@@ -98,11 +98,19 @@ fn the_etcd_example_plan_runs_end_to_end() {
             }
         }
     }
-    // The seed-003 style table: deltas against each contender's baseline.
+    // Paired (the example's order): the seed-003 grid with each contender's ratios to its
+    // baseline and their intervals; the four contenders of a repetition share a block.
+    assert_eq!(r["order"], "paired");
+    let blocks: Vec<u64> = run
+        .runs()
+        .iter()
+        .map(|x| x["block"].as_u64().unwrap())
+        .collect();
+    assert_eq!(blocks, [1, 1, 1, 1, 2, 2, 2, 2]);
     let out = run.stdout();
     assert!(
         out.contains(
-            "| key_size | clients | target | contender | req/s (delta) | req/s min–max | p90 ms (delta) | verdict | failed | p50 ms | p99 ms | items/s |"
+            "| key_size | clients | target | contender | req/s | CPU/req | p50 | p99 | failed |"
         ),
         "{out}"
     );
@@ -111,5 +119,8 @@ fn the_etcd_example_plan_runs_end_to_end() {
         .lines()
         .find(|l| l.starts_with("| 64 | 1 | first | etcd-3.5 |"))
         .unwrap();
-    assert!(row.contains("%)"), "{row}");
+    assert!(
+        row.contains("×) ") && row.contains("CPU per request"),
+        "{row}"
+    );
 }

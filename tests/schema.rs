@@ -274,6 +274,8 @@ fn every_kind_of_finding_fits_the_report_schema() {
             of: 12,
             startups: 1,
             startups_of: 4,
+            slices: 3,
+            slices_of: 40,
             max_share: 0.3,
             worst: "a #2, get [clients=1]".into(),
             mean_share: 0.2,

@@ -58,7 +58,10 @@ duration = "2s"
     assert!(first.iter().any(|s| s.position == 0) && first.iter().any(|s| s.position == 1));
     assert!(first.iter().all(|s| s.cost.is_some_and(|c| c.cpu_s > 0.0)));
     let out = run.stdout();
-    assert!(out.contains("**Serving:** b against a, paired"), "{out}");
+    assert!(
+        out.contains("**Serving:** b against a, paired over 2 repetitions"),
+        "{out}"
+    );
     assert!(out.contains("~ "), "{out}");
 }
 

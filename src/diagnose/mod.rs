@@ -69,6 +69,10 @@ pub enum Finding {
         /// Start-ups (spawn to ready) where it did, and start-ups measured.
         startups: usize,
         startups_of: usize,
+        /// Paired slices where it did (their rounds were run again and left out of the
+        /// verdicts), and slices measured.
+        slices: usize,
+        slices_of: usize,
         /// The largest share, and where: `contender #N, scenario [point]` or `… start-up`.
         max_share: f64,
         worst: String,
@@ -154,6 +158,8 @@ impl fmt::Display for Finding {
                 of,
                 startups,
                 startups_of,
+                slices,
+                slices_of,
                 max_share,
                 worst,
                 mean_share,
@@ -161,6 +167,11 @@ impl fmt::Display for Finding {
                 let mut during = Vec::new();
                 if *points > 0 {
                     during.push(format!("{points} of {of} points"));
+                }
+                if *slices > 0 {
+                    during.push(format!(
+                        "{slices} of {slices_of} paired slices (their rounds were run again and left out of the verdicts)"
+                    ));
                 }
                 if *startups > 0 {
                     during.push(format!("{startups} of {startups_of} start-ups"));
@@ -206,7 +217,7 @@ impl Default for Limits {
             stall_share: 0.01,
             saturated: 0.9,
             noisy: 0.10,
-            stolen: 0.05,
+            stolen: crate::results::STEAL_LIMIT,
         }
     }
 }
@@ -362,8 +373,8 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
 /// Points and start-ups during which the hypervisor took at least `limits.stolen` of the
 /// CPUs' time.
 fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
-    let (mut of, mut startups_of) = (0, 0);
-    let (mut points, mut startups) = (0, 0);
+    let (mut of, mut startups_of, mut slices_of) = (0, 0, 0);
+    let (mut points, mut startups, mut slices) = (0, 0, 0);
     let mut hit: Vec<(f64, String)> = Vec::new();
     for run in &r.runs {
         let who = format!("{} #{}", run.id.subject(), run.id.repetition);
@@ -375,6 +386,14 @@ fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
             }
         }
         for p in &run.points {
+            for x in &p.slices {
+                slices_of += 1;
+                if x.stolen() {
+                    slices += 1;
+                    let s = x.steal.unwrap_or(0.0);
+                    hit.push((s, format!("{who}, {}, round {}", p.id, x.round + 1)));
+                }
+            }
             let Some(s) = p.steal else { continue };
             of += 1;
             if s >= limits.stolen {
@@ -388,6 +407,8 @@ fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
         points,
         of,
         startups,
+        slices,
+        slices_of,
         startups_of,
         max_share,
         worst,

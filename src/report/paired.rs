@@ -73,9 +73,8 @@ pub fn summary(verdicts: &[PointVerdicts]) -> Vec<String> {
         }
         if let Some(r) = mine.iter().find_map(|v| v.main()).map(|v| v.ratio) {
             out.push(format!(
-                "**Serving:** {name} against {base}, paired ({} repetitions, {} rounds at the first point), {} points: {}",
+                "**Serving:** {name} against {base}, paired over {} repetitions, {} points: {}",
                 r.repetitions,
-                r.rounds,
                 mine.len(),
                 parts.join("; ")
             ));
@@ -172,7 +171,12 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                         .map_or(String::new(), |x| x.to_string()),
                 );
             }
-            row.push(rounds(r, &c.name, id));
+            row.push(rounds(
+                r,
+                &c.name,
+                id,
+                r.paired.as_ref().and_then(|p| p.max_rounds),
+            ));
             rows.push(row);
         }
     }
@@ -184,17 +188,22 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
     })
 }
 
-/// `3 × 6`: repetitions × rounds (a range when repetitions took different numbers).
-fn rounds(r: &Results, contender: &str, id: &PointId) -> String {
+/// `3 × 6`: repetitions × rounds (a range when repetitions took different numbers), and
+/// `(limit)` when a repetition ran the most rounds allowed without reaching its precision.
+fn rounds(r: &Results, contender: &str, id: &PointId, limit: Option<u32>) -> String {
     let n: Vec<usize> = r
         .point_runs(contender, id)
         .map(|p| p.slices.len())
         .filter(|n| *n > 0)
         .collect();
     let (lo, hi) = (n.iter().min(), n.iter().max());
+    let hit = match (limit, hi) {
+        (Some(m), Some(h)) if *h >= m as usize => " (limit)",
+        _ => "",
+    };
     match (lo, hi) {
-        (Some(l), Some(h)) if l == h => format!("{} × {l}", n.len()),
-        (Some(l), Some(h)) => format!("{} × {l}–{h}", n.len()),
+        (Some(l), Some(h)) if l == h => format!("{} × {l}{hit}", n.len()),
+        (Some(l), Some(h)) => format!("{} × {l}–{h}{hit}", n.len()),
         _ => "—".into(),
     }
 }

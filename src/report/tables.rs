@@ -1,6 +1,6 @@
 //! The report's tables and summary lines, computed from `Results` once for every exporter
 //! (through [`super::analysis::Analysis`]): start-up per contender, and per scenario a table
-//! in the style of seed 003 — `QPS (delta vs baseline)` and `p90 ms (delta)` per point — with
+//! in the style of seed 003 — `QPS (delta vs baseline)` and `p90 (delta)` per point — with
 //! medians over the repetitions.
 
 use super::table::Table;
@@ -241,11 +241,11 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             "contender",
             "req/s (delta)",
             "req/s min–max",
-            "p90 ms (delta)",
+            "p90 (delta)",
             "verdict",
             "failed",
-            "p50 ms",
-            "p99 ms",
+            "p50",
+            "p99",
             "items/s",
         ]
         .map(String::from),
@@ -261,7 +261,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             let p90 = median(
                 &loads
                     .iter()
-                    .map(|l| l.latency_us.p90 as f64 / 1e3)
+                    .map(|l| l.latency_us.p90 as f64)
                     .collect::<Vec<_>>(),
             );
             let base = c.baseline.as_deref().filter(|b| *b != c.name);
@@ -275,7 +275,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             };
             let bq = base_of(&|l| l.requests_per_s);
             let verdict = base.map_or(String::new(), |b| verdict(r, id, b, &c.name));
-            let bp = base_of(&|l| l.latency_us.p90 as f64 / 1e3);
+            let bp = base_of(&|l| l.latency_us.p90 as f64);
             let failed: u64 = loads.iter().map(|l| l.failures).sum();
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
             let mut row: Vec<String> = id.vars.0.iter().map(|(_, v)| v.clone()).collect();
@@ -291,7 +291,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
                     _ => "—".into(),
                 },
             );
-            row.push(with_delta(p90, bp, &|v| format!("{v:.2}")));
+            row.push(with_delta(p90, bp, &fmt_us));
             row.push(verdict);
             row.push(match (failed, errors) {
                 (0, 0) => "0".into(),
@@ -299,8 +299,8 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
                 (f, e) => format!("{f} ({e} points did not run)"),
             });
             let ms = |q: &dyn Fn(&crate::load::LoadResult) -> u64| {
-                median(&loads.iter().map(|l| q(l) as f64 / 1e3).collect::<Vec<_>>())
-                    .map_or("—".into(), |v| format!("{v:.2}"))
+                median(&loads.iter().map(|l| q(l) as f64).collect::<Vec<_>>())
+                    .map_or("—".into(), fmt_us)
             };
             row.push(ms(&|l| l.latency_us.p50));
             row.push(ms(&|l| l.latency_us.p99));
@@ -346,10 +346,23 @@ fn verdict(r: &Results, point: &PointId, base: &str, name: &str) -> String {
     }
 }
 
-/// `2804 (-5%)`, or the bare value for the baseline itself.
+/// `2804 (-5%)`, or the bare value for the baseline itself. A change of 2× or more reads as
+/// a factor, `37907 (×1654)` or `38 µs (÷1260)`, never `+165254%` or `-100%`.
 pub fn with_delta(v: Option<f64>, base: Option<f64>, fmt: &dyn Fn(f64) -> String) -> String {
     match (v, base) {
         (None, _) => "—".into(),
+        (Some(v), Some(b)) if b > 0.0 && v > 0.0 && (v / b >= 2.0 || v / b <= 0.5) => {
+            let f = super::verdicts::fmt_ratio(v / b);
+            format!(
+                "{} ({})",
+                fmt(v),
+                if f.starts_with('÷') {
+                    f
+                } else {
+                    format!("×{}", f.trim_end_matches('×'))
+                }
+            )
+        }
         (Some(v), Some(b)) if b > 0.0 => format!("{} ({:+.0}%)", fmt(v), (v - b) / b * 100.0),
         (Some(v), _) => fmt(v),
     }
@@ -380,6 +393,14 @@ mod tests {
             "0.4 (+0%)"
         );
         assert_eq!(with_delta(Some(7.0), None, &|v| format!("{v:.0}")), "7");
+        assert_eq!(
+            with_delta(Some(37907.0), Some(22.92), &|v| fmt_rate(v)),
+            "37907 (×1654)"
+        );
+        assert_eq!(
+            with_delta(Some(38.0), Some(47_880.0), &fmt_us),
+            "38 µs (÷1260)"
+        );
         assert_eq!(with_delta(None, Some(1.0), &|v| format!("{v}")), "—");
     }
 }

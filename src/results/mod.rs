@@ -270,9 +270,19 @@ pub struct Slice {
     pub steal: Option<f64>,
 }
 
+/// A share of the CPUs' time taken by the hypervisor from which a measurement is no longer
+/// the contenders' alone: 5 %. Paired rounds with a slice past it are run again and left out
+/// of the verdicts; the steal finding counts points and start-ups past it.
+pub const STEAL_LIMIT: f64 = 0.05;
+
 impl Slice {
     pub fn cpu_us_per_request(&self) -> Option<f64> {
         self.cost?.cpu_us_per(self.requests)
+    }
+
+    /// The host took [`STEAL_LIMIT`] or more of the CPUs' time during this slice.
+    pub fn stolen(&self) -> bool {
+        self.steal.is_some_and(|s| s >= STEAL_LIMIT)
     }
 }
 
@@ -282,18 +292,27 @@ impl Slice {
 /// running first or second does to a slice (the scheduler placing a server beside the load,
 /// a cache warmed by the slice before) cancels. Rounds left without a partner are dropped —
 /// unless no pair formed at all (a single round), when the rounds are used as they are.
+/// Rounds in which the host stole past [`STEAL_LIMIT`] from either slice are left out, unless
+/// every round was.
 pub fn balanced_rounds(
     base: &[Slice],
     other: &[Slice],
     figure: &dyn Fn(&Slice) -> Option<f64>,
 ) -> Vec<(f64, f64)> {
-    let rounds: Vec<(bool, f64, f64)> = base
+    let all: Vec<(bool, bool, f64, f64)> = base
         .iter()
         .filter_map(|b| {
             let o = other.iter().find(|o| o.round == b.round)?;
             let (x, y) = (figure(b)?, figure(o)?);
-            (x > 0.0 && y > 0.0).then_some((o.position > b.position, x, y))
+            let stolen = b.stolen() || o.stolen();
+            (x > 0.0 && y > 0.0).then_some((stolen, o.position > b.position, x, y))
         })
+        .collect();
+    let clean = all.iter().any(|r| !r.0);
+    let rounds: Vec<(bool, f64, f64)> = all
+        .into_iter()
+        .filter(|r| !(clean && r.0))
+        .map(|r| (r.1, r.2, r.3))
         .collect();
     let mut waiting: Vec<(bool, f64, f64)> = Vec::new();
     let mut out = Vec::new();

@@ -164,9 +164,16 @@ impl Ctx<'_> {
             .iter()
             .map(|&i| lives[i].running.usage().cpu_s())
             .collect();
-        let mut round = 0;
+        // `round` counts every round run, `clean` those the host did not steal from: a round
+        // with a stolen slice is run again (it is left out of the verdicts), up to half as
+        // many rounds again as `max`, so a stormy host cannot hold a point forever.
+        let (mut round, mut clean) = (0, 0);
         let mut reached = None;
-        while round < max && !INTERRUPTED.load(Relaxed) && sessions.iter().any(Option::is_some) {
+        while clean < max
+            && round < max + max / 2
+            && !INTERRUPTED.load(Relaxed)
+            && sessions.iter().any(Option::is_some)
+        {
             // Rotated by repetition too, so no contender always opens a repetition's rounds.
             let order = williams(active.len(), round as usize + repetition as usize - 1);
             for (position, &k) in order.iter().enumerate() {
@@ -207,8 +214,14 @@ impl Ctx<'_> {
                     sessions[k] = None;
                 }
             }
+            let stolen = outs
+                .iter()
+                .any(|o| o.slices.iter().any(|x| x.round == round && x.stolen()));
             round += 1;
-            if round >= min && round % 2 == 0 {
+            if !stolen {
+                clean += 1;
+            }
+            if clean >= min && round % 2 == 0 {
                 if let Some(target) = precision {
                     reached = self.precision(lives, active, &outs);
                     if reached.is_some_and(|r| r <= target) {
