@@ -82,6 +82,23 @@ pub fn thread_run_queue_wait() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
+/// The calling thread's id, to read its scheduler counters from another thread.
+pub fn thread_id() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// A thread of this process's (CPU time, run-queue wait) so far, from the scheduler's own
+/// nanosecond counters in `/proc/self/task/TID/schedstat`; `None` where it is not reported.
+pub fn thread_schedstat(tid: i32) -> Option<(Duration, Duration)> {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some((
+        Duration::from_nanos(f.next()??),
+        Duration::from_nanos(f.next()??),
+    ))
+}
+
 /// Time-accounting counters of each CPU from `/proc/stat` (clock ticks): all of them summed,
 /// and `steal`, the time the hypervisor gave the CPU to someone else.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

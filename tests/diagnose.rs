@@ -237,6 +237,7 @@ fn stolen_cpu_time_is_recorded_per_point_and_reported() {
         position: 0,
         requests: 10,
         failures: 0,
+        items: 10,
         duration_s: 0.1,
         requests_per_s: 100.0,
         items_per_s: 100.0,

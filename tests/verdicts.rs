@@ -74,16 +74,7 @@ fn ten_percent_more_cpu_per_request_is_found() {
     // for a tenth of it.
     let base = serve_cost(&dir, exe);
     let work_us = (base * 0.10).max(1.0);
-    let contender = |name: &str, extra: &str| {
-        format!(
-            r#"
-[[contender]]
-name = "{name}"
-command = ["{exe}", "demo-server", "v2", "{{port}}", "{{state}}"{extra}]
-ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
-"#
-        )
-    };
+    let contender = |name: &str, extra: &str| demo_contender(exe, name, extra);
     let plan = format!(
         r#"
 name = "work"
@@ -118,6 +109,18 @@ duration = "2s"
     assert!(out.contains("more CPU per request"), "{out}");
 }
 
+/// A contender running bakeoff's own demo server v2, with `extra` arguments.
+fn demo_contender(exe: &str, name: &str, extra: &str) -> String {
+    format!(
+        r#"
+[[contender]]
+name = "{name}"
+command = ["{exe}", "demo-server", "v2", "{{port}}", "{{state}}"{extra}]
+ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
+"#
+    )
+}
+
 /// The demo server's CPU µs per request at four clients, from a short run of it alone.
 fn serve_cost(dir: &TempDir, exe: &str) -> f64 {
     let sub = dir.path().join("probe");
@@ -126,16 +129,14 @@ fn serve_cost(dir: &TempDir, exe: &str) -> f64 {
         r#"
 name = "cost"
 repetitions = 1
-[[contender]]
-name = "plain"
-command = ["{exe}", "demo-server", "v2", "{{port}}", "{{state}}"]
-ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
+{}
 [[scenario]]
 name = "block"
 http = "GET /block/{{rand:0..10000}}"
 clients = 4
 duration = "1s"
-"#
+"#,
+        demo_contender(exe, "plain", "")
     );
     let run = run_plan(&sub, &plan, &[]);
     assert!(run.output.status.success(), "{}", run.stderr());

@@ -122,6 +122,8 @@ pub enum Edge {
 
 /// A worker's report after connecting, before any load is sent.
 struct Ready {
+    /// The worker thread's id, so the session can read its CPU at the window's edges.
+    tid: i32,
     connected: usize,
     first_error: Option<CallError>,
     /// The worker could not be set up (pinning, runtime): the run must not start.
@@ -179,6 +181,8 @@ pub struct Session<P: Protocol> {
     runs: Vec<mpsc::Sender<RunOrder>>,
     outs: mpsc::Receiver<Result<WorkerOut, String>>,
     handles: Vec<std::thread::JoinHandle<()>>,
+    /// The worker threads' ids.
+    tids: Vec<i32>,
 }
 
 /// What a worker is told for each run.
@@ -218,9 +222,11 @@ impl<P: Protocol> Session<P> {
         let mut connected = 0;
         let mut first_error = None;
         let mut setup_error = None;
+        let mut tids = Vec::new();
         for _ in 0..cfg.threads {
             match ready_rx.recv() {
                 Ok(r) => {
+                    tids.push(r.tid);
                     connected += r.connected;
                     first_error = first_error.or(r.first_error);
                     setup_error = setup_error.or(r.setup_error);
@@ -234,6 +240,7 @@ impl<P: Protocol> Session<P> {
             runs,
             outs,
             handles,
+            tids,
         };
         // Decide before sending any load, so a broken worker never costs a whole run's
         // results. (Dropping the session ends the workers.)
@@ -278,6 +285,17 @@ impl<P: Protocol> Runs for Session<P> {
             Stop::Count(_) => None,
         };
         let (mut opened, mut closed) = (false, false);
+        // The load threads' own CPU and run-queue wait over exactly the measured window, as
+        // the server's is read: at the two edges, from the scheduler's counters.
+        let tids = self.tids.clone();
+        let threads_now = move || -> Option<(Duration, Duration)> {
+            tids.iter()
+                .try_fold((Duration::ZERO, Duration::ZERO), |(c, w), t| {
+                    let (a, b) = sys::thread_schedstat(*t)?;
+                    Some((c + a, w + b))
+                })
+        };
+        let mut window: [Option<(Duration, Duration)>; 2] = [None, None];
         let report = |edge: Option<Edge>, progress: &mut dyn FnMut(Progress) -> Flow| {
             let now = Instant::now();
             progress(Progress {
@@ -306,9 +324,11 @@ impl<P: Protocol> Runs for Session<P> {
             let now = Instant::now();
             let edge = if !opened && now >= measure_start {
                 opened = true;
+                window[0] = threads_now();
                 Some(Edge::Opens)
             } else if opened && !closed && measure_end.is_some_and(|e| now >= e) {
                 closed = true;
+                window[1] = threads_now();
                 Some(Edge::Closes)
             } else {
                 None
@@ -318,9 +338,11 @@ impl<P: Protocol> Runs for Session<P> {
             }
         }
         if !opened {
+            window[0] = threads_now();
             report(Some(Edge::Opens), progress);
         }
         if !closed {
+            window[1] = threads_now();
             report(Some(Edge::Closes), progress);
         }
         if outs.len() < cfg.threads {
@@ -345,14 +367,26 @@ impl<P: Protocol> Runs for Session<P> {
             }
         }
         let rec = merged.ok_or_else(|| LoadError::Worker("no worker finished".into()))?;
-        Ok(summarize(
+        let window = match window {
+            [Some(a), Some(b)] => Some((b.0.saturating_sub(a.0), b.1.saturating_sub(a.1))),
+            _ => None,
+        };
+        let mut result = summarize(
             &*self.proto,
             &cfg,
             rec,
             usage,
             measure_start,
             INTERRUPTED.load(Relaxed) || dispenser.is_cancelled(),
-        ))
+        );
+        if let Some((cpu, wait)) = window {
+            let g = &mut result.generator;
+            g.window_cpu_s = Some(cpu.as_secs_f64());
+            g.window_cpu_wait_s = Some(wait.as_secs_f64());
+            g.window_cpu_us_per_request =
+                (result.requests > 0).then(|| cpu.as_secs_f64() * 1e6 / result.requests as f64);
+        }
+        Ok(result)
     }
 }
 
@@ -396,6 +430,7 @@ impl<P: Protocol> Job<P> {
             Ok(rt) => rt,
             Err(e) => {
                 let _ = ready.send(Ready {
+                    tid: sys::thread_id(),
                     connected: 0,
                     first_error: None,
                     setup_error: Some(e),
@@ -415,6 +450,7 @@ impl<P: Protocol> Job<P> {
         let first_error = conns.iter().find_map(|c| c.as_ref().err().cloned());
         let connected = conns.iter().filter(|c| c.is_ok()).count();
         let _ = ready.send(Ready {
+            tid: sys::thread_id(),
             connected,
             first_error,
             setup_error: None,
@@ -629,6 +665,9 @@ fn summarize<P: Protocol>(
             } else {
                 0.0
             },
+            window_cpu_s: None,
+            window_cpu_wait_s: None,
+            window_cpu_us_per_request: None,
         },
     }
 }
@@ -729,6 +768,13 @@ mod tests {
                 assert!(edges[1].1 >= warmup + d, "{edges:?}");
             }
             assert!(r.successes > 0);
+            // The load threads' own CPU over the window, read as the server's is.
+            let g = &r.generator;
+            assert!(g.window_cpu_s.is_some_and(|c| c > 0.0), "{g:?}");
+            assert!(
+                g.window_cpu_us_per_request.is_some_and(|c| c > 0.0),
+                "{g:?}"
+            );
         }
     }
 

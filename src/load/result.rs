@@ -104,6 +104,14 @@ impl LoadResult {
                 .cpu_stolen_s
                 .zip(p.generator.cpu_stolen_s)
                 .map(|(a, b)| a + b);
+            g.window_cpu_s = g
+                .window_cpu_s
+                .zip(p.generator.window_cpu_s)
+                .map(|(a, b)| a + b);
+            g.window_cpu_wait_s = g
+                .window_cpu_wait_s
+                .zip(p.generator.window_cpu_wait_s)
+                .map(|(a, b)| a + b);
             // Utilization weighted by CPU time, the share each part's load threads worked.
             let theirs = p.generator.utilization
                 * (p.generator.cpu_user_s + p.generator.cpu_system_s).max(1e-9);
@@ -112,6 +120,11 @@ impl LoadResult {
         let calls = (out.requests + out.warmup_requests).max(1) as f64;
         out.generator.cpu_us_per_request =
             (out.generator.cpu_user_s + out.generator.cpu_system_s) * 1e6 / calls;
+        out.generator.window_cpu_us_per_request = out
+            .generator
+            .window_cpu_s
+            .filter(|_| out.requests > 0)
+            .map(|c| c * 1e6 / out.requests as f64);
         let per_s = |n: u64| {
             if out.duration_s > 0.0 {
                 n as f64 / out.duration_s
@@ -230,6 +243,16 @@ pub struct Generator {
     /// included; time the hypervisor took from their CPUs left out): near 1, they never
     /// waited for an answer, so the client was the bottleneck.
     pub utilization: f64,
+    /// The load threads' CPU time and run-queue wait over exactly the measured window (from
+    /// their schedstat at the window's edges, as the server's cost is read), and the CPU per
+    /// measured call; `None` where the kernel does not report schedstat, or for results
+    /// written before these were recorded.
+    #[serde(default)]
+    pub window_cpu_s: Option<f64>,
+    #[serde(default)]
+    pub window_cpu_wait_s: Option<f64>,
+    #[serde(default)]
+    pub window_cpu_us_per_request: Option<f64>,
 }
 
 #[cfg(test)]
@@ -301,6 +324,9 @@ mod tests {
                 cpu_stolen_s: None,
                 cpu_us_per_request: 0.0,
                 utilization: 0.5,
+                window_cpu_s: Some(0.25),
+                window_cpu_wait_s: Some(0.0),
+                window_cpu_us_per_request: None,
             },
         }
     }
@@ -331,6 +357,8 @@ mod tests {
             [0, 1]
         );
         assert!((m.generator.utilization - 0.5).abs() < 1e-9);
+        assert_eq!(m.generator.window_cpu_s, Some(0.5));
+        assert!((m.generator.window_cpu_us_per_request.unwrap() - 0.5e6 / 300.0).abs() < 1e-6);
         assert!(LoadResult::merge(&[]).is_none());
     }
 

@@ -105,7 +105,12 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
     let info = r.scenarios.iter().find(|s| s.name == name)?;
     let order: Vec<Figure> = {
         let mut o: Vec<Figure> = stability(verdicts).into_iter().map(|x| x.0).collect();
-        o.retain(|f| matches!(f, Figure::CpuPerRequest | Figure::Throughput | Figure::P99));
+        o.retain(|f| {
+            matches!(
+                f,
+                Figure::CpuPerRequest | Figure::CpuPerItem | Figure::Throughput | Figure::P99
+            )
+        });
         o
     };
     let var_names: Vec<String> = info
@@ -181,7 +186,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
         }
     }
     Some(Table {
-        id: format!("serving-{}", crate::results::slug(name).to_lowercase()),
+        id: super::tables::serving_id(name),
         title: format!("{name} (`{call}`), paired: ratio to the baseline (95% interval)"),
         head,
         rows,

@@ -312,11 +312,16 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
         }
     }
     Some(Table {
-        id: format!("serving-{}", crate::results::slug(name).to_lowercase()),
+        id: serving_id(name),
         title: format!("{name} (`{call}`)"),
         head,
         rows,
     })
+}
+
+/// The id (and CSV file name) of a scenario's serving table.
+pub(super) fn serving_id(scenario: &str) -> String {
+    format!("serving-{}", crate::results::slug(scenario).to_lowercase())
 }
 
 /// Whether throughput differs for real between a contender and its baseline at one point:

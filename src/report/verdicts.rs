@@ -11,14 +11,17 @@ use crate::stats::paired::{self, Call, Ratio};
 pub enum Figure {
     /// The server's CPU time per request: steady on a shared machine.
     CpuPerRequest,
+    /// The server's CPU time per streamed message (server-streaming calls only).
+    CpuPerItem,
     Throughput,
     P50,
     P99,
 }
 
 impl Figure {
-    pub const ALL: [Figure; 4] = [
+    pub const ALL: [Figure; 5] = [
         Figure::CpuPerRequest,
+        Figure::CpuPerItem,
         Figure::Throughput,
         Figure::P50,
         Figure::P99,
@@ -27,6 +30,7 @@ impl Figure {
     pub fn name(self) -> &'static str {
         match self {
             Figure::CpuPerRequest => "CPU per request",
+            Figure::CpuPerItem => "CPU per item",
             Figure::Throughput => "throughput",
             Figure::P50 => "p50",
             Figure::P99 => "p99",
@@ -36,6 +40,7 @@ impl Figure {
     fn of(self, s: &Slice) -> Option<f64> {
         match self {
             Figure::CpuPerRequest => s.cpu_us_per_request(),
+            Figure::CpuPerItem => s.cpu_us_per_item(),
             Figure::Throughput => Some(s.requests_per_s),
             Figure::P50 => Some(s.p50_us as f64),
             Figure::P99 => Some(s.p99_us as f64),
@@ -46,6 +51,7 @@ impl Figure {
     fn words(self) -> (&'static str, &'static str) {
         match self {
             Figure::CpuPerRequest => ("more CPU per request", "less CPU per request"),
+            Figure::CpuPerItem => ("more CPU per item", "less CPU per item"),
             Figure::Throughput => ("more throughput", "less throughput"),
             Figure::P50 => ("higher p50", "lower p50"),
             Figure::P99 => ("higher p99", "lower p99"),

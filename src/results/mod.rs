@@ -231,6 +231,22 @@ pub struct PointRun {
     pub slices: Vec<Slice>,
 }
 
+impl PointRun {
+    /// A point about to be measured: nothing recorded yet.
+    pub fn new(id: PointId) -> PointRun {
+        PointRun {
+            id,
+            started_at: now_utc(),
+            contender_cpu_s: None,
+            steal: None,
+            load: None,
+            error: None,
+            cost: None,
+            slices: Vec::new(),
+        }
+    }
+}
+
 /// The server's own cost over a measured window.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct ServerCost {
@@ -258,6 +274,9 @@ pub struct Slice {
     pub position: u32,
     pub requests: u64,
     pub failures: u64,
+    /// Messages received: one per answer, one per message of a stream.
+    #[serde(default)]
+    pub items: u64,
     /// Measured seconds.
     pub duration_s: f64,
     pub requests_per_s: f64,
@@ -278,6 +297,12 @@ pub const STEAL_LIMIT: f64 = 0.05;
 impl Slice {
     pub fn cpu_us_per_request(&self) -> Option<f64> {
         self.cost?.cpu_us_per(self.requests)
+    }
+
+    /// CPU microseconds per streamed message; `None` for unary calls (one item per call:
+    /// the figure would be CPU per request again).
+    pub fn cpu_us_per_item(&self) -> Option<f64> {
+        (self.items > self.requests).then(|| self.cost?.cpu_us_per(self.items))?
     }
 
     /// The host took [`STEAL_LIMIT`] or more of the CPUs' time during this slice.
@@ -589,6 +614,7 @@ mod tests {
             position,
             requests: 100,
             failures: 0,
+            items: 100,
             duration_s: 1.0,
             requests_per_s: rps,
             items_per_s: rps,
@@ -621,6 +647,20 @@ mod tests {
             balanced_rounds(&base[..1], &other[..1], &rps),
             [(100.0, 120.0)]
         );
+    }
+
+    #[test]
+    fn cpu_per_item_is_for_streams_only() {
+        let mut s = slice(0, 0, 100.0);
+        s.cost = Some(ServerCost {
+            cpu_s: 0.002,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+        });
+        assert_eq!(s.cpu_us_per_request(), Some(20.0));
+        assert_eq!(s.cpu_us_per_item(), None, "one item per call: unary");
+        s.items = 1000;
+        assert_eq!(s.cpu_us_per_item(), Some(2.0));
     }
 
     #[test]

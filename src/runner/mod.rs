@@ -404,16 +404,7 @@ impl Ctx<'_> {
     }
 
     fn point(&self, live: &mut Live, s: &Scenario, p: &Point, rep: &mut dyn Reporter) -> PointRun {
-        let mut out = PointRun {
-            id: results::point_id(s, p),
-            started_at: results::now_utc(),
-            contender_cpu_s: None,
-            steal: None,
-            load: None,
-            error: None,
-            cost: None,
-            slices: Vec::new(),
-        };
+        let mut out = PointRun::new(results::point_id(s, p));
         if let Err(e) = self.setup_steps(live, s, p) {
             out.error = Some(e);
             return out;
@@ -503,13 +494,10 @@ impl Live {
         results: &mut Results,
         rep: &mut dyn Reporter,
     ) -> bool {
-        self.died(
-            format!("before scenario `{}` [{}]", s.name, p.label),
-            results,
-            rep,
-        )
+        self.died("before", s, p, results, rep)
     }
 
+    /// Records the contender as failed when it died while point `p` ran.
     fn died_during(
         &mut self,
         s: &Scenario,
@@ -517,21 +505,21 @@ impl Live {
         results: &mut Results,
         rep: &mut dyn Reporter,
     ) -> bool {
-        self.died(
-            format!("during scenario `{}` [{}]", s.name, p.label),
-            results,
-            rep,
-        )
+        self.died("during", s, p, results, rep)
     }
 
-    fn died(&mut self, when: String, results: &mut Results, rep: &mut dyn Reporter) -> bool {
+    fn died(
+        &mut self,
+        when: &str,
+        s: &Scenario,
+        p: &Point,
+        results: &mut Results,
+        rep: &mut dyn Reporter,
+    ) -> bool {
         match self.running.exited() {
             Some(died) => {
-                let _ = fail(
-                    &mut results.runs[self.idx],
-                    format!("died {when}: {died}"),
-                    rep,
-                );
+                let error = format!("died {when} scenario `{}` [{}]: {died}", s.name, p.label);
+                let _ = fail(&mut results.runs[self.idx], error, rep);
                 true
             }
             None => false,

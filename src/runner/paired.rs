@@ -114,16 +114,7 @@ impl Ctx<'_> {
     ) -> Vec<PointRun> {
         let mut outs: Vec<PointRun> = active
             .iter()
-            .map(|_| PointRun {
-                id: results::point_id(s, p),
-                started_at: results::now_utc(),
-                contender_cpu_s: None,
-                steal: None,
-                load: None,
-                error: None,
-                cost: None,
-                slices: Vec::new(),
-            })
+            .map(|_| PointRun::new(results::point_id(s, p)))
             .collect();
         let paired = &self.plan.paired;
         let slice_stop = match s.stop {
@@ -194,6 +185,7 @@ impl Ctx<'_> {
                             position: position as u32,
                             requests: load.requests,
                             failures: load.failures,
+                            items: load.items,
                             duration_s: load.duration_s,
                             requests_per_s: load.requests_per_s,
                             items_per_s: load.items_per_s,
