@@ -23,6 +23,11 @@ N = int(os.environ.get("N", "20"))
 CLIENTS = int(os.environ.get("CLIENTS", "4"))
 DURATION = os.environ.get("DURATION", "1s")
 REPS = int(os.environ.get("REPETITIONS", "3"))
+# Which orders and rows to run, and extra paired settings, e.g.
+#   ORDERS=paired ROWS="+2 % CPU" PAIRED='precision = "0.5%", max_rounds = 120'
+ORDERS = os.environ.get("ORDERS", "paired,interleaved").split(",")
+ROWS = os.environ.get("ROWS", "A/A,+5 % CPU,+2 % CPU").split(",")
+PAIRED = os.environ.get("PAIRED", "")
 
 
 def contender(name, work_us):
@@ -39,6 +44,8 @@ def plan(order, work_us, reps=REPS, single=False):
     head = f'name = "calibrate"\nrepetitions = {reps}\n'
     if not single:
         head += f'baseline = "a"\norder = "{order}"\n'
+        if PAIRED and order == "paired":
+            head += f"paired = {{ {PAIRED} }}\n"
     body = contender("a", 0) + ("" if single else contender("b", work_us))
     scenario = f"""
 [[scenario]]
@@ -117,12 +124,13 @@ def main():
         sys.exit("build first: cargo build --release")
     cost = base_cost()
     print(f"demo-server v2 at {CLIENTS} clients: {cost:.2f} µs of CPU per request here", file=sys.stderr)
-    work = {x: work_for(x, cost * x) for x in (0.05, 0.02)}
+    rows_wanted = [(label, extra) for label, extra in [("A/A", 0.0), ("+5 % CPU", 0.05), ("+2 % CPU", 0.02)] if label in ROWS]
+    work = {x: work_for(x, cost * x) if x in [e for _, e in rows_wanted] else 0.0 for x in (0.05, 0.02)}
     print(f"--work for +5 %: {work[0.05]:.3f} µs, for +2 %: {work[0.02]:.3f} µs", file=sys.stderr)
     rows = []
     started = time.time()
-    for order in ["paired", "interleaved"]:
-        for label, extra in [("A/A", 0.0), ("+5 % CPU", 0.05), ("+2 % CPU", 0.02)]:
+    for order in ORDERS:
+        for label, extra in rows_wanted:
             hits, thr_hits, ratios = 0, 0, []
             for i in range(N):
                 _, report = run(plan(order, work.get(extra, 0.0)))
@@ -144,7 +152,8 @@ def main():
                 print(f"{order} {label} #{i + 1}: {report['summary'][2] if len(report['summary']) > 2 else ''}"[:200], file=sys.stderr)
             rows.append((order, label, hits, thr_hits, ratios))
     minutes = (time.time() - started) / 60
-    print(f"\n{N} comparisons per row, {REPS} repetitions each, {CLIENTS} clients, {DURATION} per point; {minutes:.0f} min in all; base cost {cost:.2f} µs/request; --work {work[0.05]:.3f} µs for +5 %, {work[0.02]:.3f} µs for +2 %\n")
+    settings = f"; paired = {{ {PAIRED} }}" if PAIRED else ""
+    print(f"\n{N} comparisons per row, {REPS} repetitions each, {CLIENTS} clients, {DURATION} per point{settings}; {minutes:.0f} min in all; base cost {cost:.2f} µs/request; --work {work[0.05]:.3f} µs for +5 %, {work[0.02]:.3f} µs for +2 %\n")
     print("| order | comparison | verdict on | called different | rate (95% Wilson) | median ratio measured |")
     print("|---|---|---|---|---|---|")
     for order, label, hits, thr_hits, ratios in rows:

@@ -5,18 +5,18 @@
 pub mod pacing;
 pub mod recorder;
 pub mod result;
+mod session;
+mod worker;
 
-use std::cell::RefCell;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use pacing::{Dispenser, Pacing, Stop, INTERRUPTED};
 use recorder::Recorder;
 pub use result::LoadResult;
+pub use session::{Runs, Session};
 
-use crate::protocol::{CallError, Protocol, Reply};
+use crate::protocol::{CallError, Protocol};
 use crate::sys::{self, CpuTime};
 
 /// A checked load configuration; build it with [`LoadConfig::new`].
@@ -121,33 +121,33 @@ pub enum Edge {
 }
 
 /// A worker's report after connecting, before any load is sent.
-struct Ready {
+pub(super) struct Ready {
     /// The worker thread's id, so the session can read its CPU at the window's edges.
-    tid: i32,
-    connected: usize,
-    first_error: Option<CallError>,
+    pub(super) tid: i32,
+    pub(super) connected: usize,
+    pub(super) first_error: Option<CallError>,
     /// The worker could not be set up (pinning, runtime): the run must not start.
-    setup_error: Option<String>,
+    pub(super) setup_error: Option<String>,
 }
 
-struct WorkerOut {
-    recorder: Recorder,
-    cpu: CpuTime,
+pub(super) struct WorkerOut {
+    pub(super) recorder: Recorder,
+    pub(super) cpu: CpuTime,
     /// Time runnable but waiting for its CPU, when the kernel reports it.
-    wait: Option<Duration>,
+    pub(super) wait: Option<Duration>,
     /// Time the hypervisor took from its CPU, when it is pinned to one.
-    stolen: Option<Duration>,
+    pub(super) stolen: Option<Duration>,
     /// From the start signal to the last call, warm-up included (as `cpu` and `wait` are).
-    wall: Duration,
+    pub(super) wall: Duration,
 }
 
 /// What the load threads used, summed over them.
 #[derive(Default)]
-struct Usage {
-    cpu: CpuTime,
-    wait: Option<Duration>,
-    stolen: Option<Duration>,
-    wall: Duration,
+pub(super) struct Usage {
+    pub(super) cpu: CpuTime,
+    pub(super) wait: Option<Duration>,
+    pub(super) stolen: Option<Duration>,
+    pub(super) wall: Duration,
 }
 
 /// Runs one load and returns its measurements. Fails before measuring when not one
@@ -160,437 +160,7 @@ pub fn run<P: Protocol>(
     Session::open(proto, cfg)?.run(cfg.stop, cfg.warmup, progress)
 }
 
-/// Load runs on connections that stay open between them: what a paired point's slices use,
-/// so a slice starts on warm connections, not on new ones (a new TCP connection starts in
-/// slow start and quick-ACK mode, which a 100 ms slice would measure).
-pub trait Runs {
-    /// One run with this stop condition and warm-up on the open connections.
-    fn run(
-        &mut self,
-        stop: Stop,
-        warmup: Duration,
-        progress: &mut dyn FnMut(Progress) -> Flow,
-    ) -> Result<LoadResult, LoadError>;
-}
-
-/// The worker threads of a load, their connections open, waiting for the next run. Dropped,
-/// the workers close their connections and end.
-pub struct Session<P: Protocol> {
-    proto: Arc<P>,
-    cfg: LoadConfig,
-    runs: Vec<mpsc::Sender<RunOrder>>,
-    outs: mpsc::Receiver<Result<WorkerOut, String>>,
-    handles: Vec<std::thread::JoinHandle<()>>,
-    /// The worker threads' ids.
-    tids: Vec<i32>,
-}
-
-/// What a worker is told for each run.
-struct RunOrder {
-    dispenser: Arc<Dispenser>,
-    counter: Arc<AtomicU64>,
-}
-
-impl<P: Protocol> Session<P> {
-    /// Starts the workers and opens every client's connection. Fails when a worker cannot be
-    /// set up, or when not one connection could be opened.
-    pub fn open(proto: Arc<P>, cfg: &LoadConfig) -> Result<Session<P>, LoadError> {
-        let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
-        let (out_tx, outs) = mpsc::channel::<Result<WorkerOut, String>>();
-        let mut runs = Vec::new();
-        let mut handles = Vec::new();
-        for i in 0..cfg.threads {
-            let n = cfg.clients / cfg.threads + usize::from(i < cfg.clients % cfg.threads);
-            let (run_tx, run_rx) = mpsc::channel::<RunOrder>();
-            runs.push(run_tx);
-            let pin = (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]);
-            let job = Job {
-                proto: proto.clone(),
-                clients: n,
-                timeout: cfg.timeout,
-                pin,
-                open_loop: matches!(cfg.pacing, Pacing::Open { .. }),
-            };
-            let (ready_tx, out_tx) = (ready_tx.clone(), out_tx.clone());
-            let h = std::thread::Builder::new()
-                .name(format!("bakeoff-load-{i}"))
-                .spawn(move || job.work(ready_tx, run_rx, out_tx))
-                .map_err(|e| LoadError::Worker(e.to_string()))?;
-            handles.push(h);
-        }
-        drop((ready_tx, out_tx));
-        let mut connected = 0;
-        let mut first_error = None;
-        let mut setup_error = None;
-        let mut tids = Vec::new();
-        for _ in 0..cfg.threads {
-            match ready_rx.recv() {
-                Ok(r) => {
-                    tids.push(r.tid);
-                    connected += r.connected;
-                    first_error = first_error.or(r.first_error);
-                    setup_error = setup_error.or(r.setup_error);
-                }
-                Err(_) => break,
-            }
-        }
-        let session = Session {
-            proto,
-            cfg: cfg.clone(),
-            runs,
-            outs,
-            handles,
-            tids,
-        };
-        // Decide before sending any load, so a broken worker never costs a whole run's
-        // results. (Dropping the session ends the workers.)
-        match (setup_error, connected) {
-            (Some(e), _) => Err(LoadError::Worker(e)),
-            (None, 0) => Err(LoadError::Unreachable(
-                first_error.map_or("no worker started".to_string(), |e| e.to_string()),
-            )),
-            _ => Ok(session),
-        }
-    }
-}
-
-impl<P: Protocol> Runs for Session<P> {
-    fn run(
-        &mut self,
-        stop: Stop,
-        warmup: Duration,
-        progress: &mut dyn FnMut(Progress) -> Flow,
-    ) -> Result<LoadResult, LoadError> {
-        let cfg = LoadConfig {
-            stop,
-            warmup,
-            ..self.cfg.clone()
-        };
-        let dispenser = Arc::new(Dispenser::new(cfg.pacing, stop, warmup));
-        let counters: Vec<Arc<AtomicU64>> = (0..cfg.threads).map(|_| Arc::default()).collect();
-        let t0 = Instant::now();
-        dispenser.start(t0);
-        for (tx, counter) in self.runs.iter().zip(&counters) {
-            let order = RunOrder {
-                dispenser: dispenser.clone(),
-                counter: counter.clone(),
-            };
-            if tx.send(order).is_err() {
-                return Err(LoadError::Worker("a worker thread ended".into()));
-            }
-        }
-        let measure_start = dispenser.measure_start();
-        let measure_end = match stop {
-            Stop::Duration(d) => Some(measure_start + d),
-            Stop::Count(_) => None,
-        };
-        let (mut opened, mut closed) = (false, false);
-        // The load threads' own CPU and run-queue wait over exactly the measured window, as
-        // the server's is read: at the two edges, from the scheduler's counters.
-        let tids = self.tids.clone();
-        let threads_now = move || -> Option<(Duration, Duration)> {
-            tids.iter()
-                .try_fold((Duration::ZERO, Duration::ZERO), |(c, w), t| {
-                    let (a, b) = sys::thread_schedstat(*t)?;
-                    Some((c + a, w + b))
-                })
-        };
-        let mut window: [Option<(Duration, Duration)>; 2] = [None, None];
-        let report = |edge: Option<Edge>, progress: &mut dyn FnMut(Progress) -> Flow| {
-            let now = Instant::now();
-            progress(Progress {
-                done: counters.iter().map(|c| c.load(Relaxed)).sum(),
-                elapsed: now.saturating_duration_since(measure_start),
-                stop,
-                warming_up: now < measure_start,
-                edge,
-            })
-        };
-        let mut outs = Vec::with_capacity(cfg.threads);
-        while outs.len() < cfg.threads {
-            // Wake at the window's edges as well as five times a second.
-            let now = Instant::now();
-            let mut wake = now + Duration::from_millis(200);
-            if !opened {
-                wake = wake.min(measure_start);
-            } else if let Some(end) = measure_end.filter(|_| !closed) {
-                wake = wake.min(end);
-            }
-            match self.outs.recv_timeout(wake.saturating_duration_since(now)) {
-                Ok(out) => outs.push(out),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-            let now = Instant::now();
-            let edge = if !opened && now >= measure_start {
-                opened = true;
-                window[0] = threads_now();
-                Some(Edge::Opens)
-            } else if opened && !closed && measure_end.is_some_and(|e| now >= e) {
-                closed = true;
-                window[1] = threads_now();
-                Some(Edge::Closes)
-            } else {
-                None
-            };
-            if report(edge, progress) == Flow::Stop {
-                dispenser.cancel();
-            }
-        }
-        if !opened {
-            window[0] = threads_now();
-            report(Some(Edge::Opens), progress);
-        }
-        if !closed {
-            window[1] = threads_now();
-            report(Some(Edge::Closes), progress);
-        }
-        if outs.len() < cfg.threads {
-            return Err(LoadError::Worker("a worker thread ended".into()));
-        }
-        let mut merged: Option<Recorder> = None;
-        let mut usage = Usage {
-            wait: Some(Duration::ZERO),
-            stolen: Some(Duration::ZERO),
-            ..Usage::default()
-        };
-        for out in outs {
-            let out = out.map_err(LoadError::Worker)?;
-            usage.cpu.user += out.cpu.user;
-            usage.cpu.system += out.cpu.system;
-            usage.wait = usage.wait.zip(out.wait).map(|(a, b)| a + b);
-            usage.stolen = usage.stolen.zip(out.stolen).map(|(a, b)| a + b);
-            usage.wall += out.wall;
-            match &mut merged {
-                None => merged = Some(out.recorder),
-                Some(m) => m.merge(out.recorder),
-            }
-        }
-        let rec = merged.ok_or_else(|| LoadError::Worker("no worker finished".into()))?;
-        let window = match window {
-            [Some(a), Some(b)] => Some((b.0.saturating_sub(a.0), b.1.saturating_sub(a.1))),
-            _ => None,
-        };
-        let mut result = summarize(
-            &*self.proto,
-            &cfg,
-            rec,
-            usage,
-            measure_start,
-            INTERRUPTED.load(Relaxed) || dispenser.is_cancelled(),
-        );
-        if let Some((cpu, wait)) = window {
-            let g = &mut result.generator;
-            g.window_cpu_s = Some(cpu.as_secs_f64());
-            g.window_cpu_wait_s = Some(wait.as_secs_f64());
-            g.window_cpu_us_per_request =
-                (result.requests > 0).then(|| cpu.as_secs_f64() * 1e6 / result.requests as f64);
-        }
-        Ok(result)
-    }
-}
-
-impl<P: Protocol> Drop for Session<P> {
-    fn drop(&mut self) {
-        self.runs.clear(); // the workers see their orders end, close connections and return
-        for h in self.handles.drain(..) {
-            let _ = h.join();
-        }
-    }
-}
-
-struct Job<P> {
-    proto: Arc<P>,
-    clients: usize,
-    timeout: Duration,
-    pin: Option<usize>,
-    open_loop: bool,
-}
-
-impl<P: Protocol> Job<P> {
-    fn setup(&self) -> Result<tokio::runtime::Runtime, String> {
-        if let Some(cpu) = self.pin {
-            sys::pin_current_thread(&[cpu]).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
-        }
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start a runtime: {e}"))
-    }
-
-    /// Sets up, connects every client, reports ready, then runs each order it is given on
-    /// the same connections until the orders end.
-    fn work(
-        self,
-        ready: mpsc::Sender<Ready>,
-        orders: mpsc::Receiver<RunOrder>,
-        outs: mpsc::Sender<Result<WorkerOut, String>>,
-    ) {
-        let rt = match self.setup() {
-            Ok(rt) => rt,
-            Err(e) => {
-                let _ = ready.send(Ready {
-                    tid: sys::thread_id(),
-                    connected: 0,
-                    first_error: None,
-                    setup_error: Some(e),
-                });
-                return;
-            }
-        };
-        let local = tokio::task::LocalSet::new();
-        let conns: Vec<Result<P::Conn, CallError>> = local.block_on(&rt, async {
-            let mut v = Vec::with_capacity(self.clients);
-            for _ in 0..self.clients {
-                let c = tokio::time::timeout(self.timeout, self.proto.connect()).await;
-                v.push(c.unwrap_or(Err(CallError::Timeout(self.timeout))));
-            }
-            v
-        });
-        let first_error = conns.iter().find_map(|c| c.as_ref().err().cloned());
-        let connected = conns.iter().filter(|c| c.is_ok()).count();
-        let _ = ready.send(Ready {
-            tid: sys::thread_id(),
-            connected,
-            first_error,
-            setup_error: None,
-        });
-        let mut conns: Vec<Option<P::Conn>> = conns.into_iter().map(Result::ok).collect();
-        while let Ok(order) = orders.recv() {
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.run_once(&rt, &local, &mut conns, order)
-            }))
-            .unwrap_or_else(|_| Err("a worker thread panicked".into()));
-            let failed = out.is_err();
-            if outs.send(out).is_err() || failed {
-                return;
-            }
-        }
-    }
-
-    /// One run on `conns`; each client's connection comes back for the next run (or `None`
-    /// when it broke).
-    fn run_once(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        local: &tokio::task::LocalSet,
-        conns: &mut Vec<Option<P::Conn>>,
-        order: RunOrder,
-    ) -> Result<WorkerOut, String> {
-        let (cpu0, wait0, ticks0, wall0) = (
-            sys::thread_cpu_time(),
-            sys::thread_run_queue_wait(),
-            self.pin.map(|_| sys::cpu_ticks()),
-            Instant::now(),
-        );
-        let rec = Rc::new(RefCell::new(Recorder::new(
-            order.dispenser.measure_start(),
-            self.open_loop,
-        )));
-        *conns = local.block_on(rt, async {
-            let mut tasks = Vec::with_capacity(conns.len());
-            for conn in conns.drain(..) {
-                tasks.push(tokio::task::spawn_local(client(
-                    self.proto.clone(),
-                    order.dispenser.clone(),
-                    rec.clone(),
-                    conn,
-                    self.timeout,
-                    order.counter.clone(),
-                )));
-            }
-            let mut back = Vec::with_capacity(tasks.len());
-            for t in tasks {
-                back.push(t.await.ok().flatten());
-            }
-            back
-        });
-        let cpu = sys::thread_cpu_time().since(cpu0);
-        let wall = wall0.elapsed();
-        // The kernel adds a wait when the thread gets its CPU: this thread is running, so
-        // every wait before now is in the reading.
-        let wait = wait0
-            .zip(sys::thread_run_queue_wait())
-            .map(|(a, b)| b.saturating_sub(a));
-        let stolen = self
-            .pin
-            .zip(ticks0)
-            .and_then(|(cpu, t0)| sys::stolen_from(&t0, &sys::cpu_ticks(), cpu));
-        let recorder = Rc::try_unwrap(rec)
-            .map_err(|_| "recorder still shared".to_string())?
-            .into_inner();
-        Ok(WorkerOut {
-            recorder,
-            cpu,
-            wait,
-            stolen,
-            wall,
-        })
-    }
-}
-
-/// One client: the same loop for every pacing and stop condition.
-async fn client<P: Protocol>(
-    proto: Arc<P>,
-    dispenser: Arc<Dispenser>,
-    rec: Rc<RefCell<Recorder>>,
-    mut conn: Option<P::Conn>,
-    timeout: Duration,
-    counter: Arc<AtomicU64>,
-) -> Option<P::Conn> {
-    while let Some(ticket) = dispenser.next() {
-        // Latency starts when the request was due if this client was already late for it
-        // (the server held it up: coordinated omission), else when it is actually sent, so
-        // the timer's own wake-up lag is not charged to the server.
-        let mut late_from = None;
-        if let Some(due) = ticket.due {
-            if due > Instant::now() {
-                tokio::time::sleep_until(due.into()).await;
-            } else {
-                late_from = Some(due);
-            }
-        }
-        let sent = Instant::now();
-        let result = call_once(&*proto, &mut conn, ticket.seq, timeout).await;
-        let done = Instant::now();
-        let refused = matches!(result, Err(CallError::Connect { .. }));
-        if result.is_err() {
-            conn = None;
-        }
-        if ticket.warmup {
-            rec.borrow_mut().warmup += 1;
-        } else {
-            rec.borrow_mut()
-                .record(late_from.unwrap_or(sent), sent, done, &result);
-            counter.fetch_add(1, Relaxed);
-        }
-        if refused {
-            // Do not spin on a server that refuses connections; each attempt is counted.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-    conn
-}
-
-async fn call_once<P: Protocol>(
-    proto: &P,
-    conn: &mut Option<P::Conn>,
-    seq: u64,
-    timeout: Duration,
-) -> Result<Reply, CallError> {
-    let attempt = async {
-        let c = match conn {
-            Some(c) => c,
-            None => conn.insert(proto.connect().await?),
-        };
-        proto.call(c, seq).await
-    };
-    tokio::time::timeout(timeout, attempt)
-        .await
-        .unwrap_or(Err(CallError::Timeout(timeout)))
-}
-
-fn summarize<P: Protocol>(
+pub(super) fn summarize<P: Protocol>(
     proto: &P,
     cfg: &LoadConfig,
     rec: Recorder,
@@ -674,6 +244,8 @@ fn summarize<P: Protocol>(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
     use super::*;
     use crate::protocol::http1::{Http1, Http1Request};
     use crate::protocol::target::Endpoint;

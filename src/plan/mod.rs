@@ -168,8 +168,9 @@ pub enum Rounds {
 impl Default for Paired {
     fn default() -> Paired {
         Paired {
-            // Measured here: at 100 ms slices an A/A round's ratio of CPU per request
-            // varied half as much as at 200 ms; at 50 ms, no less (docs/verdicts.md).
+            // A round's spread does not grow with the slice here, so shorter slices buy
+            // more rounds in the same time; 100 ms still holds enough calls
+            // (benches/slices.sh, docs/verdicts.md).
             slice: Duration::from_millis(100),
             rounds: Rounds::Auto {
                 max: 30,

@@ -113,17 +113,8 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
         });
         o
     };
-    let var_names: Vec<String> = info
-        .points
-        .first()
-        .map(|p| p.vars.0.iter().map(|(k, _)| k.clone()).collect())
-        .unwrap_or_default();
-    let has_target = info.points.iter().any(|p| p.target.is_some());
-    let mut head = var_names.clone();
-    head.push("clients".into());
-    if has_target {
-        head.push("target".into());
-    }
+    let axes = super::tables::Axes::of(info);
+    let mut head = axes.head();
     head.extend(["contender", "req/s", "CPU/req", "p50", "p99", "failed"].map(String::from));
     head.extend(order.iter().map(|f| format!("{} ×", f.name())));
     head.push("rounds".into());
@@ -141,11 +132,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                     .filter_map(|p| p.cost?.cpu_us_per(p.load.as_ref()?.requests))
                     .collect(),
             );
-            let mut row: Vec<String> = id.vars.0.iter().map(|(_, v)| v.clone()).collect();
-            row.push(id.clients.to_string());
-            if has_target {
-                row.push(id.spread().as_str().into());
-            }
+            let mut row = axes.cells(id);
             row.push(c.name.clone());
             let show = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("—".into(), f);
             row.push(show(

@@ -225,17 +225,8 @@ pub(super) fn startup(r: &Results) -> Table {
 pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
     let info = r.scenarios.iter().find(|s| s.name == name)?;
     let mut rows = Vec::new();
-    let var_names: Vec<String> = info
-        .points
-        .first()
-        .map(|p| p.vars.0.iter().map(|(k, _)| k.clone()).collect())
-        .unwrap_or_default();
-    let has_target = info.points.iter().any(|p| p.target.is_some());
-    let mut head: Vec<String> = var_names.clone();
-    head.push("clients".into());
-    if has_target {
-        head.push("target".into());
-    }
+    let axes = Axes::of(info);
+    let mut head = axes.head();
     head.extend(
         [
             "contender",
@@ -278,11 +269,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             let bp = base_of(&|l| l.latency_us.p90 as f64);
             let failed: u64 = loads.iter().map(|l| l.failures).sum();
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
-            let mut row: Vec<String> = id.vars.0.iter().map(|(_, v)| v.clone()).collect();
-            row.push(id.clients.to_string());
-            if has_target {
-                row.push(id.spread().as_str().into());
-            }
+            let mut row = axes.cells(id);
             row.push(c.name.clone());
             row.push(with_delta(qps, bq, &|v| fmt_rate(v)));
             row.push(
@@ -317,6 +304,44 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
         head,
         rows,
     })
+}
+
+/// The leading columns of a serving table: the point's axes (variables in plan order,
+/// clients, and the target when the scenario has that axis).
+pub(super) struct Axes {
+    vars: Vec<String>,
+    target: bool,
+}
+
+impl Axes {
+    pub(super) fn of(info: &crate::results::ScenarioInfo) -> Axes {
+        Axes {
+            vars: info
+                .points
+                .first()
+                .map(|p| p.vars.0.iter().map(|(k, _)| k.clone()).collect())
+                .unwrap_or_default(),
+            target: info.points.iter().any(|p| p.target.is_some()),
+        }
+    }
+
+    pub(super) fn head(&self) -> Vec<String> {
+        let mut head = self.vars.clone();
+        head.push("clients".into());
+        if self.target {
+            head.push("target".into());
+        }
+        head
+    }
+
+    pub(super) fn cells(&self, id: &PointId) -> Vec<String> {
+        let mut row: Vec<String> = id.vars.0.iter().map(|(_, v)| v.clone()).collect();
+        row.push(id.clients.to_string());
+        if self.target {
+            row.push(id.spread().as_str().into());
+        }
+        row
+    }
 }
 
 /// The id (and CSV file name) of a scenario's serving table.

@@ -4,6 +4,8 @@
 
 pub mod env;
 pub mod id;
+mod paired;
+mod upgrade;
 
 use std::path::Path;
 
@@ -11,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::load::LoadResult;
 pub use id::{PointId, RunId, Vars};
+pub use paired::{balanced_rounds, ServerCost, Slice, STEAL_LIMIT};
 
 /// Bumped whenever a field changes meaning or disappears. Version 2: typed identities (a
 /// run's `variant` and `shard`, a point's `target`, `rate` and `stage`; scenarios list their
@@ -247,115 +250,6 @@ impl PointRun {
     }
 }
 
-/// The server's own cost over a measured window.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct ServerCost {
-    /// CPU seconds of every thread of the contender's process tree (from each thread's
-    /// `schedstat`, nanosecond resolution).
-    pub cpu_s: f64,
-    /// Times its threads gave up the CPU (waiting) and had it taken away (preempted).
-    pub voluntary_switches: u64,
-    pub involuntary_switches: u64,
-}
-
-impl ServerCost {
-    /// CPU microseconds per measured call; `None` without calls.
-    pub fn cpu_us_per(&self, calls: u64) -> Option<f64> {
-        (calls > 0).then(|| self.cpu_s * 1e6 / calls as f64)
-    }
-}
-
-/// One contender's turn in one round of a paired point.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Slice {
-    /// From 0.
-    pub round: u32,
-    /// Position in the round (0 = first to run).
-    pub position: u32,
-    pub requests: u64,
-    pub failures: u64,
-    /// Messages received: one per answer, one per message of a stream.
-    #[serde(default)]
-    pub items: u64,
-    /// Measured seconds.
-    pub duration_s: f64,
-    pub requests_per_s: f64,
-    pub items_per_s: f64,
-    pub p50_us: u64,
-    pub p90_us: u64,
-    pub p99_us: u64,
-    pub cost: Option<ServerCost>,
-    /// Share of the busy CPUs' time the hypervisor took during the slice, 0..1.
-    pub steal: Option<f64>,
-}
-
-/// A share of the CPUs' time taken by the hypervisor from which a measurement is no longer
-/// the contenders' alone: 5 %. Paired rounds with a slice past it are run again and left out
-/// of the verdicts; the steal finding counts points and start-ups past it.
-pub const STEAL_LIMIT: f64 = 0.05;
-
-impl Slice {
-    pub fn cpu_us_per_request(&self) -> Option<f64> {
-        self.cost?.cpu_us_per(self.requests)
-    }
-
-    /// CPU microseconds per streamed message; `None` for unary calls (one item per call:
-    /// the figure would be CPU per request again).
-    pub fn cpu_us_per_item(&self) -> Option<f64> {
-        (self.items > self.requests).then(|| self.cost?.cpu_us_per(self.items))?
-    }
-
-    /// The host took [`STEAL_LIMIT`] or more of the CPUs' time during this slice.
-    pub fn stolen(&self) -> bool {
-        self.steal.is_some_and(|s| s >= STEAL_LIMIT)
-    }
-}
-
-/// The rounds two contenders ran side by side, as (baseline's figure, other's figure), made
-/// balanced for position: a round in which `other` ran after the baseline is joined with the
-/// next one in which it ran before, and the two count as one (geometric means), so whatever
-/// running first or second does to a slice (the scheduler placing a server beside the load,
-/// a cache warmed by the slice before) cancels. Rounds left without a partner are dropped —
-/// unless no pair formed at all (a single round), when the rounds are used as they are.
-/// Rounds in which the host stole past [`STEAL_LIMIT`] from either slice are left out, unless
-/// every round was.
-pub fn balanced_rounds(
-    base: &[Slice],
-    other: &[Slice],
-    figure: &dyn Fn(&Slice) -> Option<f64>,
-) -> Vec<(f64, f64)> {
-    let all: Vec<(bool, bool, f64, f64)> = base
-        .iter()
-        .filter_map(|b| {
-            let o = other.iter().find(|o| o.round == b.round)?;
-            let (x, y) = (figure(b)?, figure(o)?);
-            let stolen = b.stolen() || o.stolen();
-            (x > 0.0 && y > 0.0).then_some((stolen, o.position > b.position, x, y))
-        })
-        .collect();
-    let clean = all.iter().any(|r| !r.0);
-    let rounds: Vec<(bool, f64, f64)> = all
-        .into_iter()
-        .filter(|r| !(clean && r.0))
-        .map(|r| (r.1, r.2, r.3))
-        .collect();
-    let mut waiting: Vec<(bool, f64, f64)> = Vec::new();
-    let mut out = Vec::new();
-    for r in &rounds {
-        match waiting.iter().position(|w| w.0 != r.0) {
-            Some(i) => {
-                let w = waiting.remove(i);
-                out.push(((w.1 * r.1).sqrt(), (w.2 * r.2).sqrt()));
-            }
-            None => waiting.push(*r),
-        }
-    }
-    if out.is_empty() {
-        return rounds.iter().map(|r| (r.1, r.2)).collect();
-    }
-    out
-}
-
 /// How a member ended.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MemberExit {
@@ -483,7 +377,7 @@ impl Results {
         use anyhow::Context as _;
         match v.get("schema_version").and_then(|s| s.as_u64()) {
             Some(s) if s == u64::from(SCHEMA_VERSION) => {}
-            Some(1) => upgrade_v1(&mut v),
+            Some(1) => upgrade::upgrade_v1(&mut v),
             Some(s) if s > u64::from(SCHEMA_VERSION) => anyhow::bail!(
                 "schema version {s} was written by a newer bakeoff; this one reads versions 1 to {SCHEMA_VERSION}"
             ),
@@ -494,51 +388,6 @@ impl Results {
         }
         serde_json::from_value(v).context("not a bakeoff results file")
     }
-}
-
-/// Version 1 → 2, on the JSON. Version 1 named a point by its label (`key_size=64
-/// clients=1 target=all`) and wrote `target = "first"` whether or not the scenario had a
-/// target axis. This is the one place a label is read, and only for old files: whether the
-/// label shows a target, and which point a scenario's label list means. Labels of scenario
-/// points that no run measured are dropped (nothing was measured there).
-fn upgrade_v1(v: &mut serde_json::Value) {
-    use serde_json::Value;
-    let mut ids: Vec<(String, String, Value)> = Vec::new(); // (scenario, label, id)
-    for run in v["runs"].as_array_mut().into_iter().flatten() {
-        for p in run["points"].as_array_mut().into_iter().flatten() {
-            let Some(o) = p.as_object_mut() else { continue };
-            let label = o.remove("point").and_then(|l| l.as_str().map(String::from));
-            let label = label.unwrap_or_default();
-            let target = o.get("target").and_then(Value::as_str).map(String::from);
-            let shown = target.filter(|t| label.split(' ').any(|w| w == format!("target={t}")));
-            o.insert("target".into(), shown.map_or(Value::Null, Value::String));
-            let id: serde_json::Map<String, Value> = ["scenario", "vars", "clients", "target"]
-                .iter()
-                .filter_map(|k| o.get(*k).map(|x| (k.to_string(), x.clone())))
-                .collect();
-            let scenario = o
-                .get("scenario")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if !ids.iter().any(|(s, l, _)| s == scenario && *l == label) {
-                ids.push((scenario.to_string(), label, Value::Object(id)));
-            }
-        }
-    }
-    for s in v["scenarios"].as_array_mut().into_iter().flatten() {
-        let name = s["name"].as_str().unwrap_or_default().to_string();
-        let labels = s["points"].as_array().cloned().unwrap_or_default();
-        let points: Vec<Value> = labels
-            .iter()
-            .filter_map(|l| {
-                ids.iter()
-                    .find(|(sc, lab, _)| *sc == name && Some(lab.as_str()) == l.as_str())
-                    .map(|(_, _, id)| id.clone())
-            })
-            .collect();
-        s["points"] = Value::Array(points);
-    }
-    v["schema_version"] = Value::from(SCHEMA_VERSION);
 }
 
 /// Replaces `path` with `bytes` so that a reader sees the old or the new file, never half.

@@ -1,7 +1,9 @@
-//! The bake-off: for every repetition and contender (interleaved or in sequence), start the
-//! contender from fresh state, time its start-up, run every scenario point against it, stop
-//! it, and write `results.json` after each of those steps. A contender that fails is recorded
-//! as failed and the others go on; Ctrl-C stops after the step in progress.
+//! The bake-off: for every repetition, start each contender from fresh state and time its
+//! start-up; then serve every scenario point — paired ([`paired`]: the repetition's
+//! contenders side by side, in rounds of slices) or one contender at a time (interleaved or
+//! in sequence) — stop them, and write `results.json` after each of those steps. A contender
+//! that fails is recorded as failed and the others go on; Ctrl-C stops after the step in
+//! progress.
 
 pub mod events;
 mod paired;

@@ -1,0 +1,256 @@
+//! A load's worker threads kept with their connections open between runs (the slices of a
+//! paired point run on warm connections), and the one run the engine makes on them: start
+//! every worker on a fresh dispenser, announce the measured window's edges, merge what the
+//! workers recorded.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use super::recorder::Recorder;
+use super::worker::Job;
+use super::{
+    summarize, Dispenser, Edge, Flow, LoadConfig, LoadError, LoadResult, Pacing, Progress, Ready,
+    Stop, Usage, WorkerOut, INTERRUPTED,
+};
+use crate::protocol::Protocol;
+use crate::sys;
+
+/// Load runs on connections that stay open between them: what a paired point's slices use,
+/// so a slice starts on warm connections, not on new ones (a new TCP connection starts in
+/// slow start and quick-ACK mode, which a 100 ms slice would measure).
+pub trait Runs {
+    /// One run with this stop condition and warm-up on the open connections.
+    fn run(
+        &mut self,
+        stop: Stop,
+        warmup: Duration,
+        progress: &mut dyn FnMut(Progress) -> Flow,
+    ) -> Result<LoadResult, LoadError>;
+}
+
+/// The worker threads of a load, their connections open, waiting for the next run. Dropped,
+/// the workers close their connections and end.
+pub struct Session<P: Protocol> {
+    proto: Arc<P>,
+    cfg: LoadConfig,
+    runs: Vec<mpsc::Sender<RunOrder>>,
+    outs: mpsc::Receiver<Result<WorkerOut, String>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    /// The worker threads' ids.
+    tids: Vec<i32>,
+}
+
+/// What a worker is told for each run.
+pub(super) struct RunOrder {
+    pub(super) dispenser: Arc<Dispenser>,
+    pub(super) counter: Arc<AtomicU64>,
+}
+
+impl<P: Protocol> Session<P> {
+    /// Starts the workers and opens every client's connection. Fails when a worker cannot be
+    /// set up, or when not one connection could be opened.
+    pub fn open(proto: Arc<P>, cfg: &LoadConfig) -> Result<Session<P>, LoadError> {
+        let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
+        let (out_tx, outs) = mpsc::channel::<Result<WorkerOut, String>>();
+        let mut runs = Vec::new();
+        let mut handles = Vec::new();
+        for i in 0..cfg.threads {
+            let n = cfg.clients / cfg.threads + usize::from(i < cfg.clients % cfg.threads);
+            let (run_tx, run_rx) = mpsc::channel::<RunOrder>();
+            runs.push(run_tx);
+            let pin = (!cfg.cpus.is_empty()).then(|| cfg.cpus[i % cfg.cpus.len()]);
+            let job = Job {
+                proto: proto.clone(),
+                clients: n,
+                timeout: cfg.timeout,
+                pin,
+                open_loop: matches!(cfg.pacing, Pacing::Open { .. }),
+            };
+            let (ready_tx, out_tx) = (ready_tx.clone(), out_tx.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("bakeoff-load-{i}"))
+                .spawn(move || job.work(ready_tx, run_rx, out_tx))
+                .map_err(|e| LoadError::Worker(e.to_string()))?;
+            handles.push(h);
+        }
+        drop((ready_tx, out_tx));
+        let mut connected = 0;
+        let mut first_error = None;
+        let mut setup_error = None;
+        let mut tids = Vec::new();
+        for _ in 0..cfg.threads {
+            match ready_rx.recv() {
+                Ok(r) => {
+                    tids.push(r.tid);
+                    connected += r.connected;
+                    first_error = first_error.or(r.first_error);
+                    setup_error = setup_error.or(r.setup_error);
+                }
+                Err(_) => break,
+            }
+        }
+        let session = Session {
+            proto,
+            cfg: cfg.clone(),
+            runs,
+            outs,
+            handles,
+            tids,
+        };
+        // Decide before sending any load, so a broken worker never costs a whole run's
+        // results. (Dropping the session ends the workers.)
+        match (setup_error, connected) {
+            (Some(e), _) => Err(LoadError::Worker(e)),
+            (None, 0) => Err(LoadError::Unreachable(
+                first_error.map_or("no worker started".to_string(), |e| e.to_string()),
+            )),
+            _ => Ok(session),
+        }
+    }
+}
+
+impl<P: Protocol> Runs for Session<P> {
+    fn run(
+        &mut self,
+        stop: Stop,
+        warmup: Duration,
+        progress: &mut dyn FnMut(Progress) -> Flow,
+    ) -> Result<LoadResult, LoadError> {
+        let cfg = LoadConfig {
+            stop,
+            warmup,
+            ..self.cfg.clone()
+        };
+        let dispenser = Arc::new(Dispenser::new(cfg.pacing, stop, warmup));
+        let counters: Vec<Arc<AtomicU64>> = (0..cfg.threads).map(|_| Arc::default()).collect();
+        let t0 = Instant::now();
+        dispenser.start(t0);
+        for (tx, counter) in self.runs.iter().zip(&counters) {
+            let order = RunOrder {
+                dispenser: dispenser.clone(),
+                counter: counter.clone(),
+            };
+            if tx.send(order).is_err() {
+                return Err(LoadError::Worker("a worker thread ended".into()));
+            }
+        }
+        let measure_start = dispenser.measure_start();
+        let measure_end = match stop {
+            Stop::Duration(d) => Some(measure_start + d),
+            Stop::Count(_) => None,
+        };
+        let (mut opened, mut closed) = (false, false);
+        // The load threads' own CPU and run-queue wait over exactly the measured window, as
+        // the server's is read: at the two edges, from the scheduler's counters.
+        let tids = self.tids.clone();
+        let threads_now = move || -> Option<(Duration, Duration)> {
+            tids.iter()
+                .try_fold((Duration::ZERO, Duration::ZERO), |(c, w), t| {
+                    let (a, b) = sys::thread_schedstat(*t)?;
+                    Some((c + a, w + b))
+                })
+        };
+        let mut window: [Option<(Duration, Duration)>; 2] = [None, None];
+        let report = |edge: Option<Edge>, progress: &mut dyn FnMut(Progress) -> Flow| {
+            let now = Instant::now();
+            progress(Progress {
+                done: counters.iter().map(|c| c.load(Relaxed)).sum(),
+                elapsed: now.saturating_duration_since(measure_start),
+                stop,
+                warming_up: now < measure_start,
+                edge,
+            })
+        };
+        let mut outs = Vec::with_capacity(cfg.threads);
+        while outs.len() < cfg.threads {
+            // Wake at the window's edges as well as five times a second.
+            let now = Instant::now();
+            let mut wake = now + Duration::from_millis(200);
+            if !opened {
+                wake = wake.min(measure_start);
+            } else if let Some(end) = measure_end.filter(|_| !closed) {
+                wake = wake.min(end);
+            }
+            match self.outs.recv_timeout(wake.saturating_duration_since(now)) {
+                Ok(out) => outs.push(out),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            let now = Instant::now();
+            let edge = if !opened && now >= measure_start {
+                opened = true;
+                window[0] = threads_now();
+                Some(Edge::Opens)
+            } else if opened && !closed && measure_end.is_some_and(|e| now >= e) {
+                closed = true;
+                window[1] = threads_now();
+                Some(Edge::Closes)
+            } else {
+                None
+            };
+            if report(edge, progress) == Flow::Stop {
+                dispenser.cancel();
+            }
+        }
+        if !opened {
+            window[0] = threads_now();
+            report(Some(Edge::Opens), progress);
+        }
+        if !closed {
+            window[1] = threads_now();
+            report(Some(Edge::Closes), progress);
+        }
+        if outs.len() < cfg.threads {
+            return Err(LoadError::Worker("a worker thread ended".into()));
+        }
+        let mut merged: Option<Recorder> = None;
+        let mut usage = Usage {
+            wait: Some(Duration::ZERO),
+            stolen: Some(Duration::ZERO),
+            ..Usage::default()
+        };
+        for out in outs {
+            let out = out.map_err(LoadError::Worker)?;
+            usage.cpu.user += out.cpu.user;
+            usage.cpu.system += out.cpu.system;
+            usage.wait = usage.wait.zip(out.wait).map(|(a, b)| a + b);
+            usage.stolen = usage.stolen.zip(out.stolen).map(|(a, b)| a + b);
+            usage.wall += out.wall;
+            match &mut merged {
+                None => merged = Some(out.recorder),
+                Some(m) => m.merge(out.recorder),
+            }
+        }
+        let rec = merged.ok_or_else(|| LoadError::Worker("no worker finished".into()))?;
+        let window = match window {
+            [Some(a), Some(b)] => Some((b.0.saturating_sub(a.0), b.1.saturating_sub(a.1))),
+            _ => None,
+        };
+        let mut result = summarize(
+            &*self.proto,
+            &cfg,
+            rec,
+            usage,
+            measure_start,
+            INTERRUPTED.load(Relaxed) || dispenser.is_cancelled(),
+        );
+        if let Some((cpu, wait)) = window {
+            let g = &mut result.generator;
+            g.window_cpu_s = Some(cpu.as_secs_f64());
+            g.window_cpu_wait_s = Some(wait.as_secs_f64());
+            g.window_cpu_us_per_request =
+                (result.requests > 0).then(|| cpu.as_secs_f64() * 1e6 / result.requests as f64);
+        }
+        Ok(result)
+    }
+}
+
+impl<P: Protocol> Drop for Session<P> {
+    fn drop(&mut self) {
+        self.runs.clear(); // the workers see their orders end, close connections and return
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! One load worker thread: its own single-threaded runtime (pinned when asked), its clients'
+//! connections, and the one loop every client runs, whatever the pacing and stop condition.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use super::recorder::Recorder;
+use super::session::RunOrder;
+use super::{Dispenser, Ready, WorkerOut};
+use crate::protocol::{CallError, Protocol, Reply};
+use crate::sys;
+
+pub(super) struct Job<P> {
+    pub(super) proto: Arc<P>,
+    pub(super) clients: usize,
+    pub(super) timeout: Duration,
+    pub(super) pin: Option<usize>,
+    pub(super) open_loop: bool,
+}
+
+impl<P: Protocol> Job<P> {
+    fn setup(&self) -> Result<tokio::runtime::Runtime, String> {
+        if let Some(cpu) = self.pin {
+            sys::pin_current_thread(&[cpu]).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
+        }
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a runtime: {e}"))
+    }
+
+    /// Sets up, connects every client, reports ready, then runs each order it is given on
+    /// the same connections until the orders end.
+    pub(super) fn work(
+        self,
+        ready: mpsc::Sender<Ready>,
+        orders: mpsc::Receiver<RunOrder>,
+        outs: mpsc::Sender<Result<WorkerOut, String>>,
+    ) {
+        let rt = match self.setup() {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = ready.send(Ready {
+                    tid: sys::thread_id(),
+                    connected: 0,
+                    first_error: None,
+                    setup_error: Some(e),
+                });
+                return;
+            }
+        };
+        let local = tokio::task::LocalSet::new();
+        let conns: Vec<Result<P::Conn, CallError>> = local.block_on(&rt, async {
+            let mut v = Vec::with_capacity(self.clients);
+            for _ in 0..self.clients {
+                let c = tokio::time::timeout(self.timeout, self.proto.connect()).await;
+                v.push(c.unwrap_or(Err(CallError::Timeout(self.timeout))));
+            }
+            v
+        });
+        let first_error = conns.iter().find_map(|c| c.as_ref().err().cloned());
+        let connected = conns.iter().filter(|c| c.is_ok()).count();
+        let _ = ready.send(Ready {
+            tid: sys::thread_id(),
+            connected,
+            first_error,
+            setup_error: None,
+        });
+        let mut conns: Vec<Option<P::Conn>> = conns.into_iter().map(Result::ok).collect();
+        while let Ok(order) = orders.recv() {
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.run_once(&rt, &local, &mut conns, order)
+            }))
+            .unwrap_or_else(|_| Err("a worker thread panicked".into()));
+            let failed = out.is_err();
+            if outs.send(out).is_err() || failed {
+                return;
+            }
+        }
+    }
+
+    /// One run on `conns`; each client's connection comes back for the next run (or `None`
+    /// when it broke).
+    fn run_once(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        local: &tokio::task::LocalSet,
+        conns: &mut Vec<Option<P::Conn>>,
+        order: RunOrder,
+    ) -> Result<WorkerOut, String> {
+        let (cpu0, wait0, ticks0, wall0) = (
+            sys::thread_cpu_time(),
+            sys::thread_run_queue_wait(),
+            self.pin.map(|_| sys::cpu_ticks()),
+            Instant::now(),
+        );
+        let rec = Rc::new(RefCell::new(Recorder::new(
+            order.dispenser.measure_start(),
+            self.open_loop,
+        )));
+        *conns = local.block_on(rt, async {
+            let mut tasks = Vec::with_capacity(conns.len());
+            for conn in conns.drain(..) {
+                tasks.push(tokio::task::spawn_local(client(
+                    self.proto.clone(),
+                    order.dispenser.clone(),
+                    rec.clone(),
+                    conn,
+                    self.timeout,
+                    order.counter.clone(),
+                )));
+            }
+            let mut back = Vec::with_capacity(tasks.len());
+            for t in tasks {
+                back.push(t.await.ok().flatten());
+            }
+            back
+        });
+        let cpu = sys::thread_cpu_time().since(cpu0);
+        let wall = wall0.elapsed();
+        // The kernel adds a wait when the thread gets its CPU: this thread is running, so
+        // every wait before now is in the reading.
+        let wait = wait0
+            .zip(sys::thread_run_queue_wait())
+            .map(|(a, b)| b.saturating_sub(a));
+        let stolen = self
+            .pin
+            .zip(ticks0)
+            .and_then(|(cpu, t0)| sys::stolen_from(&t0, &sys::cpu_ticks(), cpu));
+        let recorder = Rc::try_unwrap(rec)
+            .map_err(|_| "recorder still shared".to_string())?
+            .into_inner();
+        Ok(WorkerOut {
+            recorder,
+            cpu,
+            wait,
+            stolen,
+            wall,
+        })
+    }
+}
+
+/// One client: the same loop for every pacing and stop condition.
+async fn client<P: Protocol>(
+    proto: Arc<P>,
+    dispenser: Arc<Dispenser>,
+    rec: Rc<RefCell<Recorder>>,
+    mut conn: Option<P::Conn>,
+    timeout: Duration,
+    counter: Arc<AtomicU64>,
+) -> Option<P::Conn> {
+    while let Some(ticket) = dispenser.next() {
+        // Latency starts when the request was due if this client was already late for it
+        // (the server held it up: coordinated omission), else when it is actually sent, so
+        // the timer's own wake-up lag is not charged to the server.
+        let mut late_from = None;
+        if let Some(due) = ticket.due {
+            if due > Instant::now() {
+                tokio::time::sleep_until(due.into()).await;
+            } else {
+                late_from = Some(due);
+            }
+        }
+        let sent = Instant::now();
+        let result = call_once(&*proto, &mut conn, ticket.seq, timeout).await;
+        let done = Instant::now();
+        let refused = matches!(result, Err(CallError::Connect { .. }));
+        if result.is_err() {
+            conn = None;
+        }
+        if ticket.warmup {
+            rec.borrow_mut().warmup += 1;
+        } else {
+            rec.borrow_mut()
+                .record(late_from.unwrap_or(sent), sent, done, &result);
+            counter.fetch_add(1, Relaxed);
+        }
+        if refused {
+            // Do not spin on a server that refuses connections; each attempt is counted.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    conn
+}
+
+async fn call_once<P: Protocol>(
+    proto: &P,
+    conn: &mut Option<P::Conn>,
+    seq: u64,
+    timeout: Duration,
+) -> Result<Reply, CallError> {
+    let attempt = async {
+        let c = match conn {
+            Some(c) => c,
+            None => conn.insert(proto.connect().await?),
+        };
+        proto.call(c, seq).await
+    };
+    tokio::time::timeout(timeout, attempt)
+        .await
+        .unwrap_or(Err(CallError::Timeout(timeout)))
+}
