@@ -1,5 +1,5 @@
 //! The bake-off: for every repetition, start each contender from fresh state and time its
-//! start-up; then serve every scenario point — paired ([`paired`]: the repetition's
+//! start-up; then serve every scenario point — paired (`paired.rs`: the repetition's
 //! contenders side by side, in rounds of slices) or one contender at a time (interleaved or
 //! in sequence) — stop them, and write `results.json` after each of those steps. A contender
 //! that fails is recorded as failed and the others go on; Ctrl-C stops after the step in
