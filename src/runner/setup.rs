@@ -148,9 +148,9 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
 
 /// Paired contenders must see the same machine: without `cores` in the plan they share the
 /// upper half of the CPUs bakeoff may use and the load engine gets the lower half (on two
-/// CPUs: contenders on the second, load on the first). Unpinned, the scheduler puts a server
-/// beside its load generator in one slice and apart in the next, which moves its cost per
-/// request by a fifth. Other orders stay unpinned unless the plan pins them.
+/// CPUs: contenders on the second, load on the first), so the scheduler places a server the
+/// same way in every slice (docs/verdicts.md). Other orders stay unpinned unless the plan
+/// pins them.
 fn paired_default(plan: &Plan, allowed: &[usize]) -> (Option<Vec<usize>>, Option<Vec<usize>>) {
     if plan.order != Order::Paired || allowed.len() < 2 {
         return (None, None);
