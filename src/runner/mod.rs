@@ -386,7 +386,7 @@ impl Ctx<'_> {
                 if INTERRUPTED.load(Relaxed) {
                     return Ok(());
                 }
-                if live.died_before(s, p, results, rep) {
+                if live.died("before", s, p, results, rep) {
                     return Ok(());
                 }
                 if p.spread() == Spread::All && live.endpoints.len() == 1 {
@@ -397,7 +397,7 @@ impl Ctx<'_> {
                 report_point(rep, &name, s, p, &point);
                 results.runs[live.idx].points.push(point);
                 results.save(self.dir).context("writing results.json")?;
-                if live.died_during(s, p, results, rep) {
+                if live.died("during", s, p, results, rep) {
                     return Ok(());
                 }
             }
@@ -488,28 +488,8 @@ impl Live {
         }
     }
 
-    /// Records the contender as failed when it died before point `p`.
-    fn died_before(
-        &mut self,
-        s: &Scenario,
-        p: &Point,
-        results: &mut Results,
-        rep: &mut dyn Reporter,
-    ) -> bool {
-        self.died("before", s, p, results, rep)
-    }
-
-    /// Records the contender as failed when it died while point `p` ran.
-    fn died_during(
-        &mut self,
-        s: &Scenario,
-        p: &Point,
-        results: &mut Results,
-        rep: &mut dyn Reporter,
-    ) -> bool {
-        self.died("during", s, p, results, rep)
-    }
-
+    /// Records the contender as failed, and says so, when it has died; `when` is `before`
+    /// or `during` point `p`.
     fn died(
         &mut self,
         when: &str,

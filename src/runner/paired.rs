@@ -75,7 +75,10 @@ impl Ctx<'_> {
                 let mut active = Vec::new();
                 for (i, l) in lives.iter_mut().enumerate() {
                     let skip = p.spread() == Spread::All && l.endpoints.len() == 1;
-                    if l.serves(self.plan, results) && !l.died_before(s, p, results, rep) && !skip {
+                    if l.serves(self.plan, results)
+                        && !l.died("before", s, p, results, rep)
+                        && !skip
+                    {
                         active.push(i);
                     }
                 }
@@ -94,7 +97,7 @@ impl Ctx<'_> {
                 }
                 results.save(self.dir).context("writing results.json")?;
                 for &i in &active {
-                    lives[i].died_during(s, p, results, rep);
+                    lives[i].died("during", s, p, results, rep);
                 }
             }
         }
