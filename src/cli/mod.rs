@@ -189,6 +189,47 @@ pub struct TargetArgs {
     /// Give up on a call after this long (e.g. 500ms, 20s).
     #[arg(long = "timeout", default_value = "20s", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Client-streaming and bidi gRPC calls: pause this long between messages sent.
+    #[arg(long = "stream-interval", value_parser = parse_duration, requires = "grpc")]
+    pub stream_interval: Option<Duration>,
+    /// Bidi gRPC calls: end the call once this many messages arrived (for servers that
+    /// keep the stream open, like etcd's Watch).
+    #[arg(long = "replies", value_name = "N", requires = "grpc", value_parser = clap::value_parser!(u64).range(1..))]
+    pub replies: Option<u64>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// TLS flags, as ghz and curl spell them.
+#[derive(Debug, Args, Default)]
+pub struct TlsArgs {
+    /// Trust the CA certificates in FILE (PEM) instead of the system's.
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate (PEM) for mutual TLS; needs --key.
+    #[arg(long = "cert", value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long = "key", value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Do not verify the server's certificate.
+    #[arg(short = 'k', long = "insecure")]
+    pub insecure: bool,
+    /// The name sent as SNI and verified, instead of the URL's host.
+    #[arg(long = "servername", value_name = "NAME")]
+    pub servername: Option<String>,
+}
+
+impl TlsArgs {
+    pub fn options(&self) -> crate::protocol::tls::TlsOptions {
+        crate::protocol::tls::TlsOptions {
+            cacert: self.cacert.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            insecure: self.insecure,
+            servername: self.servername.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -274,7 +315,19 @@ impl TargetArgs {
                 bail!("--grpc needs --proto FILE (bakeoff builds messages from the .proto at run time)");
             }
             let body = body.unwrap_or_else(|| "{}".into());
-            return Ok((Call::Grpc { method, body }, endpoint));
+            let shape = crate::protocol::grpc::CallShape {
+                metadata: headers,
+                interval: self.stream_interval,
+                replies: self.replies,
+            };
+            return Ok((
+                Call::Grpc {
+                    method,
+                    body,
+                    shape,
+                },
+                endpoint,
+            ));
         }
         let url = self
             .url
@@ -324,6 +377,7 @@ impl TargetArgs {
         let opts = Options {
             seed: self.seed,
             keep_body,
+            tls: self.tls.options(),
         };
         Client::build(&call, &[endpoint], &protos, opts)
     }

@@ -19,6 +19,7 @@ use crate::protocol::jsonrpc::JsonRpc;
 use crate::protocol::roundrobin::RoundRobin;
 use crate::protocol::target::Endpoint;
 use crate::protocol::template::Template;
+use crate::protocol::tls::TlsOptions;
 use crate::protocol::{CallError, Class, Protocol, Reply};
 
 /// The `.proto` files of a plan (or of `--proto` flags), compiled the first time a gRPC
@@ -75,12 +76,38 @@ impl std::fmt::Debug for Descriptors {
 }
 
 /// How a client treats what it sends and receives.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Seed for `{rand:…}` placeholders.
     pub seed: u64,
     /// Keep answers' bodies (for printing and compat); load runs drop them.
     pub keep_body: bool,
+    /// For `https://` endpoints (refused with plaintext ones).
+    pub tls: TlsOptions,
+}
+
+/// The endpoints with their TLS settings attached: a connector per endpoint offering `alpn`,
+/// made now so a bad certificate file is an error before anything is sent.
+fn with_tls(
+    endpoints: &[Endpoint],
+    tls: &TlsOptions,
+    alpn: &[&[u8]],
+) -> anyhow::Result<Vec<Endpoint>> {
+    endpoints
+        .iter()
+        .map(|ep| {
+            let mut ep = ep.clone();
+            if ep.secure {
+                ep.tls = Some(tls.connector(ep.host(), alpn).map_err(anyhow::Error::msg)?);
+            } else if tls.is_set() {
+                anyhow::bail!(
+                    "TLS options are given, but `{}` is a plaintext URL; use https://",
+                    ep.url()
+                );
+            }
+            Ok(ep)
+        })
+        .collect()
 }
 
 /// Parses (and resolves) endpoint URLs once, naming the one that is wrong.
@@ -108,7 +135,16 @@ impl Client {
         opts: Options,
     ) -> anyhow::Result<Client> {
         anyhow::ensure!(!endpoints.is_empty(), "no endpoint to send load to");
-        let Options { seed, keep_body } = opts;
+        let Options {
+            seed,
+            keep_body,
+            tls,
+        } = opts;
+        let alpn: &[&[u8]] = match call {
+            Call::Grpc { .. } | Call::Http { h2: true, .. } => &[b"h2"],
+            _ => &[b"http/1.1"],
+        };
+        let endpoints = &with_tls(endpoints, &tls, alpn)?;
         // The endpoint's path is only shown in descriptions; HTTP requests carry their own.
         let at_path = |path: &str| -> Vec<Endpoint> {
             endpoints
@@ -120,12 +156,17 @@ impl Client {
                 .collect()
         };
         Ok(match call {
-            Call::Grpc { method, body } => {
+            Call::Grpc {
+                method,
+                body,
+                shape,
+            } => {
                 let m = protos.method(method)?;
-                let t = Template::parse(body).context("gRPC request body")?;
                 let parts = endpoints
                     .iter()
-                    .map(|ep| Grpc::new(ep.clone(), m.clone(), t.clone(), seed, keep_body))
+                    .map(|ep| {
+                        Grpc::new(ep.clone(), m.clone(), body, shape.clone(), seed, keep_body)
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 Client::Grpc(RoundRobin::new(parts))
             }
@@ -182,14 +223,13 @@ impl Client {
         message: &[u8],
         endpoint: &Endpoint,
         protos: &Descriptors,
+        tls: &TlsOptions,
     ) -> anyhow::Result<Client> {
         let m = protos.method(method)?;
+        let ep = with_tls(std::slice::from_ref(endpoint), tls, &[b"h2"])?.remove(0);
         Ok(Client::Grpc(RoundRobin::new(vec![Grpc::raw(
-            endpoint.clone(),
-            m,
-            message,
-            true,
-        )])))
+            ep, m, message, true,
+        )?])))
     }
 
     /// Drives the client with the load engine.
@@ -284,6 +324,16 @@ impl Client {
         }
     }
 
+    /// What the TLS handshake negotiated, once a connection was made.
+    pub fn tls(&self) -> Option<String> {
+        match self {
+            Client::Http1(p) => p.tls(),
+            Client::Http2(p) => p.tls(),
+            Client::Grpc(p) => p.tls(),
+            Client::JsonRpc(p) => p.tls(),
+        }
+    }
+
     /// A short human description, e.g. `HTTP/1.1 GET http://127.0.0.1:8080/`.
     pub fn describe(&self) -> String {
         match self {
@@ -301,16 +351,12 @@ pub fn run_step(
     vars: &[(String, String)],
     endpoint: &Endpoint,
     protos: &Descriptors,
-    seed: u64,
+    opts: Options,
     timeout: Duration,
     cpus: &[usize],
 ) -> anyhow::Result<()> {
     let call = step.call.with_vars(vars);
     let what = call.describe();
-    let opts = Options {
-        seed,
-        keep_body: false,
-    };
     let client = Client::build(&call, std::slice::from_ref(endpoint), protos, opts)
         .with_context(|| format!("setup step `{what}`"))?;
     let cfg = LoadConfig::new(

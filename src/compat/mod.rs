@@ -7,6 +7,7 @@ pub mod analyze;
 pub mod diff;
 pub mod reference;
 
+use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -14,39 +15,49 @@ use base64::Engine as _;
 use crate::client::{Client, Descriptors, Options};
 use crate::plan::{Call, CompatSet};
 use crate::protocol::target::Endpoint;
+use crate::protocol::tls::TlsOptions;
 use crate::protocol::CallError;
 use crate::results::CompatAnswer;
 
 pub use analyze::{analyze, CompatReport};
 
 /// Compat clients keep answers and send the case's request exactly (no `{rand}` seed).
-const KEEP: Options = Options {
-    seed: 0,
-    keep_body: true,
-};
+fn keep(tls: TlsOptions) -> Options {
+    Options {
+        seed: 0,
+        keep_body: true,
+        tls,
+    }
+}
 
-/// Sends case `index` of `set` to `endpoint` once and records the answer.
+/// Sends case `index` of `set` to `endpoint` once and records the answer. `state` is the
+/// contender's state folder (for `{state}` in the set's TLS settings).
 pub fn ask(
     set: &CompatSet,
     index: usize,
     endpoint: &Endpoint,
+    state: Option<&Path>,
     protos: &Descriptors,
     timeout: Duration,
     rt: &tokio::runtime::Runtime,
 ) -> CompatAnswer {
     let request = &set.cases[index].request;
-    let built = match (request.strip_prefix("raw:"), &set.call) {
-        (Some(b64), Call::Grpc { method, .. }) => base64::engine::general_purpose::STANDARD
-            .decode(b64.trim())
-            .map_err(anyhow::Error::from)
-            .and_then(|bytes| Client::raw_grpc(method, &bytes, endpoint, protos)),
-        _ => Client::build(
-            &set.call.for_case(request),
-            std::slice::from_ref(endpoint),
-            protos,
-            KEEP,
-        ),
-    };
+    let built = set
+        .tls
+        .resolve(state)
+        .map_err(anyhow::Error::msg)
+        .and_then(|tls| match (request.strip_prefix("raw:"), &set.call) {
+            (Some(b64), Call::Grpc { method, .. }) => base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .map_err(anyhow::Error::from)
+                .and_then(|bytes| Client::raw_grpc(method, &bytes, endpoint, protos, &tls)),
+            _ => Client::build(
+                &set.call.for_case(request),
+                std::slice::from_ref(endpoint),
+                protos,
+                keep(tls),
+            ),
+        });
     record(set, index, built, timeout, rt)
 }
 
@@ -62,8 +73,10 @@ pub fn ask_reference(
     let call = r
         .call
         .with_vars(&[("case".to_string(), set.cases[index].request.clone())]);
-    let built = crate::client::endpoints(std::slice::from_ref(&r.endpoint))
-        .and_then(|eps| Client::build(&call, &eps, protos, KEEP));
+    let built = crate::client::endpoints(std::slice::from_ref(&r.endpoint)).and_then(|eps| {
+        let tls = r.tls.resolve(None).map_err(anyhow::Error::msg)?;
+        Client::build(&call, &eps, protos, keep(tls))
+    });
     Some(record(set, index, built, timeout, rt))
 }
 
@@ -117,16 +130,25 @@ fn record(
 pub fn run_set(
     set: &CompatSet,
     endpoint: &Endpoint,
+    state: Option<&Path>,
     protos: &Descriptors,
     timeout: Duration,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Vec<CompatAnswer>, String> {
+    let tls = set
+        .tls
+        .resolve(state)
+        .map_err(|e| format!("compat `{}`: {e}", set.name))?;
     for step in &set.setup {
-        crate::client::run_step(step, &[], endpoint, protos, 0, timeout, &[])
+        let opts = Options {
+            tls: tls.clone(),
+            ..Options::default()
+        };
+        crate::client::run_step(step, &[], endpoint, protos, opts, timeout, &[])
             .map_err(|e| format!("compat `{}`: {e:#}", set.name))?;
     }
     Ok((0..set.cases.len())
-        .map(|i| ask(set, i, endpoint, protos, timeout, rt))
+        .map(|i| ask(set, i, endpoint, state, protos, timeout, rt))
         .collect())
 }
 
@@ -154,7 +176,7 @@ pub fn diff_endpoints(
     for (url, ep) in urls.iter().zip(crate::client::endpoints(&urls)?) {
         let mut all = Vec::new();
         for set in &file.compat {
-            all.extend(run_set(set, &ep, &protos, timeout, &rt).map_err(anyhow::Error::msg)?);
+            all.extend(run_set(set, &ep, None, &protos, timeout, &rt).map_err(anyhow::Error::msg)?);
         }
         answers.push((url.clone(), all));
     }

@@ -313,10 +313,12 @@ impl Running {
         rt: &tokio::runtime::Runtime,
     ) -> Result<(), ProbeError> {
         let protos = self.protos.clone();
+        let state = self.state.clone();
         let env = probe::ProbeEnv {
             logs,
             protos: &protos,
             endpoint,
+            state: &state,
         };
         probe::wait(probe, &env, rt, &mut || self.exited())
     }

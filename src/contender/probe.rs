@@ -18,6 +18,8 @@ pub struct ProbeEnv<'a> {
     pub protos: &'a Descriptors,
     /// Endpoint used by a `grpc` probe that names none.
     pub endpoint: &'a str,
+    /// The contender's state folder, for `{state}` in the probe's TLS settings.
+    pub state: &'a std::path::Path,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -50,7 +52,7 @@ pub fn wait(
     rt: &tokio::runtime::Runtime,
     exited: &mut dyn FnMut() -> Option<String>,
 ) -> Result<(), ProbeError> {
-    let prepared = prepare(&probe.check, env).map_err(ProbeError::Setup)?;
+    let prepared = prepare(probe, env).map_err(ProbeError::Setup)?;
     let start = Instant::now();
     loop {
         if let Some(e) = exited() {
@@ -71,8 +73,14 @@ pub fn wait(
     }
 }
 
-fn prepare(check: &Check, env: &ProbeEnv) -> Result<Prepared, String> {
-    Ok(match check {
+fn prepare(probe: &Probe, env: &ProbeEnv) -> Result<Prepared, String> {
+    let opts = || -> Result<Options, String> {
+        Ok(Options {
+            tls: probe.tls.resolve(Some(env.state))?,
+            ..Options::default()
+        })
+    };
+    Ok(match &probe.check {
         Check::Tcp(addr) => Prepared::Tcp(addr.clone()),
         Check::Http { url, status } => {
             let ep = Endpoint::parse(url).map_err(|e| e.to_string())?;
@@ -83,7 +91,7 @@ fn prepare(check: &Check, env: &ProbeEnv) -> Result<Prepared, String> {
                 body: None,
                 h2: false,
             };
-            Prepared::Http(client(&call, ep, env.protos)?, *status)
+            Prepared::Http(client(&call, ep, env.protos, opts()?)?, *status)
         }
         Check::Grpc {
             call,
@@ -95,16 +103,22 @@ fn prepare(check: &Check, env: &ProbeEnv) -> Result<Prepared, String> {
             let call = Call::Grpc {
                 method: call.clone(),
                 body: body.clone(),
+                shape: Default::default(),
             };
-            Prepared::Grpc(client(&call, ep, env.protos)?)
+            Prepared::Grpc(client(&call, ep, env.protos, opts()?)?)
         }
         Check::Log(re) => Prepared::Log(regex_lite::Regex::new(re).map_err(|e| e.to_string())?),
         Check::Command(cmd) => Prepared::Command(cmd.clone()),
     })
 }
 
-fn client(call: &Call, ep: Endpoint, protos: &Descriptors) -> Result<Client, String> {
-    Client::build(call, &[ep], protos, Options::default()).map_err(|e| format!("{e:#}"))
+fn client(
+    call: &Call,
+    ep: Endpoint,
+    protos: &Descriptors,
+    opts: Options,
+) -> Result<Client, String> {
+    Client::build(call, &[ep], protos, opts).map_err(|e| format!("{e:#}"))
 }
 
 fn attempt(

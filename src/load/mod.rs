@@ -217,6 +217,8 @@ pub(super) fn summarize<P: Protocol>(
         latency_us: result::Latency::from_histogram(&rec.latency),
         service_time_us: rec.service.as_ref().map(result::Latency::from_histogram),
         outcomes: rec.outcomes(),
+        reconnects: rec.reconnects,
+        tls: proto.tls(),
         timeline: rec.timeline(),
         generator: result::Generator {
             threads: cfg.threads,
@@ -267,6 +269,7 @@ mod tests {
                 bytes: 0,
                 body: None,
                 detail: None,
+                trailers: Vec::new(),
             })
         }
         fn describe(&self) -> String {

@@ -19,6 +19,9 @@ pub struct Recorder {
     pub bytes: u64,
     pub timeline: Vec<Second>,
     pub warmup: u64,
+    /// Connections opened while measuring: after the server closed one (HTTP/1.1
+    /// `Connection: close`) or after a failed call.
+    pub reconnects: u64,
     pub last_done: Option<Instant>,
     measure_start: Instant,
 }
@@ -44,6 +47,7 @@ impl Recorder {
             bytes: 0,
             timeline: Vec::new(),
             warmup: 0,
+            reconnects: 0,
             last_done: None,
             measure_start,
         }
@@ -114,6 +118,7 @@ impl Recorder {
         self.items += other.items;
         self.bytes += other.bytes;
         self.warmup += other.warmup;
+        self.reconnects += other.reconnects;
         self.last_done = self.last_done.max(other.last_done);
         if self.timeline.len() < other.timeline.len() {
             self.timeline
@@ -162,6 +167,7 @@ mod tests {
             bytes: 10,
             body: None,
             detail: None,
+            trailers: Vec::new(),
         })
     }
 

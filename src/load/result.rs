@@ -49,6 +49,12 @@ pub struct LoadResult {
     /// Open loop only: time from the actual send to the answer (not corrected).
     pub service_time_us: Option<Latency>,
     pub outcomes: Vec<Outcome>,
+    /// Connections opened while measuring (the server closed one, or a call failed on it).
+    #[serde(default)]
+    pub reconnects: u64,
+    /// What the TLS handshake negotiated (`TLSv1.3 TLS13_AES_128_GCM_SHA256 (ALPN h2)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<String>,
     /// One entry per second of measuring.
     pub timeline: Vec<Second>,
     pub generator: Generator,
@@ -310,6 +316,8 @@ mod tests {
                 count: requests,
                 example: None,
             }],
+            reconnects: 0,
+            tls: None,
             timeline: vec![Second {
                 second: 0,
                 requests,

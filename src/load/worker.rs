@@ -165,11 +165,15 @@ async fn client<P: Protocol>(
             }
         }
         let sent = Instant::now();
+        let reconnect = conn.is_none();
         let result = call_once(&*proto, &mut conn, ticket.seq, timeout).await;
         let done = Instant::now();
         let refused = matches!(result, Err(CallError::Connect { .. }));
-        if result.is_err() {
+        if result.is_err() || conn.as_ref().is_some_and(|c| !proto.reusable(c)) {
             conn = None;
+        }
+        if reconnect && !ticket.warmup {
+            rec.borrow_mut().reconnects += 1;
         }
         if ticket.warmup {
             rec.borrow_mut().warmup += 1;

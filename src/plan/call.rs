@@ -2,6 +2,9 @@
 //! JSON-RPC, and no `{word}` that is not a matrix variable.
 
 use std::ops::Range;
+use std::time::Duration;
+
+use crate::protocol::grpc::CallShape;
 
 use super::check::{value_text, CallFields, Checker};
 use super::error::{nearest, PlanError};
@@ -34,10 +37,34 @@ impl Checker<'_> {
                 if let Some(p) = f.path.or(None) {
                     return Err(self.at(p, "`path` is for `http` and `jsonrpc` calls"));
                 }
+                let interval = match f.stream_interval {
+                    None => None,
+                    Some(d) => Some(self.duration(Some(d), "stream_interval", Duration::ZERO)?),
+                };
+                let replies = match f.replies {
+                    None => None,
+                    Some(n) if *n.get_ref() >= 1 => Some(*n.get_ref() as u64),
+                    Some(n) => return Err(self.at(n, "`replies` must be at least 1")),
+                };
                 Ok(Call::Grpc {
                     method: g.get_ref().clone(),
                     body: f.body.map_or("{}".into(), |b| value_text(b.get_ref())),
+                    shape: CallShape {
+                        metadata: headers,
+                        interval,
+                        replies,
+                    },
                 })
+            }
+            _ if f.stream_interval.is_some() || f.replies.is_some() => {
+                let at = f
+                    .stream_interval
+                    .map(|s| s.span())
+                    .or(f.replies.map(|r| r.span()));
+                Err(self.span(
+                    at.unwrap_or(span),
+                    "`stream_interval` and `replies` are for streaming gRPC calls",
+                ))
             }
             (None, Some(h), None) => {
                 let text = h.get_ref().trim();

@@ -30,6 +30,8 @@ macro_rules! call_fields {
             path: $r.path.as_ref(),
             headers: &$r.headers,
             h2: $r.h2,
+            stream_interval: $r.stream_interval.as_ref(),
+            replies: $r.replies.as_ref(),
         }
     };
 }
@@ -361,6 +363,27 @@ impl Checker<'_> {
         Ok(n.to_string())
     }
 
+    pub(super) fn tls(&self, raw: Option<&Spanned<super::raw::RawTls>>) -> Res<super::TlsSpec> {
+        let Some(t) = raw else {
+            return Ok(super::TlsSpec::default());
+        };
+        let r = t.get_ref();
+        if r.cert.is_some() != r.key.is_some() {
+            return Err(self.at(
+                t,
+                "`tls`: `cert` and `key` go together (the client certificate and its key)",
+            ));
+        }
+        Ok(super::TlsSpec {
+            cacert: r.cacert.clone(),
+            cert: r.cert.clone(),
+            key: r.key.clone(),
+            insecure: r.insecure,
+            servername: r.servername.clone(),
+            base: self.loc.dir(),
+        })
+    }
+
     pub(super) fn command(&self, s: &Spanned<Vec<String>>) -> Res<Vec<String>> {
         match s.get_ref().first() {
             Some(p) if !p.trim().is_empty() => Ok(s.get_ref().clone()),
@@ -465,6 +488,7 @@ impl Checker<'_> {
             },
             timeout: self.duration(r.timeout.as_ref(), "timeout", Duration::from_secs(20))?,
             setup,
+            tls: self.tls(r.tls.as_ref())?,
         })
     }
 
@@ -491,6 +515,8 @@ pub(super) struct CallFields<'a> {
     pub(super) path: Option<&'a Spanned<String>>,
     pub(super) headers: &'a BTreeMap<String, String>,
     pub(super) h2: bool,
+    pub(super) stream_interval: Option<&'a Spanned<String>>,
+    pub(super) replies: Option<&'a Spanned<i64>>,
 }
 
 /// A body or params value: a string is used as written, a table or array becomes JSON.

@@ -55,6 +55,8 @@ impl Checker<'_> {
             path: r.path.as_ref(),
             headers: &r.headers,
             h2: r.h2,
+            stream_interval: r.stream_interval.as_ref(),
+            replies: r.replies.as_ref(),
         };
         let call = self.call(s.span(), &fields, has_protos)?;
         self.vars_known(&call, &["case"], s.span())?;
@@ -137,6 +139,7 @@ impl Checker<'_> {
             .map(|x| self.reference(x, has_protos))
             .transpose()?;
         Ok(CompatSet {
+            tls: self.tls(r.tls.as_ref())?,
             reference,
             name: r
                 .name
@@ -168,6 +171,8 @@ impl Checker<'_> {
             path: r.path.as_ref(),
             headers: &r.headers,
             h2: false,
+            stream_interval: None,
+            replies: None,
         };
         let mut call = self.call(s.span(), &fields, has_protos)?;
         let request = r
@@ -204,6 +209,7 @@ impl Checker<'_> {
             })
             .collect::<Res<Vec<_>>>()?;
         Ok(Reference {
+            tls: self.tls(r.tls.as_ref())?,
             endpoint,
             call,
             fields,

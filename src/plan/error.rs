@@ -27,6 +27,13 @@ impl<'a> Locator<'a> {
         }
     }
 
+    /// The folder of the plan file, which relative paths in it are relative to.
+    pub fn dir(&self) -> std::path::PathBuf {
+        Path::new(&self.file)
+            .parent()
+            .map_or_else(|| std::path::PathBuf::from("."), Path::to_path_buf)
+    }
+
     pub fn at(&self, span: Range<usize>, message: impl Into<String>) -> PlanError {
         let start = span.start.min(self.text.len());
         let before = &self.text[..start];

@@ -56,6 +56,7 @@ pub struct CompatSet {
     /// Calls made once, before the cases.
     pub setup: Vec<Step>,
     pub reference: Option<Reference>,
+    pub tls: TlsSpec,
 }
 
 /// An outside server (any protocol) some fields of every answer are checked against.
@@ -65,6 +66,7 @@ pub struct Reference {
     /// Its call; `{case}` in it is replaced by the case's request.
     pub call: Call,
     pub fields: Vec<FieldMap>,
+    pub tls: TlsSpec,
 }
 
 /// `ours` (a path in the contender's answer) must equal `theirs` (a path in the reference's
@@ -230,6 +232,8 @@ pub struct Probe {
     /// Each attempt gets at most this long (a server may accept a call and hold it).
     pub attempt_timeout: Duration,
     pub interval: Duration,
+    /// For `http` and `grpc` probes of `https://` endpoints.
+    pub tls: TlsSpec,
 }
 
 #[derive(Debug, Clone)]
@@ -260,6 +264,7 @@ pub struct Scenario {
     pub warmup: Duration,
     pub timeout: Duration,
     pub setup: Vec<Step>,
+    pub tls: TlsSpec,
 }
 
 /// One point of a scenario's matrix.
@@ -306,6 +311,8 @@ pub enum Call {
     Grpc {
         method: String,
         body: String,
+        /// Metadata, and how streams are sent.
+        shape: crate::protocol::grpc::CallShape,
     },
     Http {
         method: String,
@@ -327,9 +334,14 @@ impl Call {
     pub fn with_vars(&self, vars: &[(String, String)]) -> Call {
         let fill = |s: &str| fill_vars(s, vars);
         match self {
-            Call::Grpc { method, body } => Call::Grpc {
+            Call::Grpc {
+                method,
+                body,
+                shape,
+            } => Call::Grpc {
                 method: method.clone(),
                 body: fill(body),
+                shape: shape.clone(),
             },
             Call::Http {
                 method,
@@ -391,6 +403,61 @@ impl Call {
             Call::Http { method, path, .. } => format!("{method} {path}"),
             Call::JsonRpc { method, .. } => method.clone(),
         }
+    }
+}
+
+/// TLS settings of a scenario, compat section, probe or reference: the keys of the flags
+/// (`cacert`, `cert`, `key`, `insecure`, `servername`), with `{state}` (the contender's state
+/// folder) and `{env:NAME}` filled in when a client is made, so a contender that writes its
+/// own certificate at start can be trusted. Relative paths are relative to the plan.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TlsSpec {
+    pub cacert: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    pub insecure: bool,
+    pub servername: Option<String>,
+    /// The plan's folder.
+    pub base: PathBuf,
+}
+
+impl TlsSpec {
+    /// The options for a contender whose state folder is `state`.
+    pub fn resolve(
+        &self,
+        state: Option<&Path>,
+    ) -> Result<crate::protocol::tls::TlsOptions, String> {
+        let fill = |key: &str, v: &Option<String>| -> Result<Option<String>, String> {
+            let Some(v) = v else { return Ok(None) };
+            let mut out = v.clone();
+            if out.contains("{state}") {
+                let s = state.ok_or_else(|| {
+                    format!("tls `{key}` uses {{state}}, but there is no contender here")
+                })?;
+                out = out.replace("{state}", &s.display().to_string());
+            }
+            while let Some(i) = out.find("{env:") {
+                let end = out[i..]
+                    .find('}')
+                    .map(|j| i + j)
+                    .ok_or_else(|| format!("tls `{key}`: `{{env:` is not closed"))?;
+                let name = &out[i + 5..end];
+                let value = std::env::var(name)
+                    .map_err(|_| format!("tls `{key}` uses {{env:{name}}}, which is not set"))?;
+                out.replace_range(i..=end, &value);
+            }
+            Ok(Some(out))
+        };
+        let path = |key: &str, v: &Option<String>| -> Result<Option<PathBuf>, String> {
+            Ok(fill(key, v)?.map(|p| self.base.join(p)))
+        };
+        Ok(crate::protocol::tls::TlsOptions {
+            cacert: path("cacert", &self.cacert)?,
+            cert: path("cert", &self.cert)?,
+            key: path("key", &self.key)?,
+            insecure: self.insecure,
+            servername: fill("servername", &self.servername)?,
+        })
     }
 }
 

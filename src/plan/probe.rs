@@ -22,13 +22,16 @@ impl Checker<'_> {
             return self.probe(p);
         }
         let endpoint = endpoint.unwrap_or(DEFAULT_ENDPOINT);
-        let hostport = endpoint.trim_start_matches("http://");
+        let hostport = endpoint
+            .trim_start_matches("http://")
+            .trim_start_matches("https://");
         let hostport = hostport.split('/').next().unwrap_or(hostport);
         Ok(Probe {
             check: Check::Tcp(hostport.to_string()),
             timeout: Duration::from_secs(30),
             attempt_timeout: Duration::from_secs(1),
             interval: Duration::from_millis(20),
+            tls: super::TlsSpec::default(),
         })
     }
 
@@ -78,6 +81,7 @@ impl Checker<'_> {
                 Duration::from_secs(1),
             )?,
             interval: self.duration(r.interval.as_ref(), "interval", Duration::from_millis(20))?,
+            tls: self.tls(r.tls.as_ref())?,
         })
     }
 }

@@ -70,6 +70,9 @@ pub struct RawCompat {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub h2: bool,
+    pub stream_interval: Option<Spanned<String>>,
+    pub replies: Option<Spanned<i64>>,
+    pub tls: Option<Spanned<RawTls>>,
     /// A JSONL file of requests, relative to the plan.
     pub cases: Option<Spanned<String>>,
     /// Requests written in the plan (strings, or tables turned into JSON).
@@ -100,6 +103,7 @@ pub struct RawReference {
     pub path: Option<Spanned<String>>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    pub tls: Option<Spanned<RawTls>>,
     /// The request, with `{case}` for the case's request; the case's request when absent.
     pub request: Option<Spanned<toml::Value>>,
     pub fields: Vec<Spanned<RawFieldMap>>,
@@ -183,6 +187,20 @@ pub struct RawProbe {
     pub timeout: Option<Spanned<String>>,
     pub attempt_timeout: Option<Spanned<String>>,
     pub interval: Option<Spanned<String>>,
+    pub tls: Option<Spanned<RawTls>>,
+}
+
+/// `tls = { cacert = "…", cert = "…", key = "…", insecure = true, servername = "…" }`, the
+/// keys of the command-line flags.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTls {
+    pub cacert: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    #[serde(default)]
+    pub insecure: bool,
+    pub servername: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -199,6 +217,9 @@ pub struct RawScenario {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub h2: bool,
+    pub stream_interval: Option<Spanned<String>>,
+    pub replies: Option<Spanned<i64>>,
+    pub tls: Option<Spanned<RawTls>>,
     pub clients: Option<Spanned<OneOrMany<i64>>>,
     #[serde(default)]
     pub matrix: BTreeMap<String, Spanned<Vec<toml::Value>>>,
@@ -226,6 +247,8 @@ pub struct RawStep {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub h2: bool,
+    pub stream_interval: Option<Spanned<String>>,
+    pub replies: Option<Spanned<i64>>,
     pub requests: Option<Spanned<i64>>,
 }
 

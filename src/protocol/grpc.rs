@@ -1,14 +1,16 @@
 //! gRPC without generated code: the service is compiled from `.proto` files at run time
-//! (`protox`), requests are written as proto3 JSON and encoded with `prost-reflect`, and the
-//! call goes over h2c. Unary and server-streaming calls; every streamed message is an *item*.
+//! (`protox`) or asked of the server (`reflection`), requests are written as proto3 JSON and
+//! encoded with `prost-reflect`, and the call goes over HTTP/2 (h2c or TLS). All four kinds
+//! of call; every message received is an *item*.
 
 use std::path::{Path, PathBuf};
 
-use bytes::{Buf, Bytes, BytesMut};
+use base64::Engine as _;
+use bytes::{Bytes, BytesMut};
 use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 
-use super::http2::{exchange, next_data, open, trailers, H2Conn};
+use super::http2::{exchange, h2_error, next_data, open, send_request, trailers, H2Conn};
 use super::target::Endpoint;
 use super::template::Template;
 use super::{CallError, Class, GrpcCode, Protocol, Reply};
@@ -27,8 +29,8 @@ pub enum GrpcSetupError {
     },
     #[error("{0}")]
     Proto(String),
-    #[error("`{method}` is a client-streaming call; only unary and server-streaming calls are supported")]
-    ClientStreaming { method: String },
+    #[error("metadata `{key}` {reason}")]
+    Metadata { key: String, reason: String },
     #[error("the request does not fit {message}: {reason}\n  request: {json}")]
     Request {
         message: String,
@@ -65,11 +67,6 @@ pub fn find_method(pool: &DescriptorPool, call: &str) -> Result<MethodDescriptor
             .collect::<Vec<_>>()
             .join(", "),
     })?;
-    if m.is_client_streaming() {
-        return Err(GrpcSetupError::ClientStreaming {
-            method: call.to_string(),
-        });
-    }
     Ok(m)
 }
 
@@ -157,9 +154,22 @@ pub fn decode_json(desc: &MessageDescriptor, bytes: &[u8]) -> Result<serde_json:
         .map_err(|e| e.to_string())
 }
 
+/// What a gRPC call sends besides its messages.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallShape {
+    /// Sent as gRPC metadata (HTTP/2 headers); `-bin` keys carry base64 values.
+    pub metadata: Vec<(String, String)>,
+    /// Client-streaming and bidi calls: the pause between two messages sent.
+    pub interval: Option<std::time::Duration>,
+    /// Bidi calls: end the call (the client cancels the stream) once this many messages
+    /// arrived, for servers that keep a stream open until the client goes (etcd's Watch).
+    pub replies: Option<u64>,
+}
+
+/// The messages of a call, encoded once when they never change.
 enum Body {
-    Fixed(Bytes),
-    Varying(Template),
+    Fixed(Vec<Bytes>),
+    Varying(Vec<Template>),
 }
 
 pub struct Grpc {
@@ -167,32 +177,151 @@ pub struct Grpc {
     method: MethodDescriptor,
     path: String,
     body: Body,
+    /// Built once, cloned per call.
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    shape: CallShape,
     seed: u64,
     keep_body: bool,
 }
 
+/// Splits a JSON array written as template text into its elements' texts, without parsing
+/// it as JSON (placeholders such as `{seq}` may stand where a JSON value goes). `None` when
+/// the text is not an array.
+pub fn split_array(text: &str) -> Option<Vec<&str>> {
+    let t = text.trim();
+    let inner = t.strip_prefix('[')?.strip_suffix(']')?;
+    let mut out = Vec::new();
+    let (mut depth, mut in_str, mut escaped, mut start) = (0i32, false, false, 0);
+    for (i, c) in inner.char_indices() {
+        if in_str {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(inner[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let last = inner[start..].trim();
+    if !last.is_empty() || !out.is_empty() {
+        out.push(last);
+    }
+    Some(out)
+}
+
+/// Checks gRPC metadata and turns it into headers (`-bin` values must be base64).
+fn metadata_headers(metadata: &[(String, String)]) -> Result<http::HeaderMap, GrpcSetupError> {
+    let mut h = http::HeaderMap::new();
+    h.insert(
+        "content-type",
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    h.insert("te", http::HeaderValue::from_static("trailers"));
+    for (k, v) in metadata {
+        let bad = |reason: String| GrpcSetupError::Metadata {
+            key: k.clone(),
+            reason,
+        };
+        let key = k.to_ascii_lowercase();
+        if matches!(key.as_str(), "content-type" | "te") || key.starts_with("grpc-") {
+            return Err(bad("is set by the gRPC protocol itself".into()));
+        }
+        let name = http::HeaderName::from_bytes(key.as_bytes())
+            .map_err(|_| bad("is not a valid metadata key".into()))?;
+        if key.ends_with("-bin") {
+            let b64 = base64::engine::general_purpose::STANDARD_NO_PAD;
+            b64.decode(v.trim().trim_end_matches('='))
+                .map_err(|e| bad(format!("is a binary key; its value must be base64 ({e})")))?;
+        }
+        let value = http::HeaderValue::from_str(v.trim())
+            .map_err(|_| bad("has a value that is not valid in a header".into()))?;
+        h.append(name, value);
+    }
+    Ok(h)
+}
+
 impl Grpc {
-    /// Checks the request against the method's input type now, so a JSON mistake is one
-    /// clear error before any load is sent.
+    /// Checks every message against the method's input type now, so a JSON mistake is one
+    /// clear error before any load is sent. Client-streaming and bidi calls take a JSON
+    /// array of messages (one object is a stream of one); message `i` of call `s` is
+    /// rendered as request number `s·n + i`, so `{seq}` and `{rand}` differ per message.
     pub fn new(
         endpoint: Endpoint,
         method: MethodDescriptor,
-        request: Template,
+        body: &str,
+        shape: CallShape,
         seed: u64,
         keep_body: bool,
     ) -> Result<Grpc, GrpcSetupError> {
-        let first = encode_json(&method.input(), &request.render_string(0, seed))?;
-        let body = if request.is_static() {
-            Body::Fixed(frame(&first))
-        } else {
-            Body::Varying(request)
+        let texts = match (method.is_client_streaming(), split_array(body)) {
+            (true, Some(parts)) if parts.is_empty() => {
+                return Err(GrpcSetupError::Request {
+                    message: method.input().full_name().to_string(),
+                    reason: "a streaming call needs at least one message".into(),
+                    json: body.to_string(),
+                })
+            }
+            (true, Some(parts)) => parts,
+            _ => vec![body],
         };
+        let templates = texts
+            .iter()
+            .map(|t| {
+                Template::parse(t).map_err(|e| GrpcSetupError::Request {
+                    message: method.input().full_name().to_string(),
+                    reason: e.to_string(),
+                    json: t.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let n = templates.len() as u64;
+        let mut first = Vec::with_capacity(templates.len());
+        for (i, t) in templates.iter().enumerate() {
+            first.push(frame(&encode_json(
+                &method.input(),
+                &t.render_string(i as u64 % n, seed),
+            )?));
+        }
+        let body = if templates.iter().all(Template::is_static) {
+            Body::Fixed(first)
+        } else {
+            Body::Varying(templates)
+        };
+        Grpc::with_body(endpoint, method, body, shape, seed, keep_body)
+    }
+
+    fn with_body(
+        endpoint: Endpoint,
+        method: MethodDescriptor,
+        body: Body,
+        shape: CallShape,
+        seed: u64,
+        keep_body: bool,
+    ) -> Result<Grpc, GrpcSetupError> {
         let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
+        let uri = super::http2::uri(&endpoint, &path)
+            .map_err(|e| GrpcSetupError::Proto(e.to_string()))?;
+        let headers = metadata_headers(&shape.metadata)?;
         Ok(Grpc {
             endpoint,
             method,
             path,
             body,
+            uri,
+            headers,
+            shape,
             seed,
             keep_body,
         })
@@ -204,30 +333,59 @@ impl Grpc {
         method: MethodDescriptor,
         message: &[u8],
         keep_body: bool,
-    ) -> Grpc {
-        let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
-        Grpc {
-            endpoint,
-            method,
-            path,
-            body: Body::Fixed(frame(message)),
-            seed: 0,
-            keep_body,
-        }
+    ) -> Result<Grpc, GrpcSetupError> {
+        let body = Body::Fixed(vec![frame(message)]);
+        Grpc::with_body(endpoint, method, body, CallShape::default(), 0, keep_body)
     }
 
     pub fn method(&self) -> &MethodDescriptor {
         &self.method
     }
 
-    fn request_body(&self, seq: u64) -> Result<Bytes, CallError> {
-        match &self.body {
-            Body::Fixed(b) => Ok(b.clone()),
-            Body::Varying(t) => {
-                let json = t.render_string(seq, self.seed);
-                let msg = encode_json(&self.method.input(), &json)
-                    .map_err(|e| CallError::Protocol(e.to_string()))?;
-                Ok(frame(&msg))
+    fn varying(&self, templates: &[Template], seq: u64) -> Result<Vec<Bytes>, CallError> {
+        let n = templates.len() as u64;
+        templates
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let json = t.render_string(seq.wrapping_mul(n).wrapping_add(i as u64), self.seed);
+                encode_json(&self.method.input(), &json)
+                    .map(|m| frame(&m))
+                    .map_err(|e| CallError::Protocol(e.to_string()))
+            })
+            .collect()
+    }
+
+    fn head(&self) -> http::Request<()> {
+        let mut req = http::Request::new(());
+        *req.method_mut() = http::Method::POST;
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+
+    /// Sends the messages of a streaming call: all at once, or one every `interval`.
+    async fn send_stream(
+        &self,
+        mut stream: h2::SendStream<Bytes>,
+        frames: &[Bytes],
+    ) -> Result<(), CallError> {
+        let send_err = |e: h2::Error| CallError::Io(format!("sending a stream message: {e}"));
+        match self.shape.interval {
+            None => {
+                let all: Vec<u8> = frames.concat();
+                stream.send_data(Bytes::from(all), true).map_err(send_err)
+            }
+            Some(pause) => {
+                for (i, f) in frames.iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(pause).await;
+                    }
+                    stream
+                        .send_data(f.clone(), i + 1 == frames.len())
+                        .map_err(send_err)?;
+                }
+                Ok(())
             }
         }
     }
@@ -242,35 +400,72 @@ fn frame(msg: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// Splits a stream of DATA frames into gRPC messages, however the frames cut them.
+/// Splits a stream of DATA frames into gRPC messages, however the frames cut them. Message
+/// bodies are copied only when they are kept; otherwise they are counted and skipped.
 #[derive(Default)]
 struct Deframer {
-    buf: BytesMut,
+    head: [u8; 5],
+    head_len: usize,
+    /// Bytes of the current message's body still to come, when inside one.
+    remaining: Option<usize>,
+    current: Vec<u8>,
     items: u64,
     kept: Option<Vec<Vec<u8>>>,
 }
 
 impl Deframer {
-    fn push(&mut self, data: &[u8]) -> Result<(), CallError> {
-        self.buf.extend_from_slice(data);
-        while self.buf.len() >= 5 {
-            if self.buf[0] != 0 {
-                return Err(CallError::Protocol(
-                    "compressed gRPC messages are not supported".into(),
-                ));
+    fn push(&mut self, mut data: &[u8]) -> Result<(), CallError> {
+        while !data.is_empty() {
+            match self.remaining {
+                Some(left) => {
+                    let n = left.min(data.len());
+                    if self.kept.is_some() {
+                        self.current.extend_from_slice(&data[..n]);
+                    }
+                    data = &data[n..];
+                    self.remaining = Some(left - n);
+                }
+                None => {
+                    let n = (5 - self.head_len).min(data.len());
+                    self.head[self.head_len..self.head_len + n].copy_from_slice(&data[..n]);
+                    self.head_len += n;
+                    data = &data[n..];
+                    if self.head_len < 5 {
+                        continue;
+                    }
+                    if self.head[0] != 0 {
+                        return Err(CallError::Protocol(
+                            "compressed gRPC messages are not supported".into(),
+                        ));
+                    }
+                    let len = u32::from_be_bytes([
+                        self.head[1],
+                        self.head[2],
+                        self.head[3],
+                        self.head[4],
+                    ]);
+                    self.head_len = 0;
+                    self.remaining = Some(len as usize);
+                    if self.kept.is_some() {
+                        // Grown as bytes arrive: a length prefix is never an allocation.
+                        self.current = Vec::with_capacity((len as usize).min(64 * 1024));
+                    }
+                }
             }
-            let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]);
-            if self.buf.len() < 5 + len as usize {
-                break;
-            }
-            self.buf.advance(5);
-            let msg = self.buf.split_to(len as usize);
-            self.items += 1;
-            if let Some(k) = &mut self.kept {
-                k.push(msg.to_vec());
+            if self.remaining == Some(0) {
+                self.remaining = None;
+                self.items += 1;
+                if let Some(k) = &mut self.kept {
+                    k.push(std::mem::take(&mut self.current));
+                }
             }
         }
         Ok(())
+    }
+
+    /// Whether the stream so far ended on a message boundary.
+    fn is_clean(&self) -> bool {
+        self.remaining.is_none() && self.head_len == 0
     }
 }
 
@@ -288,6 +483,19 @@ fn status_of(headers: &http::HeaderMap) -> Option<(GrpcCode, Option<String>)> {
         .map(percent_decode)
         .filter(|m| !m.is_empty());
     Some((GrpcCode::from_i64(code), message))
+}
+
+/// The trailers worth comparing: everything but the status, which is the outcome itself.
+fn kept_trailers(t: &http::HeaderMap) -> Vec<(String, String)> {
+    t.iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "grpc-status" | "grpc-message"))
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
 }
 
 fn percent_decode(s: &str) -> String {
@@ -308,23 +516,14 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-impl Protocol for Grpc {
-    type Conn = H2Conn;
-
-    async fn connect(&self) -> Result<H2Conn, CallError> {
-        open(&self.endpoint).await
-    }
-
-    async fn call(&self, conn: &mut H2Conn, seq: u64) -> Result<Reply, CallError> {
-        let body = self.request_body(seq)?;
-        let req = http::Request::builder()
-            .method(http::Method::POST)
-            .uri(format!("http://{}{}", self.endpoint.authority, self.path))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(())
-            .map_err(|e| CallError::Protocol(e.to_string()))?;
-        let (head, mut stream) = exchange(conn, req, Some(body)).await?;
+impl Grpc {
+    /// Receives the answer: status from headers (trailers-only) or trailers, every message
+    /// counted as an item.
+    async fn receive(
+        &self,
+        head: http::response::Parts,
+        mut stream: h2::RecvStream,
+    ) -> Result<Reply, CallError> {
         if head.status != http::StatusCode::OK {
             return Ok(Reply {
                 class: Class::Http(head.status.as_u16()),
@@ -332,6 +531,7 @@ impl Protocol for Grpc {
                 bytes: 0,
                 body: None,
                 detail: Some("gRPC call answered with a non-200 HTTP status".into()),
+                trailers: Vec::new(),
             });
         }
         let mut frames = Deframer {
@@ -339,21 +539,39 @@ impl Protocol for Grpc {
             ..Deframer::default()
         };
         let mut bytes = 0u64;
+        let mut kept = Vec::new();
         // A "trailers-only" answer puts the status in the headers and sends no body.
         let status = match status_of(&head.headers) {
-            Some(s) => s,
+            Some(s) => {
+                if self.keep_body {
+                    kept = kept_trailers(&head.headers);
+                }
+                s
+            }
             None => {
+                let enough = |f: &Deframer| self.shape.replies.is_some_and(|n| f.items >= n);
                 while let Some(data) = next_data(&mut stream).await? {
                     bytes += data.len() as u64;
                     frames.push(&data)?;
+                    if enough(&frames) {
+                        break;
+                    }
                 }
-                let t = trailers(&mut stream).await?.unwrap_or_default();
-                status_of(&t).ok_or_else(|| {
-                    CallError::Protocol("gRPC response without grpc-status".into())
-                })?
+                if enough(&frames) {
+                    // The client ends the call here: dropping the stream cancels it.
+                    (GrpcCode::Ok, None)
+                } else {
+                    let t = trailers(&mut stream).await?.unwrap_or_default();
+                    if self.keep_body {
+                        kept = kept_trailers(&t);
+                    }
+                    status_of(&t).ok_or_else(|| {
+                        CallError::Protocol("gRPC response without grpc-status".into())
+                    })?
+                }
             }
         };
-        if !frames.buf.is_empty() {
+        if !frames.is_clean() && self.shape.replies.is_none() {
             return Err(CallError::Protocol(
                 "gRPC stream ended inside a message".into(),
             ));
@@ -364,20 +582,64 @@ impl Protocol for Grpc {
             bytes,
             body: frames.kept,
             detail: status.1,
+            trailers: kept,
         })
+    }
+}
+
+impl Protocol for Grpc {
+    type Conn = H2Conn;
+
+    async fn connect(&self) -> Result<H2Conn, CallError> {
+        open(&self.endpoint).await
+    }
+
+    async fn call(&self, conn: &mut H2Conn, seq: u64) -> Result<Reply, CallError> {
+        let varying;
+        let frames: &[Bytes] = match &self.body {
+            Body::Fixed(f) => f,
+            Body::Varying(t) => {
+                varying = self.varying(t, seq)?;
+                &varying
+            }
+        };
+        if !self.method.is_client_streaming() {
+            let (head, stream) = exchange(conn, self.head(), Some(frames[0].clone())).await?;
+            return self.receive(head, stream).await;
+        }
+        let (response, send) = send_request(conn, self.head()).await?;
+        let answer = async {
+            let (head, stream) = response.await.map_err(h2_error)?.into_parts();
+            self.receive(head, stream).await
+        };
+        // A bidi server may answer while messages are still being sent.
+        let (sent, answer) = tokio::join!(self.send_stream(send, frames), answer);
+        match (sent, answer) {
+            (_, Ok(reply)) => Ok(reply),
+            (Err(e), Err(_)) => Err(e),
+            (Ok(()), Err(e)) => Err(e),
+        }
     }
 
     fn describe(&self) -> String {
-        let kind = if self.method.is_server_streaming() {
-            "server-streaming"
-        } else {
-            "unary"
+        let kind = match (
+            self.method.is_client_streaming(),
+            self.method.is_server_streaming(),
+        ) {
+            (false, false) => "unary",
+            (false, true) => "server-streaming",
+            (true, false) => "client-streaming",
+            (true, true) => "bidi",
         };
         format!(
             "gRPC {} {} ({kind})",
             self.endpoint.url().trim_end_matches('/'),
             self.path
         )
+    }
+
+    fn tls(&self) -> Option<String> {
+        self.endpoint.tls.as_ref()?.negotiated().map(str::to_string)
     }
 }
 
@@ -396,13 +658,44 @@ mod tests {
                 kept: Some(Vec::new()),
                 ..Deframer::default()
             };
+            let mut counted = Deframer::default();
             for piece in wire.chunks(cut) {
                 d.push(piece).unwrap();
+                counted.push(piece).unwrap();
             }
-            assert_eq!(d.items, 3, "cut {cut}");
-            assert!(d.buf.is_empty());
-            assert_eq!(d.kept.unwrap()[2], b"0123456789");
+            assert_eq!((d.items, counted.items), (3, 3), "cut {cut}");
+            assert!(d.is_clean() && counted.is_clean());
+            assert_eq!(
+                d.kept.unwrap(),
+                vec![b"abc".to_vec(), vec![], b"0123456789".to_vec()]
+            );
         }
+    }
+
+    #[test]
+    fn stream_bodies_split_into_message_templates() {
+        let parts = split_array(r#"[{"a": {seq}, "s": "x,]"}, {"b": [1, 2]} , {}]"#).unwrap();
+        assert_eq!(
+            parts,
+            [r#"{"a": {seq}, "s": "x,]"}"#, r#"{"b": [1, 2]}"#, "{}"]
+        );
+        assert_eq!(split_array("[]").unwrap(), Vec::<&str>::new());
+        assert_eq!(split_array(r#"[{"q": "\"]"}]"#).unwrap().len(), 1);
+        assert!(split_array(r#"{"a": 1}"#).is_none());
+    }
+
+    #[test]
+    fn metadata_is_checked_before_sending() {
+        let m = |k: &str, v: &str| metadata_headers(&[(k.to_string(), v.to_string())]);
+        assert!(m("authorization", "Bearer x").is_ok());
+        assert!(m("trace-bin", "AAEC").is_ok());
+        let e = m("trace-bin", "not base64!").unwrap_err().to_string();
+        assert!(e.contains("metadata `trace-bin` is a binary key"), "{e}");
+        assert!(m("grpc-timeout", "1S")
+            .unwrap_err()
+            .to_string()
+            .contains("gRPC protocol itself"));
+        assert!(m("bad key", "v").is_err());
     }
 
     #[test]

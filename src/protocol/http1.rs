@@ -4,12 +4,11 @@
 
 use std::net::SocketAddr;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
 use super::target::{connect, Endpoint};
 use super::template::Template;
+use super::tls::Stream;
 use super::{CallError, Class, Protocol, Reply};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const READ_BUF: usize = 64 * 1024;
 const MAX_HEAD: usize = 1024 * 1024;
@@ -33,7 +32,7 @@ pub struct Http1 {
 }
 
 pub struct Http1Conn {
-    stream: TcpStream,
+    stream: Stream,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -113,7 +112,7 @@ impl Protocol for Http1 {
 
     async fn connect(&self) -> Result<Http1Conn, CallError> {
         Ok(Http1Conn {
-            stream: connect(self.endpoint.addr).await?,
+            stream: connect(&self.endpoint).await?,
             buf: vec![0; READ_BUF],
             start: 0,
             end: 0,
@@ -128,6 +127,14 @@ impl Protocol for Http1 {
 
     fn describe(&self) -> String {
         format!("HTTP/1.1 {} {}", self.request.method, self.endpoint.url())
+    }
+
+    fn reusable(&self, conn: &Http1Conn) -> bool {
+        conn.reusable
+    }
+
+    fn tls(&self) -> Option<String> {
+        self.endpoint.tls.as_ref()?.negotiated().map(str::to_string)
     }
 }
 
@@ -287,6 +294,7 @@ async fn read_response(
         bytes: total,
         body: body.map(|b| vec![b]),
         detail: None,
+        trailers: Vec::new(),
     })
 }
 

@@ -1,5 +1,6 @@
-//! HTTP/2 over cleartext (prior knowledge, "h2c"), one connection per client and one stream
-//! at a time on it, using the `h2` crate. gRPC rides on the same exchange.
+//! HTTP/2, one connection per client and one stream at a time on it, using the `h2` crate:
+//! over cleartext with prior knowledge ("h2c") for `http://`, over TLS negotiated by ALPN
+//! (`h2`) for `https://`. gRPC rides on the same exchange.
 
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -13,9 +14,9 @@ pub struct H2Conn {
     send: SendRequest<Bytes>,
 }
 
-/// Opens an h2c connection and drives it on the current runtime.
+/// Opens an HTTP/2 connection and drives it on the current runtime.
 pub async fn open(endpoint: &Endpoint) -> Result<H2Conn, CallError> {
-    let tcp = connect(endpoint.addr).await?;
+    let tcp = connect(endpoint).await?.expect_h2();
     let (send, connection) = h2::client::Builder::new()
         .initial_window_size(4 << 20)
         .initial_connection_window_size(16 << 20)
@@ -28,7 +29,12 @@ pub async fn open(endpoint: &Endpoint) -> Result<H2Conn, CallError> {
     Ok(H2Conn { send })
 }
 
-fn h2_error(e: h2::Error) -> CallError {
+pub fn h2_error(e: h2::Error) -> CallError {
+    if let Some(io) = e.get_io() {
+        if let Some(why) = super::tls::explain_io(io) {
+            return CallError::Tls(why);
+        }
+    }
     if e.is_io() {
         CallError::Io(e.to_string())
     } else {
@@ -53,6 +59,15 @@ pub async fn exchange(
     Ok(response.into_parts())
 }
 
+/// Opens a stream whose body the caller sends (client-streaming and bidi gRPC).
+pub async fn send_request(
+    conn: &mut H2Conn,
+    request: http::Request<()>,
+) -> Result<(h2::client::ResponseFuture, h2::SendStream<Bytes>), CallError> {
+    let mut send = conn.send.clone().ready().await.map_err(h2_error)?;
+    send.send_request(request, false).map_err(h2_error)
+}
+
 /// Reads the next DATA frame and gives its flow-control credit back at once.
 pub async fn next_data(body: &mut RecvStream) -> Result<Option<Bytes>, CallError> {
     match body.data().await {
@@ -69,13 +84,23 @@ pub async fn trailers(body: &mut RecvStream) -> Result<Option<http::HeaderMap>, 
     body.trailers().await.map_err(h2_error)
 }
 
-/// Plain HTTP requests over h2c.
+/// Plain HTTP requests over HTTP/2.
 pub struct Http2 {
     endpoint: Endpoint,
     request: Http1Request,
     method: http::Method,
+    /// Built once: the URI when the path has no templates, and the headers.
+    uri: Option<http::Uri>,
+    headers: http::HeaderMap,
     seed: u64,
     keep_body: bool,
+}
+
+/// `scheme://authority/path` as a URI.
+pub fn uri(endpoint: &Endpoint, path: &str) -> Result<http::Uri, CallError> {
+    format!("{}://{}{path}", endpoint.scheme(), endpoint.authority)
+        .parse()
+        .map_err(|e| CallError::Protocol(format!("bad request path `{path}`: {e}")))
 }
 
 impl Http2 {
@@ -87,38 +112,52 @@ impl Http2 {
     ) -> Result<Http2, String> {
         let method = http::Method::from_bytes(request.method.as_bytes())
             .map_err(|_| format!("`{}` is not an HTTP method", request.method))?;
+        let mut headers = http::HeaderMap::new();
         for (k, v) in &request.headers {
-            http::HeaderName::from_bytes(k.as_bytes())
+            // HTTP/2 carries the host as :authority; a Host header would be sent twice.
+            if k.eq_ignore_ascii_case("host") {
+                continue;
+            }
+            let name = http::HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| format!("`{k}` is not a valid header name"))?;
-            http::HeaderValue::from_str(v)
+            let value = http::HeaderValue::from_str(v)
                 .map_err(|_| format!("the value of header `{k}` is not valid"))?;
+            headers.append(name, value);
         }
+        let uri = match request.path.is_static() {
+            true => Some(
+                uri(&endpoint, &request.path.render_string(0, seed)).map_err(|e| e.to_string())?,
+            ),
+            false => None,
+        };
         Ok(Http2 {
             endpoint,
             request,
             method,
+            uri,
+            headers,
             seed,
             keep_body,
         })
     }
 
     fn build(&self, seq: u64) -> Result<(http::Request<()>, Option<Bytes>), CallError> {
-        let path = self.request.path.render_string(seq, self.seed);
-        let uri = format!("http://{}{}", self.endpoint.authority, path);
-        let mut req = http::Request::builder()
-            .method(self.method.clone())
-            .uri(uri);
-        for (k, v) in &self.request.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
+        let uri = match &self.uri {
+            Some(u) => u.clone(),
+            None => uri(
+                &self.endpoint,
+                &self.request.path.render_string(seq, self.seed),
+            )?,
+        };
+        let mut req = http::Request::new(());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = uri;
+        *req.headers_mut() = self.headers.clone();
         let body = self
             .request
             .body
             .as_ref()
             .map(|b| Bytes::from(b.render_string(seq, self.seed)));
-        let req = req
-            .body(())
-            .map_err(|e| CallError::Protocol(format!("bad request: {e}")))?;
         Ok((req, body))
     }
 }
@@ -147,10 +186,16 @@ impl Protocol for Http2 {
             bytes: total,
             body: kept.map(|b| vec![b]),
             detail: None,
+            trailers: Vec::new(),
         })
     }
 
     fn describe(&self) -> String {
-        format!("HTTP/2 (h2c) {} {}", self.method, self.endpoint.url())
+        let how = if self.endpoint.secure { "TLS" } else { "h2c" };
+        format!("HTTP/2 ({how}) {} {}", self.method, self.endpoint.url())
+    }
+
+    fn tls(&self) -> Option<String> {
+        self.endpoint.tls.as_ref()?.negotiated().map(str::to_string)
     }
 }

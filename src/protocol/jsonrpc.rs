@@ -113,6 +113,14 @@ impl Protocol for JsonRpc {
         self.http.connect().await
     }
 
+    fn reusable(&self, conn: &Http1Conn) -> bool {
+        self.http.reusable(conn)
+    }
+
+    fn tls(&self) -> Option<String> {
+        self.http.tls()
+    }
+
     async fn call(&self, conn: &mut Http1Conn, seq: u64) -> Result<Reply, CallError> {
         let mut reply = self.http.call(conn, seq).await?;
         if reply.class != Class::Http(200) {

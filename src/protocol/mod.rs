@@ -1,6 +1,7 @@
 //! Wire clients behind one small trait, so the load engine never knows which protocol it
-//! drives: HTTP/1.1 (pre-encoded requests, `httparse`), HTTP/2 cleartext, gRPC with messages
-//! built at run time from `.proto` files, and JSON-RPC 2.0 over HTTP/1.1.
+//! drives: HTTP/1.1 (pre-encoded requests, `httparse`), HTTP/2, gRPC with messages built at
+//! run time from `.proto` files or server reflection, and JSON-RPC 2.0 over HTTP/1.1; each
+//! plaintext or over TLS (`tls`).
 
 pub mod grpc;
 pub mod http1;
@@ -10,6 +11,7 @@ pub mod outcome;
 pub mod roundrobin;
 pub mod target;
 pub mod template;
+pub mod tls;
 
 use std::future::Future;
 
@@ -33,4 +35,14 @@ pub trait Protocol: Send + Sync + 'static {
 
     /// A short human description, e.g. `HTTP/1.1 GET http://127.0.0.1:8080/`.
     fn describe(&self) -> String;
+
+    /// Whether `conn` can carry another call (false after the server said it closes it).
+    fn reusable(&self, _conn: &Self::Conn) -> bool {
+        true
+    }
+
+    /// What the TLS handshake negotiated, once one was made.
+    fn tls(&self) -> Option<String> {
+        None
+    }
 }

@@ -14,6 +14,7 @@ pub enum Class {
     Timeout,
     Io,
     Protocol,
+    Tls,
 }
 
 impl Class {
@@ -38,6 +39,7 @@ impl Class {
             Class::Timeout => "timeout",
             Class::Io => "io_error",
             Class::Protocol => "protocol_error",
+            Class::Tls => "tls_error",
         }
     }
 
@@ -63,6 +65,7 @@ impl fmt::Display for Class {
             Class::Timeout => f.write_str("timeout"),
             Class::Io => f.write_str("connection error"),
             Class::Protocol => f.write_str("protocol error"),
+            Class::Tls => f.write_str("TLS error"),
         }
     }
 }
@@ -153,6 +156,8 @@ pub struct Reply {
     pub body: Option<Vec<Vec<u8>>>,
     /// A detail for non-success outcomes, e.g. the gRPC status message.
     pub detail: Option<String>,
+    /// gRPC trailers other than the status, kept with the body (for compat).
+    pub trailers: Vec<(String, String)>,
 }
 
 /// A call that produced no answer. The connection it was made on is dropped and reopened.
@@ -166,6 +171,9 @@ pub enum CallError {
     Io(String),
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A TLS failure, already explained (`TLS: …`).
+    #[error("{0}")]
+    Tls(String),
 }
 
 impl CallError {
@@ -175,11 +183,15 @@ impl CallError {
             CallError::Timeout(_) => Class::Timeout,
             CallError::Io(_) => Class::Io,
             CallError::Protocol(_) => Class::Protocol,
+            CallError::Tls(_) => Class::Tls,
         }
     }
 
     pub(crate) fn io(e: std::io::Error) -> CallError {
-        CallError::Io(e.to_string())
+        match super::tls::explain_io(&e) {
+            Some(why) => CallError::Tls(why),
+            None => CallError::Io(e.to_string()),
+        }
     }
 }
 

@@ -40,6 +40,14 @@ impl<P: Protocol> Protocol for RoundRobin<P> {
         self.parts[conn.0].call(&mut conn.1, seq).await
     }
 
+    fn reusable(&self, conn: &Self::Conn) -> bool {
+        self.parts[conn.0].reusable(&conn.1)
+    }
+
+    fn tls(&self) -> Option<String> {
+        self.parts.iter().find_map(P::tls)
+    }
+
     fn describe(&self) -> String {
         match self.parts.len() {
             1 => self.parts[0].describe(),

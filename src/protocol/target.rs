@@ -1,13 +1,15 @@
-//! Where load goes: a parsed `http://host:port/path` URL, resolved once, and the TCP connect
-//! every protocol shares (TCP_NODELAY on every client socket).
+//! Where load goes: a parsed `http://` or `https://` URL, resolved once, and the connect every
+//! protocol shares (TCP_NODELAY on every client socket, then the TLS handshake for `https`).
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 
 use tokio::net::TcpStream;
 
+use super::tls::{Connector, Stream};
 use super::CallError;
 
-/// A plaintext HTTP endpoint. The path is kept as text so it can hold templates.
+/// An HTTP endpoint. The path is kept as text so it can hold templates.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     /// `host:port` as the user wrote it, sent as `Host` / `:authority`.
@@ -15,13 +17,16 @@ pub struct Endpoint {
     pub addr: SocketAddr,
     /// Path and query, starting with `/`.
     pub path: String,
+    /// An `https://` URL.
+    pub secure: bool,
+    /// The TLS settings of the client this endpoint belongs to (set by the client factory
+    /// for `https://` URLs, with the ALPN its protocol needs).
+    pub tls: Option<Arc<Connector>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum UrlError {
-    #[error(
-        "`{0}` is not an http:// URL (https is not supported: bakeoff measures plaintext servers)"
-    )]
+    #[error("`{0}` is not an http:// or https:// URL")]
     Scheme(String),
     #[error("`{0}` has no host")]
     NoHost(String),
@@ -35,9 +40,11 @@ impl Endpoint {
     /// Parses and resolves `url`. Only the first resolved address is used, so load only ever
     /// goes to the one address the user named.
     pub fn parse(url: &str) -> Result<Endpoint, UrlError> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| UrlError::Scheme(url.to_string()))?;
+        let (secure, rest) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (false, rest),
+            (_, Some(rest)) => (true, rest),
+            _ => return Err(UrlError::Scheme(url.to_string())),
+        };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
             Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -48,6 +55,7 @@ impl Endpoint {
         }
         let (host, port) = split_host_port(authority);
         let port: u16 = match port {
+            None if secure => 443,
             None => 80,
             Some(p) => p.parse().map_err(|_| UrlError::Port {
                 url: url.to_string(),
@@ -70,11 +78,26 @@ impl Endpoint {
             authority: authority.to_string(),
             addr,
             path,
+            secure,
+            tls: None,
         })
     }
 
+    pub fn scheme(&self) -> &'static str {
+        if self.secure {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.authority, self.path)
+        format!("{}://{}{}", self.scheme(), self.authority, self.path)
+    }
+
+    /// The host part of the authority (what TLS verifies unless told another name).
+    pub fn host(&self) -> &str {
+        split_host_port(&self.authority).0
     }
 }
 
@@ -94,16 +117,24 @@ fn split_host_port(authority: &str) -> (&str, Option<&str>) {
 }
 
 /// Opens a TCP connection with TCP_NODELAY set, so the client never adds Nagle delay of its
-/// own to what it measures.
-pub async fn connect(addr: SocketAddr) -> Result<TcpStream, CallError> {
-    let stream = TcpStream::connect(addr)
+/// own to what it measures, and runs the TLS handshake on it for an `https://` endpoint.
+pub async fn connect(endpoint: &Endpoint) -> Result<Stream, CallError> {
+    let addr = endpoint.addr;
+    let tcp = TcpStream::connect(addr)
         .await
         .map_err(|e| CallError::Connect {
             addr: addr.to_string(),
             reason: e.to_string(),
         })?;
-    stream.set_nodelay(true).map_err(CallError::io)?;
-    Ok(stream)
+    tcp.set_nodelay(true).map_err(CallError::io)?;
+    match (&endpoint.tls, endpoint.secure) {
+        (Some(tls), true) => tls.handshake(tcp).await,
+        (None, true) => Err(CallError::Tls(format!(
+            "no TLS settings for {} (a client made without the client factory)",
+            endpoint.url()
+        ))),
+        (_, false) => Ok(Stream::plain(tcp)),
+    }
 }
 
 #[cfg(test)]
@@ -126,8 +157,14 @@ mod tests {
 
     #[test]
     fn rejects_bad_urls_with_a_reason() {
+        let e = Endpoint::parse("https://127.0.0.1/x").unwrap();
+        assert!(e.secure);
+        assert_eq!(
+            (e.addr.port(), e.url().as_str()),
+            (443, "https://127.0.0.1/x")
+        );
         assert!(matches!(
-            Endpoint::parse("https://127.0.0.1/"),
+            Endpoint::parse("ftp://127.0.0.1/"),
             Err(UrlError::Scheme(_))
         ));
         assert!(matches!(

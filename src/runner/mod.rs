@@ -274,7 +274,7 @@ impl Ctx<'_> {
                 match client::endpoints(&running.endpoints) {
                     Ok(eps) => {
                         if repetition == 1 && !self.plan.compat.is_empty() {
-                            self.compat(&eps, results, idx, rep)?;
+                            self.compat(&eps, &state, results, idx, rep)?;
                         }
                         endpoints = eps;
                     }
@@ -340,6 +340,7 @@ impl Ctx<'_> {
     fn compat(
         &self,
         endpoints: &[Endpoint],
+        state: &std::path::Path,
         results: &mut Results,
         idx: usize,
         rep: &mut dyn Reporter,
@@ -348,8 +349,14 @@ impl Ctx<'_> {
             if INTERRUPTED.load(Relaxed) {
                 return Ok(());
             }
-            let answers =
-                crate::compat::run_set(set, &endpoints[0], self.protos, COMPAT_TIMEOUT, self.rt);
+            let answers = crate::compat::run_set(
+                set,
+                &endpoints[0],
+                Some(state),
+                self.protos,
+                COMPAT_TIMEOUT,
+                self.rt,
+            );
             match answers {
                 Ok(a) => {
                     rep.compat_done(&set.name, a.len());
@@ -412,11 +419,18 @@ impl Ctx<'_> {
             return out;
         }
         let endpoints = live.targets(p);
-        let opts = Options {
-            seed: self.plan.seed,
-            keep_body: false,
-        };
-        let built = Client::build(&s.call.with_vars(&p.vars), endpoints, self.protos, opts);
+        let built = s
+            .tls
+            .resolve(Some(&live.state))
+            .map_err(anyhow::Error::msg)
+            .and_then(|tls| {
+                let opts = Options {
+                    seed: self.plan.seed,
+                    keep_body: false,
+                    tls,
+                };
+                Client::build(&s.call.with_vars(&p.vars), endpoints, self.protos, opts)
+            });
         let threads = self.load_cpus.len();
         let cfg = LoadConfig::new(s.pacing, s.stop, p.clients, threads, s.warmup, s.timeout)
             .map(|c| c.pin_to(self.load_cpus.clone()));
@@ -446,13 +460,18 @@ impl Ctx<'_> {
 
     /// A scenario's setup steps against the point's first endpoint; every call must succeed.
     fn setup_steps(&self, live: &Live, s: &Scenario, p: &Point) -> Result<(), String> {
+        let opts = Options {
+            seed: self.plan.seed,
+            keep_body: false,
+            tls: s.tls.resolve(Some(&live.state))?,
+        };
         for step in &s.setup {
             client::run_step(
                 step,
                 &p.vars,
                 &live.targets(p)[0],
                 self.protos,
-                self.plan.seed,
+                opts.clone(),
                 s.timeout,
                 &self.load_cpus,
             )

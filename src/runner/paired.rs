@@ -278,6 +278,7 @@ impl Ctx<'_> {
         let opts = Options {
             seed: self.plan.seed,
             keep_body: false,
+            tls: s.tls.resolve(Some(&live.state))?,
         };
         Client::build(
             &s.call.with_vars(&p.vars),

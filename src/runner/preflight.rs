@@ -42,16 +42,19 @@ pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
         }
     }
     let dummy = client::endpoints(&["http://127.0.0.1:1".to_string()])?;
+    // The dummy endpoint is plaintext: TLS settings are checked when a contender's
+    // endpoints are known (its certificate may not exist before it starts).
     let opts = Options {
         seed: plan.seed,
         keep_body: false,
+        tls: Default::default(),
     };
     for s in &plan.scenarios {
         for p in &s.points {
-            Client::build(&s.call.with_vars(&p.vars), &dummy, protos, opts)
+            Client::build(&s.call.with_vars(&p.vars), &dummy, protos, opts.clone())
                 .with_context(|| format!("scenario `{}` [{}]", s.name, p.label))?;
             for step in &s.setup {
-                Client::build(&step.call.with_vars(&p.vars), &dummy, protos, opts)
+                Client::build(&step.call.with_vars(&p.vars), &dummy, protos, opts.clone())
                     .with_context(|| format!("scenario `{}` [{}], setup step", s.name, p.label))?;
             }
         }

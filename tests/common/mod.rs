@@ -504,3 +504,219 @@ pub fn chromium_bin() -> Option<PathBuf> {
         &[PathBuf::from("/usr/bin/chromium")],
     )
 }
+
+/// Certificates made at test time with the `openssl` command, never committed: a CA, a
+/// server certificate for 127.0.0.1 and localhost signed by it, the same name with dates
+/// in the past, and a client certificate signed by the same CA.
+pub struct Certs {
+    pub ca: PathBuf,
+    pub server: PathBuf,
+    pub server_key: PathBuf,
+    pub expired: PathBuf,
+    pub client: PathBuf,
+    pub client_key: PathBuf,
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the openssl command runs");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub fn make_certs(dir: &Path) -> Certs {
+    std::fs::create_dir_all(dir).unwrap();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509", "-days", "2", "-subj", "/CN=bakeoff test CA"];
+    ca.extend(ec);
+    ca.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
+    openssl(dir, &ca);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("client.ext"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    for (name, cn) in [("server", "localhost"), ("client", "bakeoff client")] {
+        let mut req = vec!["req", "-subj"];
+        let subj = format!("/CN={cn}");
+        req.push(&subj);
+        req.extend(ec);
+        let (key, csr) = (format!("{name}.key"), format!("{name}.csr"));
+        req.extend(["-keyout", &key, "-out", &csr]);
+        openssl(dir, &req);
+        let (ext, pem) = (format!("{name}.ext"), format!("{name}.pem"));
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+                "-out",
+                &pem,
+            ],
+        );
+    }
+    // Expired: `openssl ca` is the one that takes explicit dates.
+    std::fs::write(dir.join("index.txt"), "").unwrap();
+    std::fs::write(dir.join("serial"), "1000\n").unwrap();
+    std::fs::write(
+        dir.join("ca.cnf"),
+        "[ca]\ndefault_ca=d\n[d]\ndatabase=index.txt\nnew_certs_dir=.\nserial=serial\n\
+         default_md=sha256\npolicy=p\nunique_subject=no\n[p]\ncommonName=supplied\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "ca",
+            "-batch",
+            "-config",
+            "ca.cnf",
+            "-cert",
+            "ca.pem",
+            "-keyfile",
+            "ca.key",
+            "-in",
+            "server.csr",
+            "-out",
+            "expired.pem",
+            "-startdate",
+            "20200101000000Z",
+            "-enddate",
+            "20200102000000Z",
+            "-extfile",
+            "server.ext",
+            "-notext",
+        ],
+    );
+    Certs {
+        ca: dir.join("ca.pem"),
+        server: dir.join("server.pem"),
+        server_key: dir.join("server.key"),
+        expired: dir.join("expired.pem"),
+        client: dir.join("client.pem"),
+        client_key: dir.join("client.key"),
+    }
+}
+
+/// nginx serving TLS: HTTP/1.1 and HTTP/2 (ALPN) with `certs.server`, and HTTP/1.1 with the
+/// expired certificate on a third port.
+pub struct TlsNginx {
+    pub proc: Proc,
+    pub h1: SocketAddr,
+    pub h2: SocketAddr,
+    pub expired: SocketAddr,
+    pub plain: SocketAddr,
+    pub dir: TempDir,
+}
+
+pub fn start_tls_nginx(certs: &Certs) -> Option<TlsNginx> {
+    let bin = nginx_bin()?;
+    for _attempt in 0..5 {
+        let dir = TempDir::new("nginx-tls");
+        let www = dir.path().join("www");
+        std::fs::create_dir_all(&www).unwrap();
+        std::fs::write(www.join("index.html"), INDEX).unwrap();
+        let ports = [free_port(), free_port(), free_port(), free_port()];
+        let d = dir.path().display();
+        let (cert, key, expired) = (
+            certs.server.display(),
+            certs.server_key.display(),
+            certs.expired.display(),
+        );
+        let conf = format!(
+            r#"daemon off; master_process off; worker_processes 1;
+pid {d}/nginx.pid; error_log {d}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off; keepalive_requests 100000;
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};
+  uwsgi_temp_path {d}; scgi_temp_path {d};
+  server {{
+    listen 127.0.0.1:{p0} ssl; listen 127.0.0.1:{p1} ssl http2; root {d}/www;
+    ssl_certificate {cert}; ssl_certificate_key {key};
+  }}
+  server {{
+    listen 127.0.0.1:{p2} ssl; root {d}/www;
+    ssl_certificate {expired}; ssl_certificate_key {key};
+  }}
+  server {{ listen 127.0.0.1:{p3}; root {d}/www; }}
+}}
+"#,
+            p0 = ports[0],
+            p1 = ports[1],
+            p2 = ports[2],
+            p3 = ports[3],
+        );
+        let conf_path = dir.path().join("nginx.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let child = Command::new(&bin)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&conf_path)
+            .arg("-e")
+            .arg(dir.path().join("error.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx starts");
+        let mut proc = Proc(child);
+        let addr = |p: u16| -> SocketAddr { format!("127.0.0.1:{p}").parse().unwrap() };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = proc.0.try_wait() {
+                break;
+            }
+            if ports.iter().all(|p| TcpStream::connect(addr(*p)).is_ok()) {
+                return Some(TlsNginx {
+                    proc,
+                    h1: addr(ports[0]),
+                    h2: addr(ports[1]),
+                    expired: addr(ports[2]),
+                    plain: addr(ports[3]),
+                    dir,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    panic!("nginx with TLS did not start in 5 attempts");
+}
