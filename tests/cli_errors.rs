@@ -23,8 +23,12 @@ fn dir_with(name: &str, text: &str) -> TempDir {
 
 #[test]
 fn bad_urls_and_flags_are_named() {
-    fails_with(&["load", "https://127.0.0.1/"], &["https", "not supported"]);
-    fails_with(&["load", "127.0.0.1:80"], &["not an http:// URL"]);
+    fails_with(&["load", "ftp://127.0.0.1/"], &["not an http:// or https:// URL"]);
+    fails_with(&["load", "127.0.0.1:80"], &["not an http:// or https:// URL"]);
+    fails_with(
+        &["load", "--cert", "c.pem", "https://127.0.0.1:1/"],
+        &["--key"],
+    );
     fails_with(
         &["load", "-c", "0", "http://127.0.0.1:1/"],
         &["-c/--clients"],

@@ -144,6 +144,24 @@ pub(super) fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
 }
 
 pub(super) fn run_call(args: &CallArgs) -> anyhow::Result<u8> {
+    if args.list || args.describe.is_some() {
+        let (endpoint, protos) = args.target.grpc_target()?;
+        let tls = args.target.tls.options();
+        if let Some(m) = &args.describe {
+            let (head, request) = crate::client::describe_method(m, &endpoint, &protos, &tls)?;
+            eprintln!("{head}");
+            emit(&format!("{}\n", serde_json::to_string_pretty(&request)?))?;
+        } else {
+            for (service, methods) in crate::client::list_services(&endpoint, &protos, &tls)? {
+                let mut text = format!("{service}\n");
+                for m in methods {
+                    text.push_str(&format!("  {m}\n"));
+                }
+                emit(&text)?;
+            }
+        }
+        return Ok(0);
+    }
     let client = args.target.build(true)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -165,7 +165,9 @@ pub struct TargetArgs {
     /// Use HTTP/2 over cleartext (prior knowledge) instead of HTTP/1.1.
     #[arg(long = "h2")]
     pub h2: bool,
-    /// gRPC server URL (http://host:port); needs --proto and --call; the request is -d JSON.
+    /// gRPC server URL (http:// or https://host:port); needs --call; the request is -d JSON
+    /// (a JSON array of messages for client-streaming and bidi calls). Messages are built
+    /// from --proto files, or from what the server says through reflection without them.
     #[arg(long = "grpc", value_name = "URL", conflicts_with_all = ["url", "h2", "jsonrpc"])]
     pub grpc: Option<String>,
     /// A .proto file defining the service (repeatable).
@@ -267,6 +269,12 @@ pub struct LoadArgs {
 pub struct CallArgs {
     #[command(flatten)]
     pub target: TargetArgs,
+    /// List the gRPC server's services and methods (from --proto, else reflection).
+    #[arg(long = "list", requires = "grpc", conflicts_with_all = ["call", "describe"])]
+    pub list: bool,
+    /// Show the request of a gRPC method as JSON with every field at its default.
+    #[arg(long = "describe", value_name = "METHOD", requires = "grpc", conflicts_with = "call")]
+    pub describe: Option<String>,
     /// Print the answer as one JSON object (outcome and messages).
     #[arg(long = "json")]
     pub json: bool,
@@ -310,10 +318,7 @@ impl TargetArgs {
             let method = self
                 .call
                 .clone()
-                .context("--grpc needs --call package.Service/Method")?;
-            if self.protos.is_empty() {
-                bail!("--grpc needs --proto FILE (bakeoff builds messages from the .proto at run time)");
-            }
+                .context("--grpc needs --call package.Service/Method (or --list to see them)")?;
             let body = body.unwrap_or_else(|| "{}".into());
             let shape = crate::protocol::grpc::CallShape {
                 metadata: headers,
@@ -368,6 +373,13 @@ impl TargetArgs {
             h2: self.h2,
         };
         Ok((call, endpoint))
+    }
+
+    /// The gRPC endpoint and .proto files of `--grpc`, for `--list` and `--describe`.
+    pub fn grpc_target(&self) -> anyhow::Result<(Endpoint, Descriptors)> {
+        let url = self.grpc.as_deref().context("--list and --describe need --grpc URL")?;
+        let endpoint = Endpoint::parse(url).context("--grpc")?;
+        Ok((endpoint, Descriptors::new(self.protos.clone(), self.includes.clone())))
     }
 
     /// Builds the protocol client the flags describe. `keep_body` keeps answers for printing.

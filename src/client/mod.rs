@@ -4,7 +4,8 @@
 //! `.proto` files are compiled once per plan ([`Descriptors`]), not once per client.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -15,6 +16,7 @@ use crate::plan::{Call, Step};
 use crate::protocol::grpc::{self, Grpc, GrpcSetupError};
 use crate::protocol::http1::{Http1, Http1Request};
 use crate::protocol::http2::Http2;
+use crate::protocol::reflection::{self, Reflected};
 use crate::protocol::jsonrpc::JsonRpc;
 use crate::protocol::roundrobin::RoundRobin;
 use crate::protocol::target::Endpoint;
@@ -23,7 +25,8 @@ use crate::protocol::tls::TlsOptions;
 use crate::protocol::{CallError, Class, Protocol, Reply};
 
 /// The `.proto` files of a plan (or of `--proto` flags), compiled the first time a gRPC
-/// client needs them and shared by every client after that. Cheap to clone.
+/// client needs them and shared by every client after that; without files, what each server
+/// says about itself through reflection, asked once per server. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct Descriptors(Arc<Sources>);
 
@@ -33,6 +36,8 @@ struct Sources {
     includes: Vec<PathBuf>,
     /// A compile error is kept as its message: every client that asks gets the same one.
     pool: OnceLock<Result<DescriptorPool, String>>,
+    /// By `scheme://authority`; failures are not kept (the server may not be up yet).
+    reflected: Mutex<HashMap<String, Arc<Reflected>>>,
 }
 
 impl Descriptors {
@@ -41,7 +46,32 @@ impl Descriptors {
             files,
             includes,
             pool: OnceLock::new(),
+            reflected: Mutex::new(HashMap::new()),
         }))
+    }
+
+    /// What the server at `endpoint` says about itself through reflection (asked once).
+    pub fn reflect(&self, endpoint: &Endpoint) -> Result<Arc<Reflected>, GrpcSetupError> {
+        let key = format!("{}://{}", endpoint.scheme(), endpoint.authority);
+        if let Some(r) = self.0.reflected.lock().expect("not poisoned").get(&key) {
+            return Ok(r.clone());
+        }
+        let r = Arc::new(reflection::reflect_blocking(endpoint).map_err(GrpcSetupError::Proto)?);
+        self.0
+            .reflected
+            .lock()
+            .expect("not poisoned")
+            .insert(key, r.clone());
+        Ok(r)
+    }
+
+    /// The pool for calls to `endpoint`: the compiled files, or else reflection.
+    pub fn pool_for(&self, endpoint: &Endpoint) -> Result<DescriptorPool, GrpcSetupError> {
+        if self.is_empty() {
+            Ok(self.reflect(endpoint)?.pool.clone())
+        } else {
+            self.pool().cloned()
+        }
     }
 
     /// Whether any `.proto` file was given.
@@ -60,9 +90,9 @@ impl Descriptors {
             .map_err(|e| GrpcSetupError::Proto(e.clone()))
     }
 
-    /// `package.Service/Method` in the compiled files.
-    pub fn method(&self, call: &str) -> Result<MethodDescriptor, GrpcSetupError> {
-        grpc::find_method(self.pool()?, call)
+    /// `package.Service/Method` in the compiled files, or as `endpoint` describes it.
+    pub fn method(&self, call: &str, endpoint: &Endpoint) -> Result<MethodDescriptor, GrpcSetupError> {
+        grpc::find_method(&self.pool_for(endpoint)?, call)
     }
 }
 
@@ -161,7 +191,7 @@ impl Client {
                 body,
                 shape,
             } => {
-                let m = protos.method(method)?;
+                let m = protos.method(method, &endpoints[0])?;
                 let parts = endpoints
                     .iter()
                     .map(|ep| {
@@ -225,8 +255,8 @@ impl Client {
         protos: &Descriptors,
         tls: &TlsOptions,
     ) -> anyhow::Result<Client> {
-        let m = protos.method(method)?;
         let ep = with_tls(std::slice::from_ref(endpoint), tls, &[b"h2"])?.remove(0);
+        let m = protos.method(method, &ep)?;
         Ok(Client::Grpc(RoundRobin::new(vec![Grpc::raw(
             ep, m, message, true,
         )?])))
@@ -343,6 +373,65 @@ impl Client {
             Client::JsonRpc(p) => p.describe(),
         }
     }
+}
+
+/// The services at `endpoint` (from the `.proto` files, else reflection), each with its
+/// methods as `Name (kind): Request → Response`, for `bakeoff call --list`.
+pub fn list_services(
+    endpoint: &Endpoint,
+    protos: &Descriptors,
+    tls: &TlsOptions,
+) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+    let ep = with_tls(std::slice::from_ref(endpoint), tls, &[b"h2"])?.remove(0);
+    let (pool, names) = if protos.is_empty() {
+        let r = protos.reflect(&ep)?;
+        (r.pool.clone(), r.services.clone())
+    } else {
+        let pool = protos.pool()?.clone();
+        let names = pool.services().map(|s| s.full_name().to_string()).collect();
+        (pool, names)
+    };
+    Ok(names
+        .iter()
+        .map(|n| {
+            let methods = pool
+                .get_service_by_name(n)
+                .map(|s| {
+                    s.methods()
+                        .map(|m| {
+                            format!(
+                                "{} ({}): {} → {}",
+                                m.name(),
+                                grpc::kind_of(&m),
+                                m.input().full_name(),
+                                m.output().full_name()
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            (n.clone(), methods)
+        })
+        .collect())
+}
+
+/// `package.Service/Method`'s request type as JSON with every field at its default, for
+/// `bakeoff call --describe`; with the method's kind and its types' names.
+pub fn describe_method(
+    method: &str,
+    endpoint: &Endpoint,
+    protos: &Descriptors,
+    tls: &TlsOptions,
+) -> anyhow::Result<(String, serde_json::Value)> {
+    let ep = with_tls(std::slice::from_ref(endpoint), tls, &[b"h2"])?.remove(0);
+    let m = protos.method(method, &ep)?;
+    let head = format!(
+        "{method} ({}): {} → {}",
+        grpc::kind_of(&m),
+        m.input().full_name(),
+        m.output().full_name()
+    );
+    Ok((head, grpc::skeleton(&m.input())))
 }
 
 /// Runs a setup step one call at a time against `endpoint`; every call must succeed.

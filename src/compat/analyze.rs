@@ -151,6 +151,14 @@ pub fn analyze(
                     noisy_cases.insert((set.name.as_str(), i));
                     continue;
                 }
+                // Status messages and trailers that vary between two instances of one build.
+                for d in meta_diffs(b, t) {
+                    noise_by_set
+                        .entry(set.name.as_str())
+                        .or_default()
+                        .insert(d.clone());
+                    noise.insert(d);
+                }
                 for d in diff(&body(b), &body(t), rules) {
                     noise_by_set
                         .entry(set.name.as_str())
@@ -326,6 +334,25 @@ fn rules_of(set: &CompatSetInfo) -> Rules<'_> {
     }
 }
 
+const GRPC_MESSAGE: &str = "grpc-message";
+const TRAILER: &str = "trailer:";
+
+/// Where two answers with the same outcome differ besides their messages: the gRPC status
+/// message (`grpc-message`) and each trailer by name (`trailer:NAME`).
+fn meta_diffs(a: &CompatAnswer, b: &CompatAnswer) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.outcome.starts_with("gRPC") && a.detail != b.detail {
+        out.push(GRPC_MESSAGE.to_string());
+    }
+    let names: BTreeSet<&String> = a.trailers.keys().chain(b.trailers.keys()).collect();
+    for n in names {
+        if a.trailers.get(n) != b.trailers.get(n) {
+            out.push(format!("{TRAILER}{n}"));
+        }
+    }
+    out
+}
+
 /// The class a case falls in, `None` when identical: (kind, class, diff lines). Content
 /// differences are named by every (kind, field) they contain, so cases that differ the same
 /// way group together.
@@ -347,6 +374,35 @@ fn classify(
             "status_differs".into(),
             format!("status differs: {} vs {}", b.outcome, o.outcome),
             vec![],
+        ));
+    }
+    let meta: Vec<String> = meta_diffs(b, o)
+        .into_iter()
+        .filter(|d| !noise.contains(d))
+        .collect();
+    if meta.iter().any(|d| d == GRPC_MESSAGE) {
+        return Some((
+            "message_differs".into(),
+            format!("status message differs on {}", b.outcome),
+            vec![format!(
+                "grpc-message: {:?} vs {:?}",
+                b.detail.as_deref().unwrap_or(""),
+                o.detail.as_deref().unwrap_or("")
+            )],
+        ));
+    }
+    if !meta.is_empty() {
+        let names: Vec<&str> = meta.iter().map(|d| &d[TRAILER.len()..]).collect();
+        return Some((
+            "trailer_differs".into(),
+            format!("trailer differs: {}", names.join(", ")),
+            names
+                .iter()
+                .map(|n| {
+                    let v = |a: &CompatAnswer| a.trailers.get(*n).cloned().unwrap_or_default();
+                    format!("{n}: {:?} vs {:?}", v(b), v(o))
+                })
+                .collect(),
         ));
     }
     if !b.success {
@@ -409,6 +465,7 @@ mod tests {
             detail: None,
             raw: vec![msg.to_string()],
             messages: vec![msg],
+            trailers: Default::default(),
         }
     }
 
@@ -428,6 +485,57 @@ mod tests {
                 .collect(),
             reference: None,
         }
+    }
+
+    #[test]
+    fn status_messages_and_trailers_are_differences_of_their_own_kind() {
+        use serde_json::json;
+        let sets = [set("get", 3, CompatMode::MustMatch)];
+        let failed = |case, msg: &str| CompatAnswer {
+            detail: Some(msg.into()),
+            ..answer("get", case, "gRPC NOT_FOUND", Value::Null)
+        };
+        let with_trailers = |case, pairs: &[(&str, &str)]| CompatAnswer {
+            trailers: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..answer("get", case, "gRPC OK", json!({"v": 1}))
+        };
+        let base = vec![
+            failed(0, "key not found"),
+            with_trailers(1, &[("x-variant", "a"), ("x-node", "1")]),
+            with_trailers(2, &[("x-node", "1")]),
+        ];
+        // The baseline's twin differs on x-node: noise, never a difference.
+        let twin = vec![
+            failed(0, "key not found"),
+            with_trailers(1, &[("x-variant", "a"), ("x-node", "2")]),
+            with_trailers(2, &[("x-node", "2")]),
+        ];
+        let other = vec![
+            failed(0, "no such key"),
+            with_trailers(1, &[("x-variant", "b"), ("x-node", "3")]),
+            with_trailers(2, &[("x-node", "3")]),
+        ];
+        let who = Who {
+            baseline: "a",
+            noise: vec!["a2"],
+            others: vec!["b"],
+        };
+        let r = analyze(&sets, &who, &[("a", &base), ("a2", &twin), ("b", &other)], &[]);
+        let c = &r.sets[0].contenders[0];
+        let kinds: Vec<(&str, &str)> = c
+            .classes
+            .iter()
+            .map(|c| (c.kind.as_str(), c.class.as_str()))
+            .collect();
+        assert!(
+            kinds.contains(&("message_differs", "status message differs on gRPC NOT_FOUND")),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds.contains(&("trailer_differs", "trailer differs: x-variant")),
+            "{kinds:?}"
+        );
+        assert_eq!((c.identical, c.same_failure, r.differences), (1, 0, 2));
     }
 
     #[test]

@@ -96,6 +96,7 @@ fn record(
         detail: None,
         messages: Vec::new(),
         raw: Vec::new(),
+        trailers: Default::default(),
     };
     let client = match built {
         Ok(c) => c,
@@ -113,6 +114,7 @@ fn record(
             answer.messages = client.messages(&r);
             let b64 = base64::engine::general_purpose::STANDARD;
             answer.raw = r.body.iter().flatten().map(|m| b64.encode(m)).collect();
+            answer.trailers = r.trailers.iter().cloned().collect();
         }
         Err(e) => {
             answer.outcome = if matches!(e, CallError::Timeout(_)) {

@@ -40,6 +40,8 @@ enum Prepared {
     Http(Client, Option<u16>),
     /// A gRPC call that must answer OK.
     Grpc(Client),
+    /// The same, with the messages described by the server itself (no `.proto`).
+    GrpcReflected(Call, Endpoint, Descriptors, Options),
     Log(regex_lite::Regex),
     Command(Vec<String>),
 }
@@ -105,7 +107,13 @@ fn prepare(probe: &Probe, env: &ProbeEnv) -> Result<Prepared, String> {
                 body: body.clone(),
                 shape: Default::default(),
             };
-            Prepared::Grpc(client(&call, ep, env.protos, opts()?)?)
+            if env.protos.is_empty() {
+                // Reflection asks the server itself, so it is asked on every attempt until
+                // the server answers.
+                Prepared::GrpcReflected(call, ep, env.protos.clone(), opts()?)
+            } else {
+                Prepared::Grpc(client(&call, ep, env.protos, opts()?)?)
+            }
         }
         Check::Log(re) => Prepared::Log(regex_lite::Regex::new(re).map_err(|e| e.to_string())?),
         Check::Command(cmd) => Prepared::Command(cmd.clone()),
@@ -141,6 +149,10 @@ fn attempt(
                 (Class::Http(s), None) if (200..300).contains(&s) => Ok(()),
                 (c, _) => Err(c.to_string()),
             }
+        }
+        Prepared::GrpcReflected(call, ep, protos, opts) => {
+            let c = client(call, ep.clone(), protos, opts.clone())?;
+            attempt(&Prepared::Grpc(c), limit, logs, rt)
         }
         Prepared::Grpc(c) => {
             let r = rt.block_on(c.once(limit)).map_err(|e| e.to_string())?;

@@ -227,9 +227,13 @@ fn check_grpc_request(text: &str) -> Result<(), String> {
             .map(drop)
             .map_err(|e| format!("`raw:` is followed by base64 message bytes: {e}"));
     }
+    // An object, or for client-streaming and bidi calls an array of them.
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(v) if v.is_object() => Ok(()),
-        Ok(_) => Err(format!("a gRPC request is a JSON object, not `{text}`")),
+        Ok(serde_json::Value::Array(a)) if a.iter().all(|m| m.is_object()) => Ok(()),
+        Ok(_) => Err(format!(
+            "a gRPC request is a JSON object (an array of them for a stream), not `{text}`"
+        )),
         Err(e) => Err(format!("a gRPC request is a JSON object ({e}): `{text}`")),
     }
 }

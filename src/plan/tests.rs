@@ -119,9 +119,13 @@ fn bad_values_point_at_the_value() {
         "{e}"
     );
     let e = err(&format!(
-        "{ONE}\n[[scenario]]\nname = \"s\"\ngrpc = \"a.B/C\"\n"
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nreplies = 2\n"
     ));
-    assert!(e.contains("needs `protos"), "{e}");
+    assert!(e.contains("are for streaming gRPC calls"), "{e}");
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\ntls = {{ cert = \"c.pem\" }}\n"
+    ));
+    assert!(e.contains("`cert` and `key` go together"), "{e}");
     let e = err(&format!(
         "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\njsonrpc = \"m\"\n"
     ));

@@ -142,6 +142,57 @@ pub fn encode_json(desc: &MessageDescriptor, json: &str) -> Result<Vec<u8>, Grpc
     Ok(msg.encode_to_vec())
 }
 
+/// A request of type `desc` written out as proto3 JSON with every field at its default,
+/// nested messages filled in (to a depth of 4, so recursive types end), repeated fields as
+/// one-element lists: what `bakeoff call --describe` shows a user to start from.
+pub fn skeleton(desc: &MessageDescriptor) -> serde_json::Value {
+    fn walk(desc: &MessageDescriptor, depth: usize) -> serde_json::Value {
+        use prost_reflect::{Kind, Value};
+        let mut m = serde_json::Map::new();
+        for f in desc.fields() {
+            let one = match f.kind() {
+                Kind::Message(inner) if depth < 4 => walk(&inner, depth + 1),
+                Kind::Message(_) => serde_json::json!({}),
+                Kind::Enum(e) => e
+                    .values()
+                    .next()
+                    .map_or(serde_json::Value::Null, |v| v.name().into()),
+                kind => {
+                    let v = Value::default_value(&kind);
+                    let opts = prost_reflect::SerializeOptions::new().skip_default_fields(false);
+                    let mut probe = DynamicMessage::new(desc.clone());
+                    probe.set_field(&f, v);
+                    probe
+                        .serialize_with_options(serde_json::value::Serializer, &opts)
+                        .ok()
+                        .and_then(|j| j.get(f.json_name()).cloned())
+                        .unwrap_or(serde_json::Value::Null)
+                }
+            };
+            let value = if f.is_map() {
+                serde_json::json!({})
+            } else if f.is_list() {
+                serde_json::Value::Array(vec![one])
+            } else {
+                one
+            };
+            m.insert(f.name().to_string(), value);
+        }
+        serde_json::Value::Object(m)
+    }
+    walk(desc, 0)
+}
+
+/// The kind of call a method is, as people name it.
+pub fn kind_of(m: &MethodDescriptor) -> &'static str {
+    match (m.is_client_streaming(), m.is_server_streaming()) {
+        (false, false) => "unary",
+        (false, true) => "server-streaming",
+        (true, false) => "client-streaming",
+        (true, true) => "bidi",
+    }
+}
+
 /// Decodes one response message into proto3 JSON (field names as in the .proto, defaults
 /// included), for showing and comparing answers.
 pub fn decode_json(desc: &MessageDescriptor, bytes: &[u8]) -> Result<serde_json::Value, String> {
@@ -622,15 +673,7 @@ impl Protocol for Grpc {
     }
 
     fn describe(&self) -> String {
-        let kind = match (
-            self.method.is_client_streaming(),
-            self.method.is_server_streaming(),
-        ) {
-            (false, false) => "unary",
-            (false, true) => "server-streaming",
-            (true, false) => "client-streaming",
-            (true, true) => "bidi",
-        };
+        let kind = kind_of(&self.method);
         format!(
             "gRPC {} {} ({kind})",
             self.endpoint.url().trim_end_matches('/'),

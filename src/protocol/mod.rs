@@ -8,6 +8,7 @@ pub mod http1;
 pub mod http2;
 pub mod jsonrpc;
 pub mod outcome;
+pub mod reflection;
 pub mod roundrobin;
 pub mod target;
 pub mod template;

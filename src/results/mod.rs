@@ -131,6 +131,9 @@ pub struct CompatAnswer {
     pub messages: Vec<serde_json::Value>,
     /// Each message's bytes, base64.
     pub raw: Vec<String>,
+    /// gRPC trailers other than the status (which is `outcome` and `detail`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub trailers: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

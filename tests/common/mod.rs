@@ -720,3 +720,67 @@ http {{
     }
     panic!("nginx with TLS did not start in 5 attempts");
 }
+
+/// The Python grpcio test server (tests/fixtures/grpc/grpc_server.py), started on a free
+/// port; it says `listening on PORT` once it serves. `None` (skipped) without grpcio outside
+/// CI, like a missing server binary.
+pub struct GrpcFixture {
+    pub proc: Proc,
+    pub url: String,
+    /// What the server printed after it started (it says when reflection v1 was asked).
+    pub out: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+pub fn grpc_fixture_script() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/grpc/grpc_server.py"
+    ))
+}
+
+pub fn start_grpc_fixture(args: &[&str]) -> Option<GrpcFixture> {
+    let has = Command::new("python3")
+        .args(["-c", "import grpc, grpc_reflection, grpc_tools"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has {
+        let msg = "Python grpcio, grpcio-reflection and grpcio-tools are not installed (run scripts/install-test-deps.sh)";
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{msg}; in CI a missing server is a failure");
+        }
+        eprintln!("SKIPPED: {msg}");
+        return None;
+    }
+    let mut child = Command::new("python3")
+        .arg(grpc_fixture_script())
+        .args(["--port", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 starts");
+    let stdout = child.stdout.take().unwrap();
+    let proc = Proc(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = out.clone();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(p) = line.strip_prefix("listening on ") {
+                let _ = tx.send(p.trim().to_string());
+            }
+            sink.lock().unwrap().push_str(&format!("{line}\n"));
+        }
+    });
+    let port = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the gRPC fixture says where it listens");
+    let scheme = if args.contains(&"--tls") { "https" } else { "http" };
+    Some(GrpcFixture {
+        proc,
+        url: format!("{scheme}://127.0.0.1:{port}"),
+        out,
+    })
+}
