@@ -23,8 +23,14 @@ fn dir_with(name: &str, text: &str) -> TempDir {
 
 #[test]
 fn bad_urls_and_flags_are_named() {
-    fails_with(&["load", "ftp://127.0.0.1/"], &["not an http:// or https:// URL"]);
-    fails_with(&["load", "127.0.0.1:80"], &["not an http:// or https:// URL"]);
+    fails_with(
+        &["load", "ftp://127.0.0.1/"],
+        &["not an http:// or https:// URL"],
+    );
+    fails_with(
+        &["load", "127.0.0.1:80"],
+        &["not an http:// or https:// URL"],
+    );
     fails_with(
         &["load", "--cert", "c.pem", "https://127.0.0.1:1/"],
         &["--key"],
@@ -134,6 +140,6 @@ fn unknown_methods_and_misfit_json_are_explained() {
     );
     fails_with(
         &["load", "--grpc", "http://127.0.0.1:1", "--call", "a.B/C"],
-        &["--proto"],
+        &["no --proto given", "by reflection", "127.0.0.1:1"],
     );
 }

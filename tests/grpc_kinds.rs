@@ -36,31 +36,63 @@ fn reflection_lists_describes_and_builds_messages_without_a_proto() {
         let (ok, out, err) = run(&["call", "--grpc", &f.url, "--list"]);
         assert!(ok, "{err}");
         assert!(out.contains("fixture.Echo\n"), "{out}");
-        assert!(out.contains("Sum (client-streaming): fixture.Num → fixture.Total"), "{out}");
+        assert!(
+            out.contains("Sum (client-streaming): fixture.Num → fixture.Total"),
+            "{out}"
+        );
         assert!(out.contains("Chat (bidi)"), "{out}");
         assert!(!out.contains("grpc.reflection"), "{out}");
     }
     // v1 where the server has it; v1alpha after v1 answered UNIMPLEMENTED.
     assert!(both.out.lock().unwrap().contains("reflection v1 asked"));
     assert!(!alpha.out.lock().unwrap().contains("reflection v1 asked"));
-    let (ok, out, err) = run(&["call", "--grpc", &both.url, "--describe", "fixture.Echo/Unary"]);
+    let (ok, out, err) = run(&[
+        "call",
+        "--grpc",
+        &both.url,
+        "--describe",
+        "fixture.Echo/Unary",
+    ]);
     assert!(ok, "{err}");
     let skeleton: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(skeleton, serde_json::json!({"text": "", "seq": "0", "fail": 0}));
-    assert!(err.contains("fixture.Echo/Unary (unary): fixture.Msg → fixture.Msg"), "{err}");
+    assert_eq!(
+        skeleton,
+        serde_json::json!({"text": "", "seq": "0", "fail": 0})
+    );
+    assert!(
+        err.contains("fixture.Echo/Unary (unary): fixture.Msg → fixture.Msg"),
+        "{err}"
+    );
     // Load and call without --proto.
     let v = bakeoff_json(&[
-        "load", "--grpc", &alpha.url, "--call", "fixture.Echo/Unary", "-d",
-        r#"{"text": "hi", "seq": {seq}}"#, "-n", "40", "-c", "2",
+        "load",
+        "--grpc",
+        &alpha.url,
+        "--call",
+        "fixture.Echo/Unary",
+        "-d",
+        r#"{"text": "hi", "seq": {seq}}"#,
+        "-n",
+        "40",
+        "-c",
+        "2",
     ]);
     assert_eq!(u(&v, "successes"), 40, "{v}");
-    let v = call_json(&["--grpc", &both.url, "--call", "fixture.Echo/Unary", "-d", r#"{"text":"hi"}"#]);
+    let v = call_json(&[
+        "--grpc",
+        &both.url,
+        "--call",
+        "fixture.Echo/Unary",
+        "-d",
+        r#"{"text":"hi"}"#,
+    ]);
     assert_eq!(v["messages"][0]["text"], "hi", "{v}");
     // A server without reflection: say what to do instead.
     let (ok, _, err) = run(&["call", "--grpc", &none.url, "--call", "fixture.Echo/Unary"]);
     assert!(!ok);
     assert!(
-        err.contains("offers no reflection") && err.contains("pass the service's .proto with --proto FILE"),
+        err.contains("offers no reflection")
+            && err.contains("pass the service's .proto with --proto FILE"),
         "{err}"
     );
 }
@@ -79,31 +111,75 @@ fn client_streaming_and_bidi_calls_send_every_message() {
         "{v}"
     );
     // One object is a stream of one message.
-    let v = call_json(&["--grpc", &f.url, "--call", "fixture.Echo/Sum", "-d", r#"{"value": 5}"#]);
+    let v = call_json(&[
+        "--grpc",
+        &f.url,
+        "--call",
+        "fixture.Echo/Sum",
+        "-d",
+        r#"{"value": 5}"#,
+    ]);
     assert_eq!(v["messages"][0]["count"], "1", "{v}");
     // Bidi: every answer is an item.
     let v = bakeoff_json(&[
-        "load", "--grpc", &f.url, "--call", "fixture.Echo/Chat", "-d",
-        r#"[{"text": "a"}, {"text": "b"}, {"text": "c"}]"#, "-n", "30", "-c", "3",
+        "load",
+        "--grpc",
+        &f.url,
+        "--call",
+        "fixture.Echo/Chat",
+        "-d",
+        r#"[{"text": "a"}, {"text": "b"}, {"text": "c"}]"#,
+        "-n",
+        "30",
+        "-c",
+        "3",
     ]);
     assert_eq!(u(&v, "successes"), 30, "{v}");
     assert_eq!(u(&v, "items"), 90, "{v}");
     assert!(v["target"].as_str().unwrap().ends_with("(bidi)"), "{v}");
-    let v = call_json(&["--grpc", &f.url, "--call", "fixture.Echo/Chat", "-d", r#"[{"text": "a"}, {"text": "b"}]"#]);
+    let v = call_json(&[
+        "--grpc",
+        &f.url,
+        "--call",
+        "fixture.Echo/Chat",
+        "-d",
+        r#"[{"text": "a"}, {"text": "b"}]"#,
+    ]);
     assert_eq!(v["messages"][1]["text"], "B", "{v}");
     // --stream-interval spaces the messages: two pauses of 60 ms are in every call's time.
     let v = bakeoff_json(&[
-        "load", "--grpc", &f.url, "--call", "fixture.Echo/Sum", "-d",
-        r#"[{"value": 1}, {"value": 2}, {"value": 3}]"#, "--stream-interval", "60ms", "-n", "4",
-        "-c", "2",
+        "load",
+        "--grpc",
+        &f.url,
+        "--call",
+        "fixture.Echo/Sum",
+        "-d",
+        r#"[{"value": 1}, {"value": 2}, {"value": 3}]"#,
+        "--stream-interval",
+        "60ms",
+        "-n",
+        "4",
+        "-c",
+        "2",
     ]);
     assert_eq!(u(&v, "successes"), 4, "{v}");
     let min = v["latency_us"]["min"].as_u64().unwrap();
     assert!(min >= 120_000, "the whole call is timed: min {min} µs");
     // A message that does not fit the method's input is an error before anything is sent,
     // naming the message.
-    let (ok, _, err) = run(&["call", "--grpc", &f.url, "--call", "fixture.Echo/Sum", "-d", r#"[{"value": 1}, {"nope": 2}]"#]);
-    assert!(!ok && err.contains("fixture.Num") && err.contains("nope"), "{err}");
+    let (ok, _, err) = run(&[
+        "call",
+        "--grpc",
+        &f.url,
+        "--call",
+        "fixture.Echo/Sum",
+        "-d",
+        r#"[{"value": 1}, {"nope": 2}]"#,
+    ]);
+    assert!(
+        !ok && err.contains("fixture.Num") && err.contains("nope"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -112,8 +188,14 @@ fn metadata_is_sent_and_binary_keys_are_base64() {
         return;
     };
     let v = call_json(&[
-        "--grpc", &f.url, "--call", "fixture.Echo/Metadata", "-H", "authorization: Bearer t0ken",
-        "-H", "x-trace-bin: AAEC/w==",
+        "--grpc",
+        &f.url,
+        "--call",
+        "fixture.Echo/Metadata",
+        "-H",
+        "authorization: Bearer t0ken",
+        "-H",
+        "x-trace-bin: AAEC/w==",
     ]);
     let pairs = v["messages"][0]["pairs"].as_array().unwrap();
     let get = |k: &str| {
@@ -125,8 +207,19 @@ fn metadata_is_sent_and_binary_keys_are_base64() {
     assert_eq!(get("authorization").as_deref(), Some("Bearer t0ken"), "{v}");
     // The server decodes -bin values; it echoes the bytes in base64.
     assert_eq!(get("x-trace-bin").as_deref(), Some("AAEC/w=="), "{v}");
-    let (ok, _, err) = run(&["call", "--grpc", &f.url, "--call", "fixture.Echo/Metadata", "-H", "x-trace-bin: not base64!"]);
-    assert!(!ok && err.contains("metadata `x-trace-bin` is a binary key"), "{err}");
+    let (ok, _, err) = run(&[
+        "call",
+        "--grpc",
+        &f.url,
+        "--call",
+        "fixture.Echo/Metadata",
+        "-H",
+        "x-trace-bin: not base64!",
+    ]);
+    assert!(
+        !ok && err.contains("metadata `x-trace-bin` is a binary key"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -159,9 +252,20 @@ requests = ['[{"value": 1, "address": "t1"}, {"value": 2, "address": "t1"}]']
     )
     .unwrap();
     let out = bakeoff(&[
-        "diff", "--cases", cases.to_str().unwrap(), &a.url, &b.url, "--noise", &a2.url, "--json",
+        "diff",
+        "--cases",
+        cases.to_str().unwrap(),
+        &a.url,
+        &b.url,
+        "--noise",
+        &a2.url,
+        "--json",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = v.to_string();
     let classes: Vec<(String, String)> = v["report"]["sets"]
@@ -169,11 +273,22 @@ requests = ['[{"value": 1, "address": "t1"}, {"value": 2, "address": "t1"}]']
         .unwrap()
         .iter()
         .flat_map(|s| s["contenders"][0]["classes"].as_array().unwrap().clone())
-        .map(|c| (c["kind"].as_str().unwrap().into(), c["class"].as_str().unwrap().into()))
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().into(),
+                c["class"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     let has = |kind: &str, class: &str| classes.iter().any(|(k, c)| k == kind && c.contains(class));
     // The same NOT_FOUND with another message is a difference of its own kind.
-    assert!(has("message_differs", "status message differs on gRPC NOT_FOUND"), "{classes:?}");
+    assert!(
+        has(
+            "message_differs",
+            "status message differs on gRPC NOT_FOUND"
+        ),
+        "{classes:?}"
+    );
     // The trailer x-variant differs on the OK answer.
     assert!(has("trailer_differs", "x-variant"), "{classes:?}");
     // Counting a duplicate address twice (seed 000's GetTaddressBalanceStream) is found.
@@ -186,28 +301,73 @@ fn etcd_bidi_streams_lease_keepalive_and_watch() {
         return;
     };
     let etcd = start_etcd(&bin);
-    let proto = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/etcd/protos/rpc.proto");
+    let proto = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/etcd/protos/rpc.proto"
+    );
     let url = etcd.url();
-    let lease = call_json(&["--grpc", &url, "--proto", proto, "--call", "etcdserverpb.Lease/LeaseGrant", "-d", r#"{"TTL": 60}"#]);
+    let lease = call_json(&[
+        "--grpc",
+        &url,
+        "--proto",
+        proto,
+        "--call",
+        "etcdserverpb.Lease/LeaseGrant",
+        "-d",
+        r#"{"TTL": 60}"#,
+    ]);
     let id = lease["messages"][0]["ID"].as_str().unwrap().to_string();
     let body = format!(r#"[{{"ID": {id}}}, {{"ID": {id}}}]"#);
     let v = bakeoff_json(&[
-        "load", "--grpc", &url, "--proto", proto, "--call", "etcdserverpb.Lease/LeaseKeepAlive",
-        "-d", &body, "-n", "50", "-c", "2",
+        "load",
+        "--grpc",
+        &url,
+        "--proto",
+        proto,
+        "--call",
+        "etcdserverpb.Lease/LeaseKeepAlive",
+        "-d",
+        &body,
+        "-n",
+        "50",
+        "-c",
+        "2",
     ]);
     assert_eq!(u(&v, "successes"), 50, "{v}");
     assert_eq!(u(&v, "items"), 100, "one answer per keep-alive: {v}");
     // etcd keeps a watch stream open until the client goes: --replies ends each call.
     let v = bakeoff_json(&[
-        "load", "--grpc", &url, "--proto", proto, "--call", "etcdserverpb.Watch/Watch", "-d",
-        r#"[{"create_request": {"key": "d2F0Y2g="}}]"#, "--replies", "1", "-n", "20", "-c", "2",
-        "--timeout", "5s",
+        "load",
+        "--grpc",
+        &url,
+        "--proto",
+        proto,
+        "--call",
+        "etcdserverpb.Watch/Watch",
+        "-d",
+        r#"[{"create_request": {"key": "d2F0Y2g="}}]"#,
+        "--replies",
+        "1",
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--timeout",
+        "5s",
     ]);
     assert_eq!(u(&v, "successes"), 20, "{v}");
     assert_eq!(u(&v, "items"), 20, "{v}");
     let w = call_json(&[
-        "--grpc", &url, "--proto", proto, "--call", "etcdserverpb.Watch/Watch", "-d",
-        r#"[{"create_request": {"key": "d2F0Y2g="}}]"#, "--replies", "1",
+        "--grpc",
+        &url,
+        "--proto",
+        proto,
+        "--call",
+        "etcdserverpb.Watch/Watch",
+        "-d",
+        r#"[{"create_request": {"key": "d2F0Y2g="}}]"#,
+        "--replies",
+        "1",
     ]);
     assert_eq!(w["messages"][0]["created"], true, "{w}");
 }
@@ -221,7 +381,10 @@ fn a_plan_trusts_the_certificate_a_contender_makes() {
         return;
     }
     let dir = TempDir::new("grpc-tls-plan");
-    let certs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/grpc/make_certs.sh");
+    let certs = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/grpc/make_certs.sh"
+    );
     let server = grpc_fixture_script();
     let contender = |name: &str| {
         format!(
@@ -277,4 +440,7 @@ tls = {{ cacert = "{{state}}/ca.pem", servername = "127.0.0.1" }}
         assert_eq!(points[1]["load"]["items"], 40, "{run}");
         assert_eq!(run["compat"][0]["outcome"], "gRPC OK", "{run}");
     }
+    // The report says once per contender what TLS negotiated.
+    let report = std::fs::read_to_string(r.out_dir.join("report/report.md")).unwrap();
+    assert!(report.contains("TLS: one: TLSv1."), "{report}");
 }

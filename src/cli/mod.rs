@@ -273,7 +273,12 @@ pub struct CallArgs {
     #[arg(long = "list", requires = "grpc", conflicts_with_all = ["call", "describe"])]
     pub list: bool,
     /// Show the request of a gRPC method as JSON with every field at its default.
-    #[arg(long = "describe", value_name = "METHOD", requires = "grpc", conflicts_with = "call")]
+    #[arg(
+        long = "describe",
+        value_name = "METHOD",
+        requires = "grpc",
+        conflicts_with = "call"
+    )]
     pub describe: Option<String>,
     /// Print the answer as one JSON object (outcome and messages).
     #[arg(long = "json")]
@@ -377,9 +382,15 @@ impl TargetArgs {
 
     /// The gRPC endpoint and .proto files of `--grpc`, for `--list` and `--describe`.
     pub fn grpc_target(&self) -> anyhow::Result<(Endpoint, Descriptors)> {
-        let url = self.grpc.as_deref().context("--list and --describe need --grpc URL")?;
+        let url = self
+            .grpc
+            .as_deref()
+            .context("--list and --describe need --grpc URL")?;
         let endpoint = Endpoint::parse(url).context("--grpc")?;
-        Ok((endpoint, Descriptors::new(self.protos.clone(), self.includes.clone())))
+        Ok((
+            endpoint,
+            Descriptors::new(self.protos.clone(), self.includes.clone()),
+        ))
     }
 
     /// Builds the protocol client the flags describe. `keep_body` keeps answers for printing.

@@ -3,8 +3,8 @@
 //! call. The runner, compat, readiness probes and the CLI all get their clients here, and
 //! `.proto` files are compiled once per plan ([`Descriptors`]), not once per client.
 
-use std::path::PathBuf;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -16,8 +16,8 @@ use crate::plan::{Call, Step};
 use crate::protocol::grpc::{self, Grpc, GrpcSetupError};
 use crate::protocol::http1::{Http1, Http1Request};
 use crate::protocol::http2::Http2;
-use crate::protocol::reflection::{self, Reflected};
 use crate::protocol::jsonrpc::JsonRpc;
+use crate::protocol::reflection::{self, Reflected};
 use crate::protocol::roundrobin::RoundRobin;
 use crate::protocol::target::Endpoint;
 use crate::protocol::template::Template;
@@ -91,7 +91,11 @@ impl Descriptors {
     }
 
     /// `package.Service/Method` in the compiled files, or as `endpoint` describes it.
-    pub fn method(&self, call: &str, endpoint: &Endpoint) -> Result<MethodDescriptor, GrpcSetupError> {
+    pub fn method(
+        &self,
+        call: &str,
+        endpoint: &Endpoint,
+    ) -> Result<MethodDescriptor, GrpcSetupError> {
         grpc::find_method(&self.pool_for(endpoint)?, call)
     }
 }

@@ -496,7 +496,10 @@ mod tests {
             ..answer("get", case, "gRPC NOT_FOUND", Value::Null)
         };
         let with_trailers = |case, pairs: &[(&str, &str)]| CompatAnswer {
-            trailers: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            trailers: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ..answer("get", case, "gRPC OK", json!({"v": 1}))
         };
         let base = vec![
@@ -520,7 +523,12 @@ mod tests {
             noise: vec!["a2"],
             others: vec!["b"],
         };
-        let r = analyze(&sets, &who, &[("a", &base), ("a2", &twin), ("b", &other)], &[]);
+        let r = analyze(
+            &sets,
+            &who,
+            &[("a", &base), ("a2", &twin), ("b", &other)],
+            &[],
+        );
         let c = &r.sets[0].contenders[0];
         let kinds: Vec<(&str, &str)> = c
             .classes
@@ -528,7 +536,10 @@ mod tests {
             .map(|c| (c.kind.as_str(), c.class.as_str()))
             .collect();
         assert!(
-            kinds.contains(&("message_differs", "status message differs on gRPC NOT_FOUND")),
+            kinds.contains(&(
+                "message_differs",
+                "status message differs on gRPC NOT_FOUND"
+            )),
             "{kinds:?}"
         );
         assert!(

@@ -41,7 +41,7 @@ enum Prepared {
     /// A gRPC call that must answer OK.
     Grpc(Client),
     /// The same, with the messages described by the server itself (no `.proto`).
-    GrpcReflected(Call, Endpoint, Descriptors, Options),
+    GrpcReflected(Box<(Call, Endpoint, Descriptors, Options)>),
     Log(regex_lite::Regex),
     Command(Vec<String>),
 }
@@ -110,7 +110,7 @@ fn prepare(probe: &Probe, env: &ProbeEnv) -> Result<Prepared, String> {
             if env.protos.is_empty() {
                 // Reflection asks the server itself, so it is asked on every attempt until
                 // the server answers.
-                Prepared::GrpcReflected(call, ep, env.protos.clone(), opts()?)
+                Prepared::GrpcReflected(Box::new((call, ep, env.protos.clone(), opts()?)))
             } else {
                 Prepared::Grpc(client(&call, ep, env.protos, opts()?)?)
             }
@@ -150,7 +150,8 @@ fn attempt(
                 (c, _) => Err(c.to_string()),
             }
         }
-        Prepared::GrpcReflected(call, ep, protos, opts) => {
+        Prepared::GrpcReflected(how) => {
+            let (call, ep, protos, opts) = &**how;
             let c = client(call, ep.clone(), protos, opts.clone())?;
             attempt(&Prepared::Grpc(c), limit, logs, rt)
         }

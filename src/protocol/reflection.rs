@@ -104,7 +104,10 @@ impl Reflector<'_> {
         *req.method_mut() = http::Method::POST;
         *req.uri_mut() = uri;
         let h = req.headers_mut();
-        h.insert("content-type", http::HeaderValue::from_static("application/grpc"));
+        h.insert(
+            "content-type",
+            http::HeaderValue::from_static("application/grpc"),
+        );
         h.insert("te", http::HeaderValue::from_static("trailers"));
         let body = Request {
             host: String::new(),
@@ -196,9 +199,12 @@ pub struct Reflected {
 /// Asks the server at `endpoint` (its TLS settings attached) for every service it offers.
 pub async fn reflect(endpoint: &Endpoint) -> Result<Reflected, String> {
     let url = endpoint.url();
-    let conn = http2::open(endpoint)
-        .await
-        .map_err(|e: CallError| e.to_string())?;
+    let conn = http2::open(endpoint).await.map_err(|e: CallError| {
+        format!(
+            "no --proto given, and the server at {url} cannot be asked for its services by \
+             reflection: {e}"
+        )
+    })?;
     let mut r = Reflector {
         endpoint,
         conn,
@@ -264,13 +270,19 @@ pub async fn reflect(endpoint: &Endpoint) -> Result<Reflected, String> {
 }
 
 /// Every file after the files it imports.
-fn in_dependency_order(mut files: BTreeMap<String, FileDescriptorProto>) -> Vec<FileDescriptorProto> {
+fn in_dependency_order(
+    mut files: BTreeMap<String, FileDescriptorProto>,
+) -> Vec<FileDescriptorProto> {
     let mut out = Vec::with_capacity(files.len());
     let mut done = BTreeSet::new();
     while !files.is_empty() {
         let ready: Vec<String> = files
             .iter()
-            .filter(|(_, f)| f.dependency.iter().all(|d| done.contains(d) || !files.contains_key(d)))
+            .filter(|(_, f)| {
+                f.dependency
+                    .iter()
+                    .all(|d| done.contains(d) || !files.contains_key(d))
+            })
             .map(|(n, _)| n.clone())
             .collect();
         // A cycle cannot be ordered; hand the rest over as it is and let the pool say why.

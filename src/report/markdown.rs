@@ -76,6 +76,20 @@ pub fn render(a: &Analysis) -> String {
         "## Environment\n\n{} · {} · {} CPUs{pinned} · {} · {} repetitions, {}{method} · started {}\n",
         e.cpu_model, e.kernel, e.cpus_online, r.tool, r.repetitions, r.order, r.started_at
     );
+    // Once per contender and what its handshakes negotiated (the same for every point, as
+    // a rule; a change shows as a second entry).
+    let mut tls = std::collections::BTreeSet::new();
+    for run in &r.runs {
+        for p in &run.points {
+            if let Some(t) = p.load.as_ref().and_then(|l| l.tls.as_deref()) {
+                tls.insert(format!("{}: {t}", run.id.contender));
+            }
+        }
+    }
+    if !tls.is_empty() {
+        let list: Vec<String> = tls.into_iter().collect();
+        let _ = writeln!(out, "TLS: {}\n", list.join("; "));
+    }
     if !r.warnings.is_empty() {
         let _ = writeln!(out, "## Warnings\n");
         for w in &r.warnings {

@@ -51,7 +51,8 @@ pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
     };
     // Without .proto files a gRPC call is described by the contender itself (reflection),
     // which cannot be asked before it runs.
-    let checkable = |c: &crate::plan::Call| !(protos.is_empty() && matches!(c, crate::plan::Call::Grpc { .. }));
+    let checkable =
+        |c: &crate::plan::Call| !(protos.is_empty() && matches!(c, crate::plan::Call::Grpc { .. }));
     for s in plan.scenarios.iter().filter(|s| checkable(&s.call)) {
         for p in &s.points {
             Client::build(&s.call.with_vars(&p.vars), &dummy, protos, opts.clone())

@@ -767,7 +767,10 @@ pub fn start_grpc_fixture(args: &[&str]) -> Option<GrpcFixture> {
     let sink = out.clone();
     std::thread::spawn(move || {
         use std::io::BufRead as _;
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
             if let Some(p) = line.strip_prefix("listening on ") {
                 let _ = tx.send(p.trim().to_string());
             }
@@ -777,7 +780,11 @@ pub fn start_grpc_fixture(args: &[&str]) -> Option<GrpcFixture> {
     let port = rx
         .recv_timeout(Duration::from_secs(60))
         .expect("the gRPC fixture says where it listens");
-    let scheme = if args.contains(&"--tls") { "https" } else { "http" };
+    let scheme = if args.contains(&"--tls") {
+        "https"
+    } else {
+        "http"
+    };
     Some(GrpcFixture {
         proc,
         url: format!("{scheme}://127.0.0.1:{port}"),
