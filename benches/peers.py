@@ -15,6 +15,8 @@ import json, os, re, resource, shutil, socket, statistics, subprocess, sys, temp
 DURATION = int(os.environ.get("BENCH_DURATION", "4"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 CONNS = [int(c) for c in os.environ.get("BENCH_CONNS", "1,16,64").split(",")]
+# Only these protocols (comma-separated labels as in the table, e.g. "gRPC unary,h2c").
+ONLY = [p for p in os.environ.get("BENCH_ONLY", "").split(",") if p]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BAKEOFF = os.path.join(ROOT, "target", "release", "bakeoff")
 GEN_CPU, SERVER_CPU = "0", "1"
@@ -184,6 +186,8 @@ def main():
             ("bakeoff --grpc", "gRPC unary", lambda c: tool_bakeoff(None, c, extra=grpc_args), "h2load"),
             ("h2load", "gRPC unary", lambda c: tool_h2load(grpc_url, c, extra=grpc_h2load), None),
         ]
+    if ONLY:
+        tools = [t for t in tools if t[1] in ONLY]
     have = lambda name: name.startswith("bakeoff") or shutil.which(name.split()[0])
     rows, results = [], {}
     try:

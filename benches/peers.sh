@@ -2,7 +2,7 @@
 # Benchmarks `bakeoff load` against wrk, hey, oha and h2load on one pinned nginx (plaintext and
 # TLS) and etcd 3.5.1 (gRPC unary, against h2load sending the same frame); prints a
 # Markdown table for BENCHMARKS.md. Installs the peers when missing. Takes a few minutes.
-#   BENCH_DURATION=4 BENCH_RUNS=3 BENCH_CONNS=1,16,64 benches/peers.sh
+#   BENCH_DURATION=4 BENCH_RUNS=3 BENCH_CONNS=1,16,64 BENCH_ONLY="gRPC unary,h2c" benches/peers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()

@@ -123,6 +123,16 @@ fn wrong_certificates_and_schemes_say_what_is_wrong() {
         !ok && err.contains("is a plaintext URL; use https://"),
         "{err}"
     );
+    // A server that closes its connections: each new connection is counted as a reconnect.
+    let v = bakeoff_json(&[
+        "load",
+        "-n",
+        "100",
+        "-c",
+        "1",
+        &format!("http://{}/index.html", nginx.plain),
+    ]);
+    assert_eq!((u(&v, "successes"), u(&v, "reconnects")), (100, 9), "{v}");
     // A certificate file that is not there names the flag and the file.
     let (ok, _, err) = run(&["call", "--cacert", "/nonexistent/ca.pem", &url]);
     assert!(

@@ -316,7 +316,10 @@ impl Client {
                 Client::JsonRpc(p) => go(p).await,
             }
         };
-        tokio::time::timeout(timeout, attempt)
+        // HTTP/2 connections drive themselves on a LocalSet (see `protocol::http2::open`).
+        let local = tokio::task::LocalSet::new();
+        local
+            .run_until(tokio::time::timeout(timeout, attempt))
             .await
             .unwrap_or(Err(CallError::Timeout(timeout)))
     }

@@ -2,28 +2,141 @@
 //! over cleartext with prior knowledge ("h2c") for `http://`, over TLS negotiated by ALPN
 //! (`h2`) for `https://`. gRPC rides on the same exchange.
 
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
 use bytes::Bytes;
 use h2::client::SendRequest;
 use h2::RecvStream;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::http1::Http1Request;
 use super::target::{connect, Endpoint};
+use super::tls::Stream;
 use super::{CallError, Class, Protocol, Reply};
 
 pub struct H2Conn {
     send: SendRequest<Bytes>,
 }
 
-/// Opens an HTTP/2 connection and drives it on the current runtime.
+/// Writes made while the connection is polled go out together: the frames h2 writes are
+/// kept until a flush, and the first flush of a batch is put off by one turn of the runtime
+/// (the connection task wakes itself), so a PING acknowledgement written while reading an
+/// answer leaves in the same syscall as the next request instead of one of its own, as
+/// nghttp2 does. Against gRPC-Go servers, which ping with every answer to estimate the
+/// bandwidth, that halves the client's writes (`benches/peers.sh`, BENCHMARKS.md).
+struct Coalesce {
+    io: Stream,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already written.
+    sent: usize,
+    deferred: bool,
+}
+
+/// Past this much buffered, writes go out without waiting for the flush.
+const COALESCE_MAX: usize = 256 * 1024;
+
+impl Coalesce {
+    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        while self.sent < self.buf.len() {
+            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &self.buf[self.sent..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+            }
+            self.sent += n;
+        }
+        self.buf.clear();
+        self.sent = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncRead for Coalesce {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Coalesce {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if this.buf.len() >= COALESCE_MAX {
+            ready!(this.drain(cx))?;
+        }
+        this.buf.extend_from_slice(data);
+        Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if this.buf.len() >= COALESCE_MAX {
+            ready!(this.drain(cx))?;
+        }
+        let mut n = 0;
+        for b in bufs {
+            this.buf.extend_from_slice(b);
+            n += b.len();
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.buf.is_empty() {
+            return Pin::new(&mut this.io).poll_flush(cx);
+        }
+        if !this.deferred {
+            this.deferred = true;
+            cx.waker().wake_by_ref();
+            return Poll::Ready(Ok(()));
+        }
+        ready!(this.drain(cx))?;
+        this.deferred = false;
+        Pin::new(&mut this.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.drain(cx))?;
+        Pin::new(&mut this.io).poll_shutdown(cx)
+    }
+}
+
+/// Opens an HTTP/2 connection and drives it on the current `LocalSet` (every caller runs
+/// inside one: the load workers, [`crate::protocol::Protocol`] callers' one-off calls, and
+/// reflection).
 pub async fn open(endpoint: &Endpoint) -> Result<H2Conn, CallError> {
-    let tcp = connect(endpoint).await?.expect_h2();
+    let tcp = Coalesce {
+        io: connect(endpoint).await?.expect_h2(),
+        buf: Vec::new(),
+        sent: 0,
+        deferred: false,
+    };
     let (send, connection) = h2::client::Builder::new()
         .initial_window_size(4 << 20)
         .initial_connection_window_size(16 << 20)
         .handshake::<_, Bytes>(tcp)
         .await
         .map_err(|e| CallError::Protocol(format!("HTTP/2 handshake failed: {e}")))?;
-    tokio::spawn(async move {
+    // On the caller's LocalSet, so the connection task and the clients share one queue:
+    // a client woken by an answer runs before the connection's put-off flush (`Coalesce`).
+    tokio::task::spawn_local(async move {
         let _ = connection.await;
     });
     Ok(H2Conn { send })

@@ -310,7 +310,8 @@ pub fn reflect_blocking(endpoint: &Endpoint) -> Result<Reflected, String> {
                 .enable_all()
                 .build()
                 .map_err(|e| e.to_string())?;
-            rt.block_on(async {
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, async {
                 tokio::time::timeout(std::time::Duration::from_secs(20), reflect(endpoint))
                     .await
                     .unwrap_or_else(|_| Err("reflection gave no answer within 20 s".into()))

@@ -635,8 +635,9 @@ pub fn make_certs(dir: &Path) -> Certs {
     }
 }
 
-/// nginx serving TLS: HTTP/1.1 and HTTP/2 (ALPN) with `certs.server`, and HTTP/1.1 with the
-/// expired certificate on a third port.
+/// nginx serving TLS: HTTP/1.1 and HTTP/2 (ALPN) with `certs.server`, HTTP/1.1 with the
+/// expired certificate on a third port, and plaintext HTTP/1.1 that closes every connection
+/// after 10 requests on a fourth.
 pub struct TlsNginx {
     pub proc: Proc,
     pub h1: SocketAddr,
@@ -676,7 +677,7 @@ http {{
     listen 127.0.0.1:{p2} ssl; root {d}/www;
     ssl_certificate {expired}; ssl_certificate_key {key};
   }}
-  server {{ listen 127.0.0.1:{p3}; root {d}/www; }}
+  server {{ listen 127.0.0.1:{p3}; root {d}/www; keepalive_requests 10; }}
 }}
 "#,
             p0 = ports[0],
