@@ -126,3 +126,79 @@ fn sigterm_stops_cleanly_and_resume_finishes_the_run() {
     assert!(again.status.success());
     assert_eq!(read_results(&out)["runs"].as_array().unwrap().len(), 4);
 }
+
+/// GNU `timeout` sends two signals: the second kills the contender at once (one that
+/// ignores SIGTERM here), and results.json still records the interruption and the exit.
+#[test]
+fn a_second_signal_kills_at_once_and_still_records_the_interruption() {
+    let dir = TempDir::new("interrupt-twice");
+    let plan = r#"
+name = "interrupt me twice"
+repetitions = 1
+[[contender]]
+name = "stubborn"
+command = ["sh", "-c", "trap '' TERM; exec python3 -m http.server {port} --bind 127.0.0.1"]
+ready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }
+stop_timeout = "60s"
+
+[[scenario]]
+name = "slow"
+http = "/"
+duration = "60s"
+"#;
+    let plan_path = dir.path().join("plan.toml");
+    std::fs::write(&plan_path, plan).unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .arg("run")
+        .arg(&plan_path)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = read_results(&out);
+        let measuring = r["runs"]
+            .as_array()
+            .and_then(|runs| runs.first().cloned())
+            .is_some_and(|run| run["startup"].is_object());
+        if measuring {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run never got going: {r}");
+        assert!(child.try_wait().unwrap().is_none(), "bakeoff ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    // SAFETY: signals to our own child.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGTERM);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe {
+        libc::kill(pid as i32, libc::SIGTERM);
+    }
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            sent.elapsed() < Duration::from_secs(10),
+            "bakeoff did not end after the second signal (the contender ignores SIGTERM and has a 60 s stop_timeout)"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    assert!(leftovers(pid).is_empty(), "processes left behind");
+    let r = read_results(&out);
+    let run = &r["runs"][0];
+    assert_ne!(run["status"], "running", "{r}");
+    assert!(
+        !run["exits"].as_array().unwrap().is_empty(),
+        "no exit recorded: {run}"
+    );
+}

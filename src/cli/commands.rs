@@ -206,13 +206,25 @@ pub(super) extern "C" fn on_interrupt(_: libc::c_int) {
 }
 
 /// During `bakeoff run`: the first Ctrl-C or SIGTERM stops after the step in progress and
-/// stops the contenders properly; a second one kills the contenders' process groups and exits.
+/// stops the contenders properly; a second one (GNU `timeout` sends two) kills the
+/// contenders' process groups at once, and the run has three seconds to record their exits
+/// and the interruption in results.json before an alarm ends the process anyway.
 pub(super) extern "C" fn on_interrupt_run(_: libc::c_int) {
     if load::INTERRUPTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
         crate::contender::kill_all_live();
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(130) }
+        // SAFETY: sigaction and alarm are async-signal-safe; the handler only calls _exit.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_alarm as *const () as usize;
+            libc::sigaction(libc::SIGALRM, &sa, std::ptr::null_mut());
+            libc::alarm(3);
+        }
     }
+}
+
+extern "C" fn on_alarm(_: libc::c_int) {
+    // SAFETY: _exit is async-signal-safe.
+    unsafe { libc::_exit(130) }
 }
 
 /// First Ctrl-C or SIGTERM: stop sending, finish what is in flight, report what was

@@ -23,6 +23,32 @@ use crate::report;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// The most bytes one request body, path or gRPC message may render to (templates such
+    /// as {fill:N:…} are checked before anything is sent), e.g. 256MiB [default: 64MiB].
+    #[arg(long = "max-body", global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub max_body: Option<usize>,
+}
+
+/// `64MiB`, `512KiB`, `1GiB`, `1000000` → bytes.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size like 64MiB"))?;
+    let mult: usize = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "K" | "k" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
+        other => return Err(format!("`{other}` is not a unit (B, KiB, MiB, GiB)")),
+    };
+    n.checked_mul(mult).filter(|&b| b > 0).ok_or_else(|| {
+        format!(
+            "`{s}` is not a size between 1 byte and {} bytes",
+            usize::MAX
+        )
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -343,7 +369,8 @@ impl TargetArgs {
             .url
             .as_deref()
             .context("give a URL to call (or --grpc URL for gRPC)")?;
-        let endpoint = Endpoint::parse(url).with_context(|| format!("URL `{url}`"))?;
+        let endpoint =
+            Endpoint::parse(url).with_context(|| format!("URL `{}`", Endpoint::redact(url)))?;
         let path = endpoint.path.clone();
         Template::parse(&path).context("URL path")?;
         if let Some(method) = &self.jsonrpc {
@@ -445,6 +472,9 @@ use commands::*;
 
 /// Runs a parsed command; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
+    if let Some(n) = cli.max_body {
+        crate::protocol::template::set_max_len(n);
+    }
     match cli.command {
         Command::Load(args) => run_load(&args),
         Command::Call(args) => run_call(&args),

@@ -120,6 +120,58 @@ pub struct Options {
     pub tls: TlsOptions,
 }
 
+/// Headers (and gRPC metadata) as they are sent: `{env:NAME}` in a value is filled in from
+/// the environment here, so a token never has to be written into a plan, and the plan (and
+/// everything bakeoff writes) keeps the placeholder. Names and values that would let a
+/// request carry more than was written (CR, LF, NUL) are refused, naming the header only.
+fn checked_headers(headers: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+    headers
+        .iter()
+        .map(|(k, v)| {
+            http::HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| anyhow::anyhow!("header `{k}`: not a valid header name"))?;
+            let value = fill_env(v).map_err(|e| anyhow::anyhow!("header `{k}`: {e}"))?;
+            http::HeaderValue::from_str(&value).map_err(|_| {
+                anyhow::anyhow!(
+                    "header `{k}`: its value has a character a header cannot carry \
+                     (CR, LF or another control character)"
+                )
+            })?;
+            Ok((k.clone(), value))
+        })
+        .collect()
+}
+
+/// A request target must not carry spaces or control characters: sent raw, they would
+/// split the request line.
+fn check_target(path: &str) -> anyhow::Result<()> {
+    if path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        anyhow::bail!(
+            "path `{}`: a request target cannot contain spaces or control characters \
+             (write them percent-encoded, e.g. %20)",
+            path.escape_debug()
+        );
+    }
+    Ok(())
+}
+
+/// Replaces each `{env:NAME}` with that variable's value.
+fn fill_env(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("{env:") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 5..];
+        let end = after.find('}').ok_or("`{env:` is not closed with `}`")?;
+        let name = &after[..end];
+        let value = std::env::var(name).map_err(|_| format!("{{env:{name}}} is not set"))?;
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// The endpoints with their TLS settings attached: a connector per endpoint offering `alpn`,
 /// made now so a bad certificate file is an error before anything is sent.
 fn with_tls(
@@ -147,7 +199,7 @@ fn with_tls(
 /// Parses (and resolves) endpoint URLs once, naming the one that is wrong.
 pub fn endpoints(urls: &[String]) -> anyhow::Result<Vec<Endpoint>> {
     urls.iter()
-        .map(|e| Endpoint::parse(e).with_context(|| format!("endpoint `{e}`")))
+        .map(|e| Endpoint::parse(e).with_context(|| format!("endpoint `{}`", Endpoint::redact(e))))
         .collect()
 }
 
@@ -195,6 +247,10 @@ impl Client {
                 body,
                 shape,
             } => {
+                let shape = grpc::CallShape {
+                    metadata: checked_headers(&shape.metadata)?,
+                    ..shape.clone()
+                };
                 let m = protos.method(method, &endpoints[0])?;
                 let parts = endpoints
                     .iter()
@@ -211,10 +267,12 @@ impl Client {
                 body,
                 h2,
             } => {
+                let path_t = Template::parse(path).context("path")?;
+                check_target(&path_t.render_string(0, seed))?;
                 let request = Http1Request {
                     method: method.clone(),
-                    path: Template::parse(path).context("path")?,
-                    headers: headers.clone(),
+                    path: path_t,
+                    headers: checked_headers(headers)?,
                     body: body
                         .as_deref()
                         .map(Template::parse)
@@ -242,6 +300,8 @@ impl Client {
                 params,
                 headers,
             } => {
+                check_target(path)?;
+                let headers = checked_headers(headers)?;
                 let parts = at_path(path)
                     .into_iter()
                     .map(|ep| JsonRpc::new(ep, method, params, headers.clone(), seed, keep_body))

@@ -180,6 +180,11 @@ pub fn diff_endpoints(
         for set in &file.compat {
             all.extend(run_set(set, &ep, None, &protos, timeout, &rt).map_err(anyhow::Error::msg)?);
         }
+        // A server that could not be reached answered nothing: that is not a difference.
+        if !all.is_empty() && all.iter().all(|a| a.outcome == "connect error") {
+            let why = all[0].detail.clone().unwrap_or_default();
+            anyhow::bail!("`{url}` cannot be reached, so it answered no case: {why}");
+        }
         answers.push((url.clone(), all));
     }
     let reference: Vec<CompatAnswer> = file

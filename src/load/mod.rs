@@ -19,6 +19,14 @@ pub use session::{Runs, Session};
 use crate::protocol::{CallError, Protocol};
 use crate::sys::{self, CpuTime};
 
+/// The longest an open loop bounded by a count may take at its rate.
+const MAX_OPEN_LOOP: Duration = Duration::from_secs(30 * 86_400);
+
+/// How long calls still in flight when a duration ends may take to finish; they are then
+/// given up and counted as unfinished (not as timeouts: the server had less than its
+/// `--timeout`).
+pub const GRACE: Duration = Duration::from_secs(1);
+
 /// A checked load configuration; build it with [`LoadConfig::new`].
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
@@ -59,6 +67,32 @@ impl LoadConfig {
         if let Pacing::Open { rate } = pacing {
             if !(rate.is_finite() && rate > 0.0) {
                 return bad("-q/--rate must be a positive number of requests per second");
+            }
+            // Rates whose interval does not fit the run would never send (or overflow).
+            let every = 1.0 / rate;
+            let fits = |d: Duration| every <= d.as_secs_f64();
+            match stop {
+                Stop::Duration(d) if !fits(d) => {
+                    return Err(LoadError::Config(format!(
+                        "-q/--rate {rate}: one request every {every:.3e} s does not fit in the \
+                         {:?} duration",
+                        d
+                    )))
+                }
+                Stop::Count(n) if n as f64 * every > MAX_OPEN_LOOP.as_secs_f64() => {
+                    return Err(LoadError::Config(format!(
+                        "-q/--rate {rate}: {n} requests would take {:.3e} s, more than {} days",
+                        n as f64 * every,
+                        MAX_OPEN_LOOP.as_secs() / 86_400
+                    )))
+                }
+                _ => {}
+            }
+            if !warmup.is_zero() && !fits(warmup) {
+                return Err(LoadError::Config(format!(
+                    "-q/--rate {rate}: one request every {every:.3e} s does not fit in the \
+                     {warmup:?} warm-up"
+                )));
             }
         }
         match stop {
@@ -217,6 +251,8 @@ pub(super) fn summarize<P: Protocol>(
         latency_us: result::Latency::from_histogram(&rec.latency),
         service_time_us: rec.service.as_ref().map(result::Latency::from_histogram),
         outcomes: rec.outcomes(),
+        dropped: 0,
+        unfinished: rec.unfinished,
         reconnects: rec.reconnects,
         tls: proto.tls(),
         timeline: rec.timeline(),

@@ -39,6 +39,8 @@ pub struct Dispenser {
     start: OnceLock<Instant>,
     issued: AtomicU64,
     measured: AtomicU64,
+    /// Measured tickets handed out in an open loop.
+    handed: AtomicU64,
     cancelled: AtomicBool,
 }
 
@@ -51,6 +53,7 @@ impl Dispenser {
             start: OnceLock::new(),
             issued: AtomicU64::new(0),
             measured: AtomicU64::new(0),
+            handed: AtomicU64::new(0),
             cancelled: AtomicBool::new(false),
         }
     }
@@ -75,6 +78,27 @@ impl Dispenser {
     /// Number of warm-up tickets in an open loop.
     fn warm_tickets(&self, rate: f64) -> u64 {
         (self.warmup.as_secs_f64() * rate).ceil() as u64
+    }
+
+    /// When a duration-stopped run ends, on the wall clock.
+    pub fn deadline(&self) -> Option<Instant> {
+        match self.stop {
+            Stop::Duration(d) => Some(self.measure_start() + d),
+            Stop::Count(_) => None,
+        }
+    }
+
+    /// Open loop with a duration: requests that fell due in the measured window but were
+    /// never sent, because every client was still busy when the window closed (the
+    /// generator or the server could not keep up; k6 calls them dropped iterations).
+    pub fn dropped(&self) -> u64 {
+        match (self.pacing, self.stop) {
+            (Pacing::Open { rate }, Stop::Duration(d)) => {
+                let due = (d.as_secs_f64() * rate).ceil() as u64;
+                due.saturating_sub(self.handed.load(Relaxed))
+            }
+            _ => 0,
+        }
     }
 
     /// When measuring begins: the end of the warm-up.
@@ -125,11 +149,20 @@ impl Dispenser {
                         warmup: true,
                     });
                 }
+                // A duration is wall-clock: nothing is sent after the window closes, even
+                // when requests due before then are still waiting for a free client.
                 let done = match self.stop {
                     Stop::Count(n) => seq - warm >= n,
-                    Stop::Duration(d) => due >= self.measure_start() + d,
+                    Stop::Duration(d) => {
+                        let end = self.measure_start() + d;
+                        due >= end || Instant::now() >= end
+                    }
                 };
-                (!done).then_some(Ticket {
+                if done {
+                    return None;
+                }
+                self.handed.fetch_add(1, Relaxed);
+                Some(Ticket {
                     seq,
                     due: Some(due),
                     warmup: false,

@@ -22,6 +22,8 @@ pub struct Recorder {
     /// Connections opened while measuring: after the server closed one (HTTP/1.1
     /// `Connection: close`) or after a failed call.
     pub reconnects: u64,
+    /// Calls given up at the end of a duration's grace, not recorded as requests.
+    pub unfinished: u64,
     pub last_done: Option<Instant>,
     measure_start: Instant,
 }
@@ -48,6 +50,7 @@ impl Recorder {
             timeline: Vec::new(),
             warmup: 0,
             reconnects: 0,
+            unfinished: 0,
             last_done: None,
             measure_start,
         }
@@ -119,6 +122,7 @@ impl Recorder {
         self.bytes += other.bytes;
         self.warmup += other.warmup;
         self.reconnects += other.reconnects;
+        self.unfinished += other.unfinished;
         self.last_done = self.last_done.max(other.last_done);
         if self.timeline.len() < other.timeline.len() {
             self.timeline

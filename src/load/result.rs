@@ -49,6 +49,14 @@ pub struct LoadResult {
     /// Open loop only: time from the actual send to the answer (not corrected).
     pub service_time_us: Option<Latency>,
     pub outcomes: Vec<Outcome>,
+    /// Open loop with a duration: requests due in the measured window that were never sent,
+    /// because no client was free before it closed (the generator could not keep up).
+    #[serde(default)]
+    pub dropped: u64,
+    /// Calls still in flight when a duration ended that did not finish within the grace
+    /// (one second): left out of `requests`.
+    #[serde(default)]
+    pub unfinished: u64,
     /// Connections opened while measuring (the server closed one, or a call failed on it).
     #[serde(default)]
     pub reconnects: u64,
@@ -316,6 +324,8 @@ mod tests {
                 count: requests,
                 example: None,
             }],
+            dropped: 0,
+            unfinished: 0,
             reconnects: 0,
             tls: None,
             timeline: vec![Second {

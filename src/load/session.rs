@@ -235,6 +235,11 @@ impl<P: Protocol> Runs for Session<P> {
             measure_start,
             INTERRUPTED.load(Relaxed) || dispenser.is_cancelled(),
         );
+        result.dropped = if result.interrupted {
+            0
+        } else {
+            dispenser.dropped()
+        };
         if let Some((cpu, wait)) = window {
             let g = &mut result.generator;
             g.window_cpu_s = Some(cpu.as_secs_f64());

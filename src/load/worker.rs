@@ -101,6 +101,7 @@ impl<P: Protocol> Job<P> {
             order.dispenser.measure_start(),
             self.open_loop,
         )));
+        let mut panicked: Option<String> = None;
         *conns = local.block_on(rt, async {
             let mut tasks = Vec::with_capacity(conns.len());
             for conn in conns.drain(..) {
@@ -115,10 +116,27 @@ impl<P: Protocol> Job<P> {
             }
             let mut back = Vec::with_capacity(tasks.len());
             for t in tasks {
-                back.push(t.await.ok().flatten());
+                match t.await {
+                    Ok(conn) => back.push(conn),
+                    Err(e) if e.is_panic() => {
+                        let p = e.into_panic();
+                        let msg = p
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        panicked.get_or_insert(msg);
+                        back.push(None);
+                    }
+                    Err(_) => back.push(None),
+                }
             }
             back
         });
+        // A client that panicked made the counts meaningless: the run fails, loudly.
+        if let Some(msg) = panicked {
+            return Err(format!("a load client panicked: {msg}"));
+        }
         let cpu = sys::thread_cpu_time().since(cpu0);
         let wall = wall0.elapsed();
         // The kernel adds a wait when the thread gets its CPU: this thread is running, so
@@ -166,8 +184,19 @@ async fn client<P: Protocol>(
         }
         let sent = Instant::now();
         let reconnect = conn.is_none();
-        let result = call_once(&*proto, &mut conn, ticket.seq, timeout).await;
+        // Past a duration's end, a call in flight has at most the grace left.
+        let grace = dispenser
+            .deadline()
+            .map(|d| (d + super::GRACE).saturating_duration_since(sent))
+            .filter(|g| *g < timeout);
+        let limit = grace.unwrap_or(timeout);
+        let result = call_once(&*proto, &mut conn, ticket.seq, limit).await;
         let done = Instant::now();
+        if grace.is_some() && matches!(result, Err(CallError::Timeout(_))) && !ticket.warmup {
+            rec.borrow_mut().unfinished += 1;
+            conn = None;
+            continue;
+        }
         let refused = matches!(result, Err(CallError::Connect { .. }));
         if result.is_err() || conn.as_ref().is_some_and(|c| !proto.reusable(c)) {
             conn = None;

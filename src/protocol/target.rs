@@ -30,6 +30,13 @@ pub enum UrlError {
     Scheme(String),
     #[error("`{0}` has no host")]
     NoHost(String),
+    #[error(
+        "`{0}` carries credentials; bakeoff does not send them from a URL (it would print \
+         them): send `-H 'Authorization: Basic …'` (or `headers` in a plan) instead"
+    )]
+    Credentials(String),
+    #[error("`{0}` is not a valid URL: {1}")]
+    Invalid(String, &'static str),
     #[error("`{url}` has a bad port `{port}`")]
     Port { url: String, port: String },
     #[error("cannot resolve `{host}`: {reason}")]
@@ -52,6 +59,22 @@ impl Endpoint {
         };
         if authority.is_empty() {
             return Err(UrlError::NoHost(url.to_string()));
+        }
+        if let Some(at) = authority.rfind('@') {
+            // Never repeat the password: `http://user:***@host/…`.
+            let user = authority[..at].split(':').next().unwrap_or("");
+            let scheme = if secure { "https" } else { "http" };
+            let masked = format!("{scheme}://{user}:***@{}{path}", &authority[at + 1..]);
+            return Err(UrlError::Credentials(masked));
+        }
+        if authority.starts_with('[') && !authority.contains(']') {
+            return Err(UrlError::Invalid(url.to_string(), "`[` is not closed"));
+        }
+        if path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(UrlError::Invalid(
+                url.to_string(),
+                "its path has a space or a control character (write it percent-encoded, e.g. %20)",
+            ));
         }
         let (host, port) = split_host_port(authority);
         let port: u16 = match port {
@@ -81,6 +104,21 @@ impl Endpoint {
             secure,
             tls: None,
         })
+    }
+
+    /// `url` with any password replaced by `***`, for messages.
+    pub fn redact(url: &str) -> String {
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return url.to_string();
+        };
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        match rest[..end].rfind('@') {
+            Some(at) => {
+                let user = rest[..at].split(':').next().unwrap_or("");
+                format!("{scheme}://{user}:***@{}", &rest[at + 1..])
+            }
+            None => url.to_string(),
+        }
     }
 
     pub fn scheme(&self) -> &'static str {
@@ -178,6 +216,25 @@ mod tests {
         assert!(matches!(
             Endpoint::parse("http:///x"),
             Err(UrlError::NoHost(_))
+        ));
+        let e = Endpoint::parse("http://alice:s3cret@127.0.0.1:8/x").unwrap_err();
+        assert!(matches!(e, UrlError::Credentials(_)));
+        let text = e.to_string();
+        assert!(
+            !text.contains("s3cret") && text.contains("alice:***@127.0.0.1:8/x"),
+            "{text}"
+        );
+        assert!(matches!(
+            Endpoint::parse("http://[::1"),
+            Err(UrlError::Invalid(..))
+        ));
+        assert!(matches!(
+            Endpoint::parse("http://127.0.0.1/a b"),
+            Err(UrlError::Invalid(..))
+        ));
+        assert!(matches!(
+            Endpoint::parse("http://127.0.0.1/a\r\nX: y"),
+            Err(UrlError::Invalid(..))
         ));
     }
 }

@@ -10,6 +10,7 @@
 //! placeholder)`, so a run with the same `--seed` sends the same requests in any thread order.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -40,12 +41,54 @@ pub struct TemplateError {
     pub reason: String,
 }
 
+/// The most bytes one rendered template may have (a request body, path or message), so
+/// `{fill:99999999999999:x}` is an error before anything is allocated. Raised for a whole
+/// process by `--max-body`.
+static MAX_LEN: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_LEN);
+pub const DEFAULT_MAX_LEN: usize = 64 << 20;
+
+/// Sets the limit on a rendered template's size (see [`max_len`]).
+pub fn set_max_len(bytes: usize) {
+    MAX_LEN.store(bytes, Relaxed);
+}
+
+pub fn max_len() -> usize {
+    MAX_LEN.load(Relaxed)
+}
+
 impl Template {
-    /// Parses `text`; `{line:FILE}` paths are read relative to the current directory.
+    /// Parses `text`; `{line:FILE}` paths are read relative to the current directory. A
+    /// template that could render to more than [`max_len`] bytes is an error.
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
         let mut slot = 0;
         let (t, _) = parse_until(text, 0, None, &mut slot, text)?;
+        let (bound, limit) = (t.size_bound(), max_len());
+        if bound > limit as u64 {
+            return Err(TemplateError {
+                text: shorten(text),
+                column: 1,
+                reason: format!(
+                    "it renders to up to {bound} bytes, more than the {} MiB limit \
+                     (raise it with --max-body SIZE)",
+                    limit >> 20
+                ),
+            });
+        }
         Ok(t)
+    }
+
+    /// The most bytes this template can render to (saturating).
+    pub fn size_bound(&self) -> u64 {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Lit(s) => s.len() as u64,
+                Part::Seq | Part::Rand { .. } | Part::Edge { .. } => 20,
+                Part::Line(lines) => lines.iter().map(|l| l.len() as u64).max().unwrap_or(0),
+                Part::B64(inner) => inner.size_bound().saturating_mul(4) / 3 + 4,
+                Part::Fill { len, .. } => *len as u64,
+            })
+            .fold(0u64, u64::saturating_add)
     }
 
     /// A template without placeholders: the same bytes every time, so they can be encoded once.
@@ -200,6 +243,14 @@ fn parse_until(
     Ok((Template { parts }, i))
 }
 
+/// A template's text for an error message, cut to a readable length.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
 fn flush(lit: &mut String, parts: &mut Vec<Part>) {
     if !lit.is_empty() {
         parts.push(Part::Lit(std::mem::take(lit)));
@@ -279,6 +330,19 @@ mod tests {
             "éx"
         );
         assert!(Template::parse("{fill:x:a}").is_err());
+        // Bounded before anything is allocated, with the limit named.
+        let e = Template::parse("{fill:99999999999999:x}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("more than the 64 MiB limit") && e.contains("--max-body"),
+            "{e}"
+        );
+        let e = Template::parse("{b64:{fill:60000000:x}}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("renders to up to 80000004 bytes"), "{e}");
+        assert_eq!(Template::parse("a{seq}{fill:5:}").unwrap().size_bound(), 26);
         assert!(Template::parse("{fill:4:abc")
             .unwrap_err()
             .reason

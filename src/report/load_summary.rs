@@ -65,6 +65,28 @@ pub fn render(r: &LoadResult) -> String {
             let _ = writeln!(s, "           {}: {}", o.label, ex);
         }
     }
+    let mut also = Vec::new();
+    if r.dropped > 0 {
+        also.push(format!(
+            "{} requests due but never sent (no client was free: the generator or the server could not keep up)",
+            r.dropped
+        ));
+    }
+    if r.unfinished > 0 {
+        also.push(format!(
+            "{} calls still in flight when the duration ended, given up after the grace",
+            r.unfinished
+        ));
+    }
+    if r.reconnects > 0 {
+        also.push(format!("{} reconnects while measuring", r.reconnects));
+    }
+    for a in also {
+        let _ = writeln!(s, "           {a}");
+    }
+    if let Some(t) = &r.tls {
+        let _ = writeln!(s, "TLS        {t}");
+    }
     let g = &r.generator;
     let waited = g
         .cpu_wait_s

@@ -1,0 +1,237 @@
+//! The hostile user's cases (issue 15): absurd numbers, silent servers, injected headers,
+//! credentials in URLs. Each failed before its fix; each names the flag and the limit.
+
+mod common;
+
+use std::io::Read as _;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn fails_with(args: &[&str], needles: &[&str]) -> String {
+    let out = bakeoff(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{args:?} should fail");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: expected `{n}` in:\n{err}");
+    }
+    err
+}
+
+/// A server that accepts connections and never answers (it reads and drops what it gets).
+fn silent_server() -> std::net::SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut s = s;
+                let mut buf = [0u8; 4096];
+                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn templates_are_bounded_before_anything_is_allocated() {
+    // Nothing listens on port 1: the check must come before any connection.
+    fails_with(
+        &[
+            "load",
+            "-d",
+            "{fill:99999999999999:x}",
+            "http://127.0.0.1:1/",
+        ],
+        &["-d", "more than the 64 MiB limit", "--max-body"],
+    );
+    // Raised by the flag, the same body passes the check (and then fails to connect).
+    fails_with(
+        &[
+            "load",
+            "--max-body",
+            "1GiB",
+            "-d",
+            "{fill:100000000:x}",
+            "http://127.0.0.1:1/",
+        ],
+        &["cannot reach"],
+    );
+    fails_with(
+        &["load", "--max-body", "64 parsecs", "http://127.0.0.1:1/"],
+        &["--max-body", "parsecs"],
+    );
+}
+
+#[test]
+fn rates_that_do_not_fit_the_run_are_config_errors() {
+    let url = "http://127.0.0.1:1/";
+    fails_with(
+        &["load", "-q", "1e-30", "--warmup", "1s", "-z", "1s", url],
+        &["-q/--rate", "does not fit"],
+    );
+    fails_with(
+        &["load", "-q", "1e-19", "-n", "5", url],
+        &["-q/--rate", "days"],
+    );
+    fails_with(
+        &["load", "-q", "0.1", "-z", "2s", url],
+        &["-q/--rate", "does not fit in the 2s duration"],
+    );
+}
+
+#[test]
+fn a_duration_is_wall_clock_even_against_a_silent_server() {
+    let addr = silent_server();
+    let url = format!("http://{addr}/");
+    // Closed loop: the calls in flight get the grace, not the 20 s timeout.
+    let t = Instant::now();
+    let v = bakeoff_json(&["load", "-z", "1s", "-c", "2", &url]);
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    assert_eq!(u(&v, "requests"), 0, "{v}");
+    assert_eq!(u(&v, "unfinished"), 2, "{v}");
+    // Open loop far beyond what 2 clients can send: it stops at the deadline and counts
+    // what was due but never sent.
+    let t = Instant::now();
+    let v = bakeoff_json(&["load", "-q", "200000", "-z", "1s", "-c", "2", &url]);
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    assert!(u(&v, "dropped") > 190_000, "{v}");
+}
+
+#[test]
+fn open_loop_stops_at_its_deadline_when_the_generator_cannot_keep_up() {
+    let Some(nginx) = start_nginx() else { return };
+    let url = nginx.url("/index.html");
+    let t = Instant::now();
+    let v = bakeoff_json(&[
+        "load", "-q", "2000000", "-z", "1s", "-c", "2", "-t", "1", &url,
+    ]);
+    let took = t.elapsed();
+    // Two clients cannot send 2 million requests a second: the run ends on time, with
+    // what could not be sent counted.
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(u(&v, "successes") > 0, "{v}");
+    assert!(u(&v, "dropped") > 1_000_000, "{v}");
+    assert_eq!(u(&v, "successes") + u(&v, "dropped"), 2_000_000, "{v}");
+}
+
+#[test]
+fn headers_and_targets_cannot_carry_more_than_was_written() {
+    let url = "http://127.0.0.1:1/";
+    fails_with(
+        &["load", "-H", "X-A: b\rX-Injected: 1", url],
+        &["header `X-A`", "cannot carry"],
+    );
+    fails_with(
+        &["load", "-H", "Bad Name: 1", url],
+        &["header `Bad Name`", "not a valid header name"],
+    );
+    fails_with(
+        &["load", "http://127.0.0.1:1/a b"],
+        &["space or a control character"],
+    );
+    // gRPC metadata too.
+    let proto = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/etcd/protos/rpc.proto"
+    );
+    fails_with(
+        &[
+            "load",
+            "--grpc",
+            url,
+            "--proto",
+            proto,
+            "--call",
+            "etcdserverpb.KV/Range",
+            "-H",
+            "x-a: b\nc",
+        ],
+        &["header `x-a`"],
+    );
+}
+
+#[test]
+fn env_placeholders_in_headers_are_filled_and_never_printed() {
+    let Some(f) = start_grpc_fixture(&[]) else {
+        return;
+    };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args([
+            "call",
+            "--json",
+            "--grpc",
+            &f.url,
+            "--call",
+            "fixture.Echo/Metadata",
+        ])
+        .args(["-H", "authorization: Bearer {env:BAKEOFF_TEST_TOKEN}"])
+        .env("BAKEOFF_TEST_TOKEN", "t0p-s3cret")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pairs = v["messages"][0]["pairs"].as_array().unwrap();
+    assert!(
+        pairs
+            .iter()
+            .any(|p| p["key"] == "authorization" && p["value"] == "Bearer t0p-s3cret"),
+        "{v}"
+    );
+    let unset = bakeoff(&[
+        "call",
+        "--grpc",
+        &f.url,
+        "--call",
+        "fixture.Echo/Metadata",
+        "-H",
+        "authorization: {env:BAKEOFF_SURELY_UNSET}",
+    ]);
+    let err = String::from_utf8_lossy(&unset.stderr);
+    assert!(
+        !unset.status.success() && err.contains("{env:BAKEOFF_SURELY_UNSET} is not set"),
+        "{err}"
+    );
+}
+
+#[test]
+fn credentials_in_urls_are_refused_without_printing_the_password() {
+    let err = fails_with(
+        &["load", "http://alice:hunter2@127.0.0.1:1/"],
+        &["carries credentials", "alice:***@127.0.0.1:1"],
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+    fails_with(&["load", "http://[::1"], &["`[` is not closed"]);
+}
+
+#[test]
+fn diff_against_an_unreachable_server_is_an_error_not_a_difference() {
+    let Some(nginx) = start_nginx() else { return };
+    let dir = TempDir::new("hostile-diff");
+    let cases = dir.path().join("cases.toml");
+    std::fs::write(
+        &cases,
+        "[[compat]]\nhttp = \"GET /index.html\"\nrequests = ['']\n",
+    )
+    .unwrap();
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    fails_with(
+        &[
+            "diff",
+            "--cases",
+            cases.to_str().unwrap(),
+            &dead,
+            &nginx.url(""),
+        ],
+        &["cannot be reached", &dead],
+    );
+}
