@@ -69,6 +69,31 @@ fn rusage(who: libc::c_int) -> CpuTime {
 }
 
 /// CPU time of the calling thread.
+/// Raises this process's soft limit on open files to its hard limit (the default soft limit
+/// is often 1024, far below what `-c 20000` needs) and returns the limit now in force.
+pub fn raise_open_files_limit() -> u64 {
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
+    unsafe {
+        let mut l: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) != 0 {
+            return u64::MAX;
+        }
+        if l.rlim_cur < l.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: l.rlim_max,
+                rlim_max: l.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                l.rlim_cur = l.rlim_max;
+            }
+        }
+        l.rlim_cur as u64
+    }
+}
+
+/// File descriptors a load needs besides its connections (runtimes, pipes, logs, stdio).
+pub const SPARE_FDS: u64 = 64;
+
 pub fn thread_cpu_time() -> CpuTime {
     rusage(libc::RUSAGE_THREAD)
 }

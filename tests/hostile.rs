@@ -235,3 +235,58 @@ fn diff_against_an_unreachable_server_is_an_error_not_a_difference() {
         &["cannot be reached", &dead],
     );
 }
+
+#[test]
+fn more_clients_than_open_files_allowed_is_said_before_the_run() {
+    let Some(nginx) = start_nginx() else { return };
+    let url = nginx.url("/index.html");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+    cmd.args(["load", "-n", "300", "-c", "300", "--json", &url]);
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: setrlimit is async-signal-safe; soft and hard both 128, so raising cannot help.
+    unsafe {
+        cmd.pre_exec(|| {
+            let l = libc::rlimit {
+                rlim_cur: 128,
+                rlim_max: 128,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &l) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("300 clients need about 364 open files, more than this process may have (128"),
+        "{err}"
+    );
+}
+
+/// A contender that fails every call looks fast (failures are quick): the report says
+/// it failed, gives it no latency or delta, and the run exits 2.
+#[test]
+fn a_contender_that_fails_every_call_does_not_look_fast() {
+    let Some(nginx) = nginx_bin() else { return };
+    let dir = TempDir::new("hostile-fails");
+    let plan = format!(
+        "name = \"fails\"\nrepetitions = 1\nbaseline = \"good\"\norder = \"interleaved\"\n{}{}\n[[scenario]]\nname = \"missing\"\nhttp = \"/{{file}}\"\nmatrix = {{ file = [\"only.html\"] }}\nrequests = 200\n",
+        nginx_contender("good", &nginx, dir.path()),
+        // Serves a folder without the file: every call is a 404.
+        nginx_contender_with("empty", &nginx, &dir.path().join("empty"), "")
+    );
+    std::fs::write(dir.path().join("www/only.html"), "only here\n").unwrap();
+    let r = run_plan(dir.path(), &plan, &[]);
+    assert_eq!(r.output.status.code(), Some(2), "{}", r.stderr());
+    let md = r.stdout();
+    assert!(
+        md.contains(
+            "empty failed most calls at missing [file=only.html clients=1] (200 of 200; HTTP 404"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("— (100% of calls failed)"), "{md}");
+    assert!(!md.contains("-100%"), "{md}");
+}

@@ -248,6 +248,13 @@ fn every_kind_of_finding_fits_the_report_schema() {
     use bakeoff::diagnose::Finding;
     let root: Value = serde_json::from_str(REPORT_SCHEMA).unwrap();
     let findings = [
+        Finding::MostCallsFailed {
+            contender: "v2".into(),
+            places: vec!["get [clients=1]".into()],
+            failed: 99,
+            of: 100,
+            example: "connect error: refused".into(),
+        },
         Finding::StallBand {
             contender: "v1".into(),
             places: vec!["get [clients=1]".into()],

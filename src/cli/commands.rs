@@ -12,6 +12,7 @@ use crate::runner;
 
 pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     let cfg = args.config()?;
+    warn_if_too_many_clients(args.clients);
     let client = args.target.build(false)?;
     install_interrupt_handler();
     let mut bar = report::progress::Bar::new(std::io::stderr().is_terminal());
@@ -29,11 +30,27 @@ pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     Ok(if result.interrupted { 130 } else { 0 })
 }
 
+/// Says before a run when its connections cannot all be opened under the open-files limit
+/// (raised to the hard limit first): otherwise some clients fail with EMFILE unexplained.
+pub(super) fn warn_if_too_many_clients(clients: usize) {
+    let limit = crate::sys::raise_open_files_limit();
+    let need = clients as u64 + crate::sys::SPARE_FDS;
+    if need > limit {
+        eprintln!(
+            "bakeoff: warning: {clients} clients need about {need} open files, more than this \
+             process may have ({limit}, the hard limit of `ulimit -n`); the clients past it \
+             will fail to connect (EMFILE)"
+        );
+    }
+}
+
 /// Exit codes of `bakeoff run`: 0 all went well, 2 a contender or a scenario point failed
 /// (what was measured is kept), 3 compat cases differ and `--fail-on-diff` was given,
 /// 130 interrupted.
 pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     install_handler(on_interrupt_run, 0);
+    // Contenders inherit it too; many clients need it raised.
+    crate::sys::raise_open_files_limit();
     let opts = runner::RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),
@@ -88,7 +105,11 @@ pub(super) fn finish_run(done: &runner::Finished, fail_on_diff: bool) -> anyhow:
         .results
         .runs
         .iter()
-        .any(|r| r.status == "failed" || r.points.iter().any(|p| p.error.is_some()));
+        .any(|r| r.status == "failed" || r.points.iter().any(|p| p.error.is_some()))
+        || analysis
+            .findings
+            .iter()
+            .any(|f| matches!(f, crate::diagnose::Finding::MostCallsFailed { .. }));
     let differs = fail_on_diff && analysis.compat.iter().any(|c| c.differences > 0);
     Ok(if failed {
         2

@@ -22,6 +22,17 @@ pub const STALL_BAND_US: (u64, u64) = (38_000, 52_000);
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Finding {
+    /// Most calls of a point failed: its latency and throughput are of failures, which are
+    /// often fast; they are left out of the comparisons.
+    MostCallsFailed {
+        contender: String,
+        /// `scenario [point]` for each such point.
+        places: Vec<String>,
+        failed: u64,
+        of: u64,
+        /// The commonest failure (`connect error: …`).
+        example: String,
+    },
     /// Calls sit in the 40–50 ms band with (almost) nothing between the main mode and it.
     StallBand {
         contender: String,
@@ -99,6 +110,17 @@ pub struct Seen {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Finding::MostCallsFailed {
+                contender,
+                places,
+                failed,
+                of,
+                example,
+            } => write!(
+                f,
+                "{contender} failed most calls at {} ({failed} of {of}; {example}) — its latency and throughput there measure failures, so they are left out of the comparisons",
+                places.join(", ")
+            ),
             Finding::StallBand {
                 contender,
                 places,
@@ -267,8 +289,53 @@ fn contender_busy(
     (secs > 0.0).then(|| cpu / secs / cpus as f64)
 }
 
+/// Per contender: (places, failed calls, calls, count by failure) of its mostly-failed points.
+type Failing = (Vec<String>, u64, u64, BTreeMap<String, u64>);
+
+/// Whether most of a load's calls failed (then its latency says nothing about answers).
+pub fn mostly_failed(l: &crate::load::LoadResult) -> bool {
+    l.mostly_failed()
+}
+
 pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
     let mut out = Vec::new();
+    // First: points where most calls failed, per contender.
+    let mut failing: BTreeMap<&str, Failing> = BTreeMap::new();
+    for run in &r.runs {
+        for p in &run.points {
+            let Some(l) = p.load.as_ref().filter(|l| mostly_failed(l)) else {
+                continue;
+            };
+            let e = failing.entry(&run.id.contender).or_default();
+            let place = p.id.to_string();
+            if !e.0.contains(&place) {
+                e.0.push(place);
+            }
+            e.1 += l.failures;
+            e.2 += l.requests;
+            for o in l.outcomes.iter().filter(|o| !o.success) {
+                let what = match &o.example {
+                    Some(x) => format!("{}: {x}", o.label),
+                    None => o.label.clone(),
+                };
+                *e.3.entry(what).or_default() += o.count;
+            }
+        }
+    }
+    for (c, (places, failed, of, kinds)) in failing {
+        let example = kinds
+            .into_iter()
+            .max_by_key(|(_, n)| *n)
+            .map(|(k, _)| k)
+            .unwrap_or_default();
+        out.push(Finding::MostCallsFailed {
+            contender: c.to_string(),
+            places,
+            failed,
+            of,
+            example,
+        });
+    }
     // Stall band, per contender over all its points.
     let mut per: BTreeMap<&str, Stalls> = BTreeMap::new();
     for run in &r.runs {

@@ -69,6 +69,12 @@ pub struct LoadResult {
 }
 
 impl LoadResult {
+    /// Whether most calls failed: then its latency and throughput are of failures (often
+    /// fast), not of answers, and no comparison should use them.
+    pub fn mostly_failed(&self) -> bool {
+        self.requests > 0 && self.failures * 2 > self.requests
+    }
+
     /// Several runs against the same target as one: counts summed, histograms added exactly
     /// (percentiles are never averaged), timelines laid end to end, rates over the summed
     /// measured time. `None` for no parts, or a stored histogram that does not decode.

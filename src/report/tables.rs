@@ -255,7 +255,11 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
                     .map(|l| l.latency_us.p90 as f64)
                     .collect::<Vec<_>>(),
             );
-            let base = c.baseline.as_deref().filter(|b| *b != c.name);
+            // A baseline that failed most calls here gives nothing to compare with.
+            let base = c.baseline.as_deref().filter(|b| *b != c.name).filter(|b| {
+                !r.point_runs(b, id)
+                    .any(|p| p.load.as_ref().is_some_and(crate::diagnose::mostly_failed))
+            });
             let base_of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Option<f64> {
                 let b = base?;
                 let v: Vec<f64> = r
@@ -271,6 +275,22 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
             let mut row = axes.cells(id);
             row.push(c.name.clone());
+            // A point where most calls failed measured failures: no figure, no delta.
+            if loads.iter().any(|l| crate::diagnose::mostly_failed(l)) {
+                let requests: u64 = loads.iter().map(|l| l.requests).sum();
+                let share = failed as f64 * 100.0 / requests.max(1) as f64;
+                let none = format!("— ({share:.0}% of calls failed)");
+                row.extend([
+                    none.clone(),
+                    "—".into(),
+                    none,
+                    String::new(),
+                    failed.to_string(),
+                ]);
+                row.extend(["—".into(), "—".into(), "—".into()]);
+                rows.push(row);
+                continue;
+            }
             row.push(with_delta(qps, bq, &|v| fmt_rate(v)));
             row.push(
                 match Sample::new(loads.iter().map(|l| l.requests_per_s).collect()) {

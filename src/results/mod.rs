@@ -352,10 +352,14 @@ impl Results {
             .filter(move |p| p.id == *point)
     }
 
-    /// The requests/s of that point, one value per repetition that measured it.
+    /// The requests/s of that point, one value per repetition that measured it (and did not
+    /// fail most of its calls).
     pub fn rates(&self, contender: &str, point: &PointId) -> Vec<f64> {
+        // A load where most calls failed measured failures: it has no rate to compare.
         self.point_runs(contender, point)
-            .filter_map(|p| p.load.as_ref().map(|l| l.requests_per_s))
+            .filter_map(|p| p.load.as_ref())
+            .filter(|l| !l.mostly_failed())
+            .map(|l| l.requests_per_s)
             .collect()
     }
 
