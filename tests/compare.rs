@@ -250,6 +250,23 @@ fn malformed_inputs_name_the_file_and_line() {
             ": JSON, but neither hyperfine --export-json output nor a bakeoff results.json",
         ),
     ];
+    // Inputs of two kinds, and a noise band of 200 %, are refused.
+    let hf = fixture("hyperfine/new.json");
+    let out = bakeoff(&["compare", good.to_str().unwrap(), hf.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("compare inputs of one kind"),
+        "{err}"
+    );
+    let out = bakeoff(&[
+        "compare",
+        "--noise",
+        "200%",
+        good.to_str().unwrap(),
+        good.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("below 100%"), "{err}");
     for (name, text, want) in cases {
         let p = dir.path().join(name);
         std::fs::write(&p, text).unwrap();

@@ -77,6 +77,13 @@ fn sigterm_stops_cleanly_and_resume_finishes_the_run() {
         .cloned()
         .collect();
     assert!(!complete.is_empty() && complete.len() < 4, "{r}");
+    // The report of an interrupted run says so first.
+    let rep = bakeoff(&["report", out.to_str().unwrap()]);
+    let md = String::from_utf8_lossy(&rep.stdout);
+    assert!(
+        md.contains("_Interrupted: these are the repetitions that ran"),
+        "{md}"
+    );
 
     // Resume: finished repetitions are kept as they were, the rest is run.
     let resumed = Command::new(env!("CARGO_BIN_EXE_bakeoff"))

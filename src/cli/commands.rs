@@ -147,11 +147,25 @@ pub(super) fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1");
     }
+    if args.noise >= 100.0 {
+        bail!("--noise {}%: a noise band is below 100%", args.noise);
+    }
     let sets = args
         .inputs
         .iter()
         .map(|p| crate::import::load(p))
         .collect::<Result<Vec<_>, _>>()?;
+    // Benchmarks of one kind compare with each other; Go's ns/op against a bake-off's
+    // requests/s would pair rows that only share a name.
+    if let Some(other) = sets.iter().find(|s| s.format != sets[0].format) {
+        bail!(
+            "`{}` is {:?} output and `{}` is {:?}: compare inputs of one kind",
+            sets[0].label,
+            sets[0].format,
+            other.label,
+            other.format
+        );
+    }
     let opts = crate::compare::Options {
         thresholds: crate::stats::Thresholds {
             alpha: args.alpha,

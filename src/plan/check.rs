@@ -182,6 +182,9 @@ impl Checker<'_> {
         list.iter()
             .map(|p| {
                 let file = base.join(p.get_ref());
+                if file.extension().is_none_or(|e| e != "proto") {
+                    return Err(self.at(p, format!("`{}` is not a .proto file", p.get_ref())));
+                }
                 if file.is_file() {
                     Ok(file)
                 } else {
@@ -287,7 +290,7 @@ impl Checker<'_> {
         let mut members = Vec::new();
         match (&r.command, r.members.is_empty()) {
             (Some(cmd), true) => {
-                let endpoint = r.endpoint.as_ref().map(|e| e.get_ref().clone());
+                let endpoint = r.endpoint.as_ref().map(|e| self.endpoint(e)).transpose()?;
                 members.push(Member {
                     name: name.clone(),
                     command: self.command(cmd)?,
@@ -308,7 +311,7 @@ impl Checker<'_> {
                     }
                     let mut menv = env.clone();
                     menv.extend(mr.env.clone());
-                    let endpoint = mr.endpoint.as_ref().map(|e| e.get_ref().clone());
+                    let endpoint = mr.endpoint.as_ref().map(|e| self.endpoint(e)).transpose()?;
                     let ready = mr.ready.as_ref().or(r.ready.as_ref());
                     members.push(Member {
                         name: mname,
@@ -327,6 +330,16 @@ impl Checker<'_> {
             }
         }
         let ready_when = r.ready_when.as_ref().map(|p| self.probe(p)).transpose()?;
+        let dir = r.dir.as_ref().map(|d| base.join(d));
+        if let Some(d) = dir.as_ref().filter(|d| !d.is_dir()) {
+            return Err(self.at(
+                &r.name,
+                format!(
+                    "contender `{name}`: its `dir` `{}` is not a folder",
+                    d.display()
+                ),
+            ));
+        }
         Ok(Contender {
             name,
             baseline: None,
@@ -347,7 +360,7 @@ impl Checker<'_> {
                 "stop_timeout",
                 Duration::from_secs(10),
             )?,
-            dir: r.dir.as_ref().map(|d| base.join(d)),
+            dir,
             noise_of: None,
         })
     }
@@ -386,9 +399,27 @@ impl Checker<'_> {
 
     pub(super) fn command(&self, s: &Spanned<Vec<String>>) -> Res<Vec<String>> {
         match s.get_ref().first() {
-            Some(p) if !p.trim().is_empty() => Ok(s.get_ref().clone()),
+            Some(p) if !p.trim().is_empty() => {
+                for arg in s.get_ref() {
+                    placeholders_ok(arg).map_err(|e| self.at(s, e))?;
+                }
+                Ok(s.get_ref().clone())
+            }
             _ => Err(self.at(s, "a command is a list: program first, then its arguments")),
         }
+    }
+
+    /// An endpoint bakeoff can serve: `http://` or `https://`, placeholders well formed.
+    fn endpoint(&self, e: &Spanned<String>) -> Res<String> {
+        let text = e.get_ref();
+        if !(text.starts_with("http://") || text.starts_with("https://")) {
+            return Err(self.at(
+                e,
+                format!("`{text}` is not an http:// or https:// endpoint"),
+            ));
+        }
+        placeholders_ok(text).map_err(|m| self.at(e, m))?;
+        Ok(text.clone())
     }
 
     fn scenario(&self, s: &Spanned<RawScenario>, has_protos: bool) -> Res<Scenario> {
@@ -504,6 +535,41 @@ impl Checker<'_> {
         };
         Ok(Step { call, requests })
     }
+}
+
+/// `{port}`, `{port:NAME}` and `{env:NAME}` must be whole: a `{port` without its `}` (or with
+/// an empty name) would reach the program as written.
+fn placeholders_ok(text: &str) -> Result<(), String> {
+    for (key, named) in [("{port", false), ("{env:", true)] {
+        let mut rest = text;
+        while let Some(i) = rest.find(key) {
+            let after = &rest[i + key.len()..];
+            let ok = if named {
+                after.find('}').is_some_and(|e| e > 0)
+            } else if let Some(n) = after.strip_prefix(':') {
+                n.find('}').is_some_and(|e| {
+                    e > 0
+                        && n[..e]
+                            .chars()
+                            .all(|c| c.is_alphanumeric() || "-_".contains(c))
+                })
+            } else {
+                after.starts_with('}')
+            };
+            if !ok {
+                let form = if named {
+                    "{env:NAME}"
+                } else {
+                    "{port} or {port:NAME}"
+                };
+                return Err(format!(
+                    "`{text}`: a placeholder is cut short; write {form}"
+                ));
+            }
+            rest = after;
+        }
+    }
+    Ok(())
 }
 
 pub(super) struct CallFields<'a> {

@@ -549,6 +549,9 @@ pub fn parse_share(s: &str) -> Option<f64> {
 }
 
 /// Parses `250ms`, `10s`, `2m`, `1h`, `1.5s` or a bare number of seconds.
+/// No duration bakeoff takes (a run, a timeout, a slice) needs more.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s
@@ -566,7 +569,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => 3600.0,
         u => return Err(format!("`{u}` is not a time unit (use ms, s, m or h)")),
     };
-    Duration::try_from_secs_f64(n * scale).map_err(|_| format!("`{s}` is out of range"))
+    let d = Duration::try_from_secs_f64(n * scale).map_err(|_| format!("`{s}` is out of range"))?;
+    if d > MAX_DURATION {
+        return Err(format!("`{s}` is longer than 30 days"));
+    }
+    Ok(d)
 }
 
 #[cfg(test)]

@@ -226,11 +226,11 @@ fn compat_mistakes_are_pointed_at() {
     let e = err(&format!("{ONE}\n[[compat]]\nhttp = \"POST /\"\n"));
     assert!(e.contains("needs requests"), "{e}");
     let e = err(&format!(
-        "protos = [\"Cargo.toml\"]\n{ONE}\n[[compat]]\ngrpc = \"a.B/C\"\nrequests = ['not json']\n"
+        "protos = [\"examples/etcd/protos/rpc.proto\"]\n{ONE}\n[[compat]]\ngrpc = \"a.B/C\"\nrequests = ['not json']\n"
     ));
     assert!(e.contains("a gRPC request is a JSON object"), "{e}");
     let e = err(&format!(
-        "protos = [\"Cargo.toml\"]\n{ONE}\n[[compat]]\ngrpc = \"a.B/C\"\nrequests = ['raw:%%%']\n"
+        "protos = [\"examples/etcd/protos/rpc.proto\"]\n{ONE}\n[[compat]]\ngrpc = \"a.B/C\"\nrequests = ['raw:%%%']\n"
     ));
     assert!(e.contains("base64"), "{e}");
     let e = err(&format!(
@@ -296,4 +296,47 @@ fn paired_settings_that_make_no_sense_are_errors_at_their_place() {
         "{o}"
     );
     assert!(o.contains("plan.toml:2:"), "{o}");
+}
+
+#[test]
+fn what_would_fail_after_start_is_caught_before() {
+    let with = |contender_extra: &str| {
+        err(&format!(
+            "name = \"t\"\n[[contender]]\nname = \"a\"\n{contender_extra}\n"
+        ))
+    };
+    let e = with("command = [\"srv\", \"--port\", \"{port\"]");
+    assert!(
+        e.contains("a placeholder is cut short; write {port} or {port:NAME}"),
+        "{e}"
+    );
+    let e = with("command = [\"srv\", \"--p={port:}\"]");
+    assert!(e.contains("cut short"), "{e}");
+    let e = with("command = [\"srv\", \"{env:HOME\"]");
+    assert!(e.contains("write {env:NAME}"), "{e}");
+    let e = with("command = [\"srv\"]\nendpoint = \"ftp://127.0.0.1:{port}\"");
+    assert!(e.contains("is not an http:// or https:// endpoint"), "{e}");
+    let e = with("command = [\"srv\"]\ndir = \"/nonexistent/folder\"");
+    assert!(
+        e.contains("its `dir` `/nonexistent/folder` is not a folder"),
+        "{e}"
+    );
+    let e = err(&format!("protos = [\"plan.toml\"]\n{ONE}"));
+    assert!(e.contains("`plan.toml` is not a .proto file"), "{e}");
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nduration = \"1000000000000000h\"\n"
+    ));
+    assert!(
+        e.contains("out of range") || e.contains("longer than 30 days"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nduration = \"31d\"\n"
+    ));
+    assert!(e.contains("not a time unit"), "{e}");
+    assert!(parse_duration("800h")
+        .unwrap_err()
+        .contains("longer than 30 days"));
+    // Well-formed placeholders pass.
+    assert!(parse(&format!("{ONE}\n")).is_ok());
 }

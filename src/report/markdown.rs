@@ -12,6 +12,15 @@ pub fn render(a: &Analysis) -> String {
     let r = a.results;
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", r.name);
+    match r.status.as_str() {
+        "interrupted" => {
+            let _ = writeln!(out, "_Interrupted: these are the repetitions that ran before it stopped; continue with `bakeoff run --resume DIR`._\n");
+        }
+        "running" => {
+            let _ = writeln!(out, "_Incomplete: bakeoff stopped before this run finished (it was killed, or is still running); the figures are what it had written by then._\n");
+        }
+        _ => {}
+    }
     if r.smoke {
         let _ = writeln!(out, "_Smoke run: one repetition, short scenarios — check the plan, do not compare these numbers._\n");
     }
