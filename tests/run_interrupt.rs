@@ -209,3 +209,88 @@ duration = "60s"
         "no exit recorded: {run}"
     );
 }
+
+/// `kill -9` of bakeoff: 2 s later nothing started for the run is alive — a wrapper's
+/// child, a `setsid` daemon, and a daemon that cleared its environment included (the guard
+/// between bakeoff and each member is a child subreaper and kills its whole subtree).
+#[test]
+fn sigkill_of_bakeoff_leaves_nothing_behind() {
+    let dir = TempDir::new("sigkill");
+    let marker = format!("bakeoff-escape-test-{}", std::process::id());
+    // The member: a shell that starts a server, a setsid'd sleeper and an env -i'd one
+    // (each named by the marker so the test can find them), then waits.
+    let plan = format!(
+        r#"
+name = "kill me"
+repetitions = 1
+[[contender]]
+name = "wrapper"
+command = ["sh", "-c", "setsid sh -c 'sleep 1000; echo {marker}-setsid' & setsid env -i sh -c 'sleep 1000; echo {marker}-noenv' & exec python3 -m http.server {{port}} --bind 127.0.0.1"]
+ready = {{ http = "http://127.0.0.1:{{port}}/", timeout = "20s" }}
+
+[[scenario]]
+name = "slow"
+http = "/"
+duration = "60s"
+"#
+    );
+    let plan_path = dir.path().join("plan.toml");
+    std::fs::write(&plan_path, plan).unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .arg("run")
+        .arg(&plan_path)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let escaped = |marker: &str| -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = read_results(&out);
+        let started = r["runs"]
+            .as_array()
+            .and_then(|runs| runs.first().cloned())
+            .is_some_and(|run| run["startup"].is_object());
+        if started && escaped(&marker).len() >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run never got going: {r}");
+        assert!(child.try_wait().unwrap().is_none(), "bakeoff ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let left = escaped(&marker);
+    let tagged = leftovers(pid);
+    // Kill them anyway, so a failure here does not leave them running.
+    for p in left.iter().chain(&tagged) {
+        // SAFETY: signals to processes this test's run started.
+        unsafe {
+            libc::kill(*p, libc::SIGKILL);
+        }
+    }
+    assert!(
+        left.is_empty(),
+        "escaped after SIGKILL of bakeoff: {left:?}"
+    );
+    assert!(
+        tagged.is_empty(),
+        "left behind after SIGKILL of bakeoff: {tagged:?}"
+    );
+}

@@ -27,15 +27,16 @@ pub(super) fn unregister_group(pgid: i32) {
     }
 }
 
-/// Kills every running member's process group. Async-signal-safe (atomics and `kill` only),
-/// for use in a signal handler.
+/// Kills every running member and all it started: each group's leader is the member's guard,
+/// which kills its whole subtree on [`super::guard::PARENT_DIED`]. Async-signal-safe
+/// (atomics and `kill` only), for use in a signal handler.
 pub fn kill_all_live() {
     for slot in &LIVE_GROUPS {
         let g = slot.load(SeqCst);
         if g > 1 {
             // SAFETY: kill has no memory preconditions.
             unsafe {
-                libc::kill(-g, libc::SIGKILL);
+                libc::kill(g, super::guard::PARENT_DIED);
             }
         }
     }

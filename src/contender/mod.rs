@@ -3,6 +3,7 @@
 //! timed, CPU and memory sampled, and teardown that leaves no process behind — the group is
 //! signalled, and any process still carrying this start's tag in its environment is killed.
 
+pub mod guard;
 mod member;
 pub mod probe;
 mod spawn;
@@ -77,6 +78,8 @@ pub struct Running {
     ready_when: Option<Probe>,
     protos: crate::client::Descriptors,
     stopped: bool,
+    /// The ports given to it, by name: checked free after it stopped.
+    ports: std::collections::BTreeMap<String, u16>,
 }
 
 /// Starts every member (after the setup commands). Does not wait for readiness.
@@ -242,6 +245,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         ready_when,
         protos: l.protos.clone(),
         stopped: false,
+        ports: ports.clone(),
     })
 }
 
@@ -407,6 +411,17 @@ impl Running {
             }
         }
         spawn::sweep(&self.tag);
+        // The last check: nothing it started may still listen on its ports.
+        for (name, port) in &self.ports {
+            if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", *port)) {
+                if e.kind() == std::io::ErrorKind::AddrInUse {
+                    problems.push(format!(
+                        "port {port} (`{{{}}}`) is still in use after the contender stopped: something it started is still running",
+                        if name == "port" { "port".to_string() } else { format!("port:{name}") }
+                    ));
+                }
+            }
+        }
         let exits = self.members.iter().filter_map(|m| m.exit.clone()).collect();
         (exits, usage, problems)
     }
@@ -435,8 +450,25 @@ impl Running {
                         std::thread::sleep(Duration::from_millis(10))
                     }
                     None => {
-                        kill_group(m.pid, libc::SIGKILL);
-                        break m.poll(true);
+                        // The guard kills the member and everything it started; a group
+                        // kill is the fallback if the guard itself does not answer.
+                        // SAFETY: kill has no memory preconditions.
+                        unsafe {
+                            libc::kill(m.pid, guard::PARENT_DIED);
+                        }
+                        let until = Instant::now() + Duration::from_secs(2);
+                        let mut got = None;
+                        while got.is_none() && Instant::now() < until {
+                            got = m.poll(false);
+                            if got.is_none() && m.reaped_cpu.is_none() {
+                                std::thread::sleep(Duration::from_millis(5));
+                            }
+                        }
+                        if got.is_none() {
+                            kill_group(m.pid, libc::SIGKILL);
+                            got = m.poll(true);
+                        }
+                        break got;
                     }
                 }
             };

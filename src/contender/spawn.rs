@@ -151,14 +151,27 @@ pub struct SpawnSpec<'a> {
     pub tag: &'a str,
 }
 
-/// Spawns a member as the leader of a new process group, its output going to log files.
+/// Spawns a member under its guard (bakeoff itself, `__guard`: see [`super::guard`]) as the
+/// leader of a new process group, its output going to log files. A program that does not
+/// exist is found here, before the guard starts.
 pub fn spawn(s: &SpawnSpec) -> Result<Child, String> {
     let out = File::create(s.stdout).map_err(|e| format!("{}: {e}", s.stdout.display()))?;
     let err = File::create(s.stderr).map_err(|e| format!("{}: {e}", s.stderr.display()))?;
-    let mut cmd = Command::new(&s.command[0]);
-    cmd.args(&s.command[1..])
+    if !program_found(&s.command[0], s.dir) {
+        return Err(format!(
+            "`{}`: No such file or directory (os error 2)",
+            s.command[0]
+        ));
+    }
+    // /proc/self/exe, not a path: it still names this binary if the file was replaced.
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg0("bakeoff-guard")
+        .arg(super::guard::ARG)
+        .arg("--")
+        .args(s.command)
         .envs(s.env.iter().map(|(k, v)| (k, v)))
         .env(super::TAG_VAR, s.tag)
+        .env("BAKEOFF_GUARD_PARENT", std::process::id().to_string())
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -172,8 +185,11 @@ pub fn spawn(s: &SpawnSpec) -> Result<Child, String> {
     // was allocated before the fork.
     unsafe {
         cmd.pre_exec(move || {
-            // If bakeoff dies, the member is killed with it.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            // If bakeoff dies, the guard kills the member and all it started.
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                super::guard::PARENT_DIED as libc::c_ulong,
+            );
             if let Some(cpus) = &cpus {
                 crate::sys::pin_current_thread(cpus)?;
             }
@@ -181,6 +197,25 @@ pub fn spawn(s: &SpawnSpec) -> Result<Child, String> {
         });
     }
     cmd.spawn().map_err(|e| e.to_string())
+}
+
+/// Whether `program` can be executed: a path (relative to `dir` when given), or a name on
+/// PATH.
+fn program_found(program: &str, dir: Option<&Path>) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let runnable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = Path::new(program);
+        return match dir {
+            Some(d) if p.is_relative() => runnable(&d.join(p)),
+            _ => runnable(p),
+        };
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(program))))
 }
 
 /// Runs a setup or cleanup command to completion (bounded), appending its output to `log`.
