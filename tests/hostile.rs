@@ -290,3 +290,46 @@ fn a_contender_that_fails_every_call_does_not_look_fast() {
     assert!(md.contains("— (100% of calls failed)"), "{md}");
     assert!(!md.contains("-100%"), "{md}");
 }
+
+/// A contender that floods its output: each log keeps its head and a rolling tail within
+/// `log_limit`, says how much it dropped, and the run goes on.
+#[test]
+fn a_flooding_contender_cannot_fill_the_disk() {
+    let dir = TempDir::new("hostile-flood");
+    let plan = r#"
+name = "flood"
+repetitions = 1
+log_limit = "64KiB"
+[[contender]]
+name = "loud"
+command = ["sh", "-c", "echo first-line >&2; yes bakeoff-log-line | head -c 50000000 >&2; echo last-line >&2; exec python3 -m http.server {port} --bind 127.0.0.1"]
+ready = { http = "http://127.0.0.1:{port}/", timeout = "60s" }
+
+[[scenario]]
+name = "root"
+http = "/"
+requests = 20
+"#;
+    let r = run_plan(dir.path(), plan, &[]);
+    assert!(r.output.status.success(), "{}", r.stderr());
+    let run = r.run("loud", 1);
+    let log = run["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| r.out_dir.join(l.as_str().unwrap()))
+        .find(|p| p.to_string_lossy().ends_with(".stderr"))
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.len() <= 64 * 1024 + 200, "{} bytes", text.len());
+    assert!(
+        text.starts_with("first-line\nbakeoff-log-line\n"),
+        "{}",
+        &text[..100]
+    );
+    assert!(
+        text.contains("bytes of output dropped here"),
+        "no dropped line"
+    );
+    assert!(text.contains("last-line\n"), "the tail is kept");
+}

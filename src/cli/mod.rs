@@ -29,28 +29,6 @@ pub struct Cli {
     pub max_body: Option<usize>,
 }
 
-/// `64MiB`, `512KiB`, `1GiB`, `1000000` → bytes.
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size like 64MiB"))?;
-    let mult: usize = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" | "K" | "k" => 1 << 10,
-        "MiB" | "M" => 1 << 20,
-        "GiB" | "G" => 1 << 30,
-        other => return Err(format!("`{other}` is not a unit (B, KiB, MiB, GiB)")),
-    };
-    n.checked_mul(mult).filter(|&b| b > 0).ok_or_else(|| {
-        format!(
-            "`{s}` is not a size between 1 byte and {} bytes",
-            usize::MAX
-        )
-    })
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Send load to one server and report latency, throughput and outcomes (like hey or oha).
@@ -311,7 +289,7 @@ pub struct CallArgs {
     pub json: bool,
 }
 
-pub use crate::plan::parse_duration;
+pub use crate::plan::{parse_duration, parse_size};
 
 impl TargetArgs {
     fn headers(&self) -> anyhow::Result<Vec<(String, String)>> {

@@ -53,9 +53,25 @@ pub(super) struct MemberProc {
     pub(super) ready: Probe,
     pub(super) endpoint: String,
     pub(super) logs: Vec<PathBuf>,
+    /// The threads writing its stdout and stderr to `logs`.
+    pub(super) pumps: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl MemberProc {
+    /// Waits (a second at most: a process it started may still hold the pipe) until its
+    /// output is all in the log files.
+    pub(super) fn flush_logs(&mut self) {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while self.pumps.iter().any(|p| !p.is_finished()) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        for p in std::mem::take(&mut self.pumps) {
+            if p.is_finished() {
+                let _ = p.join();
+            }
+        }
+    }
+
     /// Reaps the member if it has exited (or, with `block`, once it does), keeping the CPU
     /// time the kernel reports for it and its reaped descendants. `None` while it runs.
     pub(super) fn poll(&mut self, block: bool) -> Option<std::process::ExitStatus> {

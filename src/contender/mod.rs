@@ -4,6 +4,7 @@
 //! signalled, and any process still carrying this start's tag in its environment is killed.
 
 pub mod guard;
+mod logcap;
 mod member;
 pub mod probe;
 mod spawn;
@@ -34,6 +35,10 @@ pub struct Launch<'a> {
     /// Prefix of this start's log files, e.g. `etcd-3.4.r1`.
     pub log_prefix: String,
     pub cpus: Option<Vec<usize>>,
+    /// Where the threads that write members' logs run (off the contender CPUs).
+    pub log_cpus: Option<Vec<usize>>,
+    /// Each member log's size limit (head and rolling tail).
+    pub log_limit: u64,
     /// The plan's compiled `.proto` files, for gRPC readiness probes.
     pub protos: &'a crate::client::Descriptors,
 }
@@ -188,10 +193,12 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
                     stderr: &p.logs[1],
                     cpus: l.cpus.as_deref(),
                     tag: &tag,
+                    log_limit: l.log_limit,
+                    log_cpus: l.log_cpus.as_deref(),
                 })
             });
-        let child = match spawned {
-            Ok(child) => child,
+        let (child, pumps) = match spawned {
+            Ok(spawned) => spawned,
             Err(reason) => {
                 for m in &mut members {
                     kill_group(m.pid, libc::SIGKILL);
@@ -217,6 +224,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
             ready: p.ready,
             endpoint: endpoint.clone(),
             logs: p.logs,
+            pumps,
         });
     }
     let ready_when = c
@@ -335,8 +343,9 @@ impl Running {
                     m.exit = Some(describe_exit(&m.name, m.pid, status, false));
                 }
             }
-            if let Some(e) = &m.exit {
+            if let Some(e) = m.exit.clone() {
                 if !e.stopped_by_bakeoff {
+                    m.flush_logs();
                     let tail = log_tail(&m.logs, 5);
                     return Some(format!(
                         "member `{}` (pid {}) exited: {}{}",
@@ -477,9 +486,10 @@ impl Running {
             }
         }
         // Children that outlived their member's leader are still in its group.
-        for m in &self.members {
+        for m in &mut self.members {
             kill_group(m.pid, libc::SIGKILL);
             unregister_group(m.pid);
+            m.flush_logs();
         }
         spawn::sweep(&self.tag);
     }

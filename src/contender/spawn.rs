@@ -149,12 +149,19 @@ pub struct SpawnSpec<'a> {
     pub stderr: &'a Path,
     pub cpus: Option<&'a [usize]>,
     pub tag: &'a str,
+    /// Each log's size limit (see `logcap`).
+    pub log_limit: u64,
+    /// Where the log threads run.
+    pub log_cpus: Option<&'a [usize]>,
 }
+
+/// A started member and the threads writing its output.
+pub type Spawned = (Child, Vec<std::thread::JoinHandle<()>>);
 
 /// Spawns a member under its guard (bakeoff itself, `__guard`: see [`super::guard`]) as the
 /// leader of a new process group, its output going to log files. A program that does not
 /// exist is found here, before the guard starts.
-pub fn spawn(s: &SpawnSpec) -> Result<Child, String> {
+pub fn spawn(s: &SpawnSpec) -> Result<Spawned, String> {
     let out = File::create(s.stdout).map_err(|e| format!("{}: {e}", s.stdout.display()))?;
     let err = File::create(s.stderr).map_err(|e| format!("{}: {e}", s.stderr.display()))?;
     if !program_found(&s.command[0], s.dir) {
@@ -173,8 +180,8 @@ pub fn spawn(s: &SpawnSpec) -> Result<Child, String> {
         .env(super::TAG_VAR, s.tag)
         .env("BAKEOFF_GUARD_PARENT", std::process::id().to_string())
         .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .process_group(0);
     if let Some(d) = s.dir {
         cmd.current_dir(d);
@@ -196,7 +203,19 @@ pub fn spawn(s: &SpawnSpec) -> Result<Child, String> {
             Ok(())
         });
     }
-    cmd.spawn().map_err(|e| e.to_string())
+    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    let log_cpus = s.log_cpus.map(<[usize]>::to_vec);
+    let mut pumps = Vec::new();
+    if let Some(o) = child.stdout.take() {
+        pumps.push(
+            super::logcap::pump(o, out, s.log_limit, log_cpus.clone())
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    if let Some(e) = child.stderr.take() {
+        pumps.push(super::logcap::pump(e, err, s.log_limit, log_cpus).map_err(|e| e.to_string())?);
+    }
+    Ok((child, pumps))
 }
 
 /// Whether `program` can be executed: a path (relative to `dir` when given), or a name on

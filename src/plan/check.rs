@@ -165,6 +165,14 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         contenders,
         scenarios,
         compat,
+        log_limit: match &raw.log_limit {
+            None => super::DEFAULT_LOG_LIMIT,
+            Some(l) => match super::parse_size(l.get_ref()) {
+                Ok(n) if n >= 1024 => n as u64,
+                Ok(_) => return Err(c.at(l, "`log_limit` must be at least 1KiB")),
+                Err(e) => return Err(c.at(l, format!("`log_limit`: {e}"))),
+            },
+        },
     })
 }
 

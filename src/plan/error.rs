@@ -59,6 +59,10 @@ impl<'a> Locator<'a> {
                 m.push_str(&format!(" (valid here: {})", valid.join(", ")));
                 m
             }
+            // serde's name for a key that takes one value or a list says nothing to a user.
+            None if message.contains("untagged enum OneOrMany") => {
+                "expected one value or a list of them (e.g. `4` or `[1, 16, 64]`)".to_string()
+            }
             None => message,
         };
         self.at(e.span().unwrap_or(0..0), message)

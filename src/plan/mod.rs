@@ -34,6 +34,8 @@ pub struct Plan {
     pub contenders: Vec<Contender>,
     pub scenarios: Vec<Scenario>,
     pub compat: Vec<CompatSet>,
+    /// Each member log's size limit: the first half as it came, then a rolling tail.
+    pub log_limit: u64,
 }
 
 /// `[[compat]]`: one call made with many requests; every contender gets every request and
@@ -549,6 +551,31 @@ pub fn parse_share(s: &str) -> Option<f64> {
 }
 
 /// Parses `250ms`, `10s`, `2m`, `1h`, `1.5s` or a bare number of seconds.
+/// `64MiB`, `512KiB`, `1GiB`, `1000000` → bytes.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size like 64MiB"))?;
+    let mult: usize = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "K" | "k" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
+        other => return Err(format!("`{other}` is not a unit (B, KiB, MiB, GiB)")),
+    };
+    n.checked_mul(mult).filter(|&b| b > 0).ok_or_else(|| {
+        format!(
+            "`{s}` is not a size between 1 byte and {} bytes",
+            usize::MAX
+        )
+    })
+}
+
+/// Each member log's default limit (stdout and stderr each): 8 MiB of head, 8 of tail.
+pub const DEFAULT_LOG_LIMIT: u64 = 16 << 20;
+
 /// No duration bakeoff takes (a run, a timeout, a slice) needs more.
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 

@@ -23,6 +23,8 @@ pub struct RawPlan {
     /// Import roots for the `.proto` files [default: each file's folder].
     #[serde(default)]
     pub proto_include: Vec<String>,
+    /// Each member log's size limit, e.g. `"16MiB"`.
+    pub log_limit: Option<Spanned<String>>,
     #[serde(rename = "contender", default)]
     pub contenders: Vec<Spanned<RawContender>>,
     #[serde(rename = "scenario", default)]

@@ -340,3 +340,12 @@ fn what_would_fail_after_start_is_caught_before() {
     // Well-formed placeholders pass.
     assert!(parse(&format!("{ONE}\n")).is_ok());
 }
+
+#[test]
+fn serde_internals_do_not_reach_the_user() {
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nclients = \"many\"\n"
+    ));
+    assert!(e.contains("expected one value or a list of them"), "{e}");
+    assert!(!e.contains("untagged"), "{e}");
+}

@@ -402,7 +402,7 @@ impl Grpc {
                 let json = t.render_string(seq.wrapping_mul(n).wrapping_add(i as u64), self.seed);
                 encode_json(&self.method.input(), &json)
                     .map(|m| frame(&m))
-                    .map_err(|e| CallError::Protocol(e.to_string()))
+                    .map_err(|e| CallError::Request(e.to_string()))
             })
             .collect()
     }

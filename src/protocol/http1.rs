@@ -194,6 +194,12 @@ fn parse_head(bytes: &[u8], head_only: bool) -> Result<Option<(Head, usize)>, Ca
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
                 .ok_or_else(|| CallError::Protocol("bad Content-Length".into()))?;
+            if matches!(framing, Framing::Length(other) if other != len) {
+                // Two lengths: which one frames the body is the classic smuggling question.
+                return Err(CallError::Protocol(
+                    "two different Content-Length headers".into(),
+                ));
+            }
             if !matches!(framing, Framing::Chunked) {
                 framing = Framing::Length(len);
             }
@@ -456,6 +462,10 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(parse_head(b"SMTP ready\r\n\r\n", false).is_err());
+        let two = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 50\r\n\r\n";
+        assert!(parse_head(two, false).is_err());
+        let same = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n";
+        assert!(parse_head(same, false).is_ok());
     }
 
     #[test]

@@ -213,7 +213,7 @@ pub struct Http2 {
 pub fn uri(endpoint: &Endpoint, path: &str) -> Result<http::Uri, CallError> {
     format!("{}://{}{path}", endpoint.scheme(), endpoint.authority)
         .parse()
-        .map_err(|e| CallError::Protocol(format!("bad request path `{path}`: {e}")))
+        .map_err(|e| CallError::Request(format!("bad request path `{path}`: {e}")))
 }
 
 impl Http2 {

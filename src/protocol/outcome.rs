@@ -15,6 +15,9 @@ pub enum Class {
     Io,
     Protocol,
     Tls,
+    /// The client could not build the request (a rendered template that does not fit the
+    /// message type): bakeoff's side, not the server's.
+    Request,
 }
 
 impl Class {
@@ -40,6 +43,7 @@ impl Class {
             Class::Io => "io_error",
             Class::Protocol => "protocol_error",
             Class::Tls => "tls_error",
+            Class::Request => "request_error",
         }
     }
 
@@ -66,6 +70,7 @@ impl fmt::Display for Class {
             Class::Io => f.write_str("connection error"),
             Class::Protocol => f.write_str("protocol error"),
             Class::Tls => f.write_str("TLS error"),
+            Class::Request => f.write_str("request not built"),
         }
     }
 }
@@ -174,6 +179,9 @@ pub enum CallError {
     /// A TLS failure, already explained (`TLS: …`).
     #[error("{0}")]
     Tls(String),
+    /// The request could not be built on the client's side.
+    #[error("the request could not be built: {0}")]
+    Request(String),
 }
 
 impl CallError {
@@ -184,6 +192,7 @@ impl CallError {
             CallError::Io(_) => Class::Io,
             CallError::Protocol(_) => Class::Protocol,
             CallError::Tls(_) => Class::Tls,
+            CallError::Request(_) => Class::Request,
         }
     }
 

@@ -160,6 +160,17 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// The CPUs a point keeps busy: the contenders' and the load's when pinned, else all.
+    /// Where the threads writing members' logs run: every CPU but the contenders' (not
+    /// pinned when the contenders are not).
+    fn log_cpus(&self) -> Option<Vec<usize>> {
+        let contender = self.contender_cpus.as_ref()?;
+        let rest: Vec<usize> = crate::sys::allowed_cpus()
+            .into_iter()
+            .filter(|c| !contender.contains(c))
+            .collect();
+        (!rest.is_empty()).then_some(rest)
+    }
+
     fn busy_cpus(&self) -> Vec<usize> {
         if self.load_cpus.is_empty() {
             return Vec::new();
@@ -228,6 +239,8 @@ impl Ctx<'_> {
             logs: self.dir.join("logs"),
             log_prefix: prefix,
             cpus: self.contender_cpus.clone(),
+            log_cpus: self.log_cpus(),
+            log_limit: self.plan.log_limit,
             protos: self.protos,
         };
         let ticks0 = crate::sys::cpu_ticks();
