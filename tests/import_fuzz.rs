@@ -5,7 +5,9 @@
 use std::path::Path;
 
 use bakeoff::import;
-use bakeoff::rng::mix;
+
+mod common;
+use common::mutate;
 
 fn corpus() -> Vec<Vec<u8>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -21,40 +23,6 @@ fn corpus() -> Vec<Vec<u8>> {
     }
     assert!(out.len() >= 2, "fixtures missing");
     out
-}
-
-/// Flips, deletes, duplicates or inserts interesting bytes at random places.
-fn mutate(input: &[u8], seed: u64) -> Vec<u8> {
-    let mut v = input.to_vec();
-    let ops = 1 + mix(seed) % 8;
-    for k in 0..ops {
-        let r = mix(seed ^ mix(k + 1));
-        if v.is_empty() {
-            v.push(r as u8);
-            continue;
-        }
-        let at = (r >> 8) as usize % v.len();
-        match r % 6 {
-            0 => v[at] ^= 1 << ((r >> 40) % 8),
-            1 => {
-                let end = (at + (r >> 32) as usize % 16).min(v.len());
-                v.drain(at..end);
-            }
-            2 => {
-                const BYTES: &[u8] = b" \t\n-.e+0123456789{}[]\",:%/";
-                let b = BYTES[(r >> 32) as usize % BYTES.len()];
-                v.insert(at, b);
-            }
-            3 => v.truncate(at),
-            4 => {
-                let end = (at + 32).min(v.len());
-                let chunk = v[at..end].to_vec();
-                v.splice(at..at, chunk);
-            }
-            _ => v[at] = (r >> 48) as u8,
-        }
-    }
-    v
 }
 
 #[test]

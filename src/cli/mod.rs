@@ -322,6 +322,19 @@ impl TargetArgs {
         if let Some(b) = &body {
             Template::parse(b).context("-d")?;
         }
+        let texts = [
+            ("-d", body.as_deref()),
+            ("--params", Some(self.params.as_str())),
+        ];
+        for (flag, text) in texts {
+            for w in crate::protocol::template::unknown_keywords(text.unwrap_or_default()) {
+                eprintln!(
+                    "bakeoff: warning: `{{{w}:…}}` in {flag} is not a placeholder bakeoff knows \
+                     ({}); it is sent as written",
+                    crate::protocol::template::KEYWORDS.join(", ")
+                );
+            }
+        }
         if let Some(url) = &self.grpc {
             let endpoint = Endpoint::parse(url).context("--grpc")?;
             let method = self

@@ -109,6 +109,15 @@ impl Checker<'_> {
             Call::JsonRpc { path, params, .. } => vec![path, params],
         };
         for t in texts {
+            if let Some(w) = crate::protocol::template::unknown_keywords(t).first() {
+                return Err(self.span(
+                    span.clone(),
+                    format!(
+                        "`{{{w}:…}}` is not a placeholder ({} are)",
+                        crate::protocol::template::KEYWORDS.join(", ")
+                    ),
+                ));
+            }
             for word in braced_words(t) {
                 if word != "seq" && !vars.contains(&word) {
                     let hint = nearest(word, vars.iter().copied())

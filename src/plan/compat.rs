@@ -104,7 +104,7 @@ impl Checker<'_> {
             let t = Template::parse(&value_text(gr.request.get_ref()))
                 .map_err(|e| self.at(&gr.request, e.to_string()))?;
             for i in 0..count as u64 {
-                let request = t.render_string(i, seed);
+                let request = t.render_redacted(i, seed);
                 if grpc {
                     check_grpc_request(&request).map_err(|e| {
                         self.at(&gr.request, format!("generated request #{i}: {e}"))

@@ -349,3 +349,14 @@ fn serde_internals_do_not_reach_the_user() {
     assert!(e.contains("expected one value or a list of them"), "{e}");
     assert!(!e.contains("untagged"), "{e}");
 }
+
+#[test]
+fn a_placeholder_nobody_fills_is_an_error_not_text() {
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"POST /\"\nbody = '{{\"a\": \"{{rnd:1..5}}\"}}'\n"
+    ));
+    assert!(
+        e.contains("`{rnd:…}` is not a placeholder (rand, line, b64, fill, edge, env are)"),
+        "{e}"
+    );
+}

@@ -193,6 +193,35 @@ pub fn kind_of(m: &MethodDescriptor) -> &'static str {
     }
 }
 
+/// Renders request `seq` of `t` and encodes it; an error shows the request with `{env:…}`
+/// values left as placeholders, so a secret never reaches a message.
+fn encode_template(
+    desc: &MessageDescriptor,
+    t: &Template,
+    seq: u64,
+    seed: u64,
+) -> Result<Vec<u8>, GrpcSetupError> {
+    encode_json(desc, &t.render_string(seq, seed)).map_err(|e| match e {
+        GrpcSetupError::Request {
+            message, reason, ..
+        } => {
+            let shown = t.render_redacted(seq, seed);
+            // serde's reason may quote the value; with a secret in it, say less.
+            let reason = if shown == t.render_string(seq, seed) {
+                reason
+            } else {
+                "it does not parse as this message".into()
+            };
+            GrpcSetupError::Request {
+                message,
+                reason,
+                json: shown,
+            }
+        }
+        other => other,
+    })
+}
+
 /// Decodes one response message into proto3 JSON (field names as in the .proto, defaults
 /// included), for showing and comparing answers.
 pub fn decode_json(desc: &MessageDescriptor, bytes: &[u8]) -> Result<serde_json::Value, String> {
@@ -340,9 +369,11 @@ impl Grpc {
         let n = templates.len() as u64;
         let mut first = Vec::with_capacity(templates.len());
         for (i, t) in templates.iter().enumerate() {
-            first.push(frame(&encode_json(
+            first.push(frame(&encode_template(
                 &method.input(),
-                &t.render_string(i as u64 % n, seed),
+                t,
+                i as u64 % n,
+                seed,
             )?));
         }
         let body = if templates.iter().all(Template::is_static) {
@@ -399,8 +430,8 @@ impl Grpc {
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let json = t.render_string(seq.wrapping_mul(n).wrapping_add(i as u64), self.seed);
-                encode_json(&self.method.input(), &json)
+                let seq = seq.wrapping_mul(n).wrapping_add(i as u64);
+                encode_template(&self.method.input(), t, seq, self.seed)
                     .map(|m| frame(&m))
                     .map_err(|e| CallError::Request(e.to_string()))
             })

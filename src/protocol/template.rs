@@ -26,11 +26,27 @@ pub struct Template {
 enum Part {
     Lit(String),
     Seq,
-    Rand { lo: i64, hi: i64, slot: u64 },
+    Rand {
+        lo: i64,
+        hi: i64,
+        slot: u64,
+    },
     Line(Arc<[String]>),
     B64(Template),
-    Fill { len: usize, inner: Template },
-    Edge { lo: i64, hi: i64 },
+    Fill {
+        len: usize,
+        inner: Template,
+    },
+    Edge {
+        lo: i64,
+        hi: i64,
+    },
+    /// `{env:NAME}`: the variable's value, read when the template is parsed. Rendered as the
+    /// placeholder again by [`Template::render_redacted`], so it is never stored.
+    Env {
+        name: String,
+        value: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -83,6 +99,7 @@ impl Template {
             .iter()
             .map(|p| match p {
                 Part::Lit(s) => s.len() as u64,
+                Part::Env { value, .. } => value.len() as u64,
                 Part::Seq | Part::Rand { .. } | Part::Edge { .. } => 20,
                 Part::Line(lines) => lines.iter().map(|l| l.len() as u64).max().unwrap_or(0),
                 Part::B64(inner) => inner.size_bound().saturating_mul(4) / 3 + 4,
@@ -97,9 +114,46 @@ impl Template {
     }
 
     pub fn render(&self, seq: u64, seed: u64, out: &mut String) {
+        self.render_as(seq, seed, false, out);
+    }
+
+    /// As [`Template::render`], but `{env:NAME}` stays a placeholder (and so does a
+    /// `{b64:…}` or `{fill:…}` around one): for text that is stored (generated compat cases)
+    /// and parsed again when it is sent.
+    pub fn render_redacted(&self, seq: u64, seed: u64) -> String {
+        let mut s = String::new();
+        self.render_as(seq, seed, true, &mut s);
+        s
+    }
+
+    fn has_env(&self) -> bool {
+        self.parts.iter().any(|p| match p {
+            Part::Env { .. } => true,
+            Part::B64(t) | Part::Fill { inner: t, .. } => t.has_env(),
+            _ => false,
+        })
+    }
+
+    fn render_as(&self, seq: u64, seed: u64, redact: bool, out: &mut String) {
         for part in &self.parts {
             match part {
                 Part::Lit(s) => out.push_str(s),
+                Part::Env { name, .. } if redact => {
+                    out.push_str("{env:");
+                    out.push_str(name);
+                    out.push('}');
+                }
+                Part::Env { value, .. } => out.push_str(value),
+                Part::B64(inner) if redact && inner.has_env() => {
+                    out.push_str("{b64:");
+                    inner.render_as(seq, seed, true, out);
+                    out.push('}');
+                }
+                Part::Fill { len, inner } if redact && inner.has_env() => {
+                    out.push_str(&format!("{{fill:{len}:"));
+                    inner.render_as(seq, seed, true, out);
+                    out.push('}');
+                }
                 Part::Seq => push_int(out, seq as i128),
                 Part::Rand { lo, hi, slot } => {
                     let span = (*hi as i128 - *lo as i128) as u128;
@@ -211,6 +265,19 @@ fn parse_until(
             flush(&mut lit, &mut parts);
             parts.push(Part::Line(lines));
             i += "{line:".len() + end + 1;
+        } else if let Some(spec) = rest.strip_prefix("{env:") {
+            let end = spec
+                .find('}')
+                .ok_or_else(|| err(i, "`{env:` is not closed with `}`".into()))?;
+            let name = &spec[..end];
+            let value =
+                std::env::var(name).map_err(|_| err(i, format!("{{env:{name}}} is not set")))?;
+            flush(&mut lit, &mut parts);
+            parts.push(Part::Env {
+                name: name.to_string(),
+                value,
+            });
+            i += "{env:".len() + end + 1;
         } else if rest.starts_with("{b64:") {
             let (inner, next) = parse_until(text, i + 5, Some("{b64:"), slot, whole)?;
             flush(&mut lit, &mut parts);
@@ -241,6 +308,32 @@ fn parse_until(
     }
     flush(&mut lit, &mut parts);
     Ok((Template { parts }, i))
+}
+
+/// The placeholders with an argument that templates know (`{rand:0..9}`, `{env:TOKEN}`, …).
+pub const KEYWORDS: [&str; 6] = ["rand", "line", "b64", "fill", "edge", "env"];
+
+/// Words written like a placeholder with an argument — `{word:` — that no layer fills: a
+/// typo such as `{rnd:1..5}` would otherwise be sent as it is.
+pub fn unknown_keywords(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find('{') {
+        rest = &rest[i + 1..];
+        let word: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let after = &rest[word.len()..];
+        let named = !word.is_empty() && !word.starts_with(|c: char| c.is_ascii_digit());
+        if named && after.starts_with(':') && !KEYWORDS.contains(&word.as_str()) {
+            // `{port:…}` and `{case}` belong to other layers (contenders, compat).
+            if word != "port" && !out.contains(&word) {
+                out.push(word);
+            }
+        }
+    }
+    out
 }
 
 /// A template's text for an error message, cut to a readable length.
@@ -316,6 +409,34 @@ mod tests {
         let got: Vec<String> = (0..5).map(|i| t.render_string(i, 0)).collect();
         assert_eq!(got, ["h=0", "h=799999", "h=800000", "h=-1", "h=0"]);
         assert!(Template::parse("{edge:5..5}").is_err());
+    }
+
+    #[test]
+    fn env_values_are_sent_but_never_stored() {
+        std::env::set_var("BAKEOFF_TEMPLATE_TEST_TOKEN", "s3cret");
+        let t = Template::parse(r#"{"t": "{env:BAKEOFF_TEMPLATE_TEST_TOKEN}", "b": "{b64:{env:BAKEOFF_TEMPLATE_TEST_TOKEN}}"}"#).unwrap();
+        assert_eq!(t.render_string(0, 0), r#"{"t": "s3cret", "b": "czNjcmV0"}"#);
+        let stored = t.render_redacted(0, 0);
+        assert_eq!(
+            stored,
+            r#"{"t": "{env:BAKEOFF_TEMPLATE_TEST_TOKEN}", "b": "{b64:{env:BAKEOFF_TEMPLATE_TEST_TOKEN}}"}"#
+        );
+        assert_eq!(
+            Template::parse(&stored).unwrap().render_string(0, 0),
+            t.render_string(0, 0)
+        );
+        let e = Template::parse("{env:BAKEOFF_SURELY_UNSET_VAR}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("{env:BAKEOFF_SURELY_UNSET_VAR} is not set"),
+            "{e}"
+        );
+        assert_eq!(
+            unknown_keywords(r#"{"a": "{rnd:1..5}", "b": {rand:1..2}, "c": "{port:x}"}"#),
+            ["rnd"]
+        );
+        assert!(unknown_keywords(r#"{"json": {"nested": 1}}"#).is_empty());
     }
 
     #[test]
