@@ -370,6 +370,25 @@ fn etcd_bidi_streams_lease_keepalive_and_watch() {
         "1",
     ]);
     assert_eq!(w["messages"][0]["created"], true, "{w}");
+    // Without --replies the call hits its timeout; what arrived before is still shown.
+    let (ok, out, err) = run(&[
+        "call",
+        "--grpc",
+        &url,
+        "--proto",
+        proto,
+        "--call",
+        "etcdserverpb.Watch/Watch",
+        "-d",
+        r#"[{"create_request": {"key": "d2F0Y2g="}}]"#,
+        "--timeout",
+        "1s",
+    ]);
+    assert!(
+        !ok && err.contains("1 messages arrived before") && err.contains("no answer within 1s"),
+        "{err}"
+    );
+    assert!(out.contains("\"created\": true"), "{out}");
 }
 
 /// A plan whose contender makes its own certificate at start ({state}/ca.pem), serves gRPC

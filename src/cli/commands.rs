@@ -201,7 +201,20 @@ pub(super) fn run_call(args: &CallArgs) -> anyhow::Result<u8> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let reply = rt.block_on(client.once(args.target.timeout))?;
+    let reply = match rt.block_on(client.once(args.target.timeout)) {
+        Ok(r) => r,
+        Err(e) => {
+            // A stream cut short by the timeout: show what did arrive before saying so.
+            let arrived = client.arrived();
+            for m in &arrived {
+                emit(&format!("{}\n", serde_json::to_string_pretty(m)?))?;
+            }
+            if !arrived.is_empty() {
+                eprintln!("{} messages arrived before:", arrived.len());
+            }
+            return Err(e.into());
+        }
+    };
     let messages = client.printable(&reply);
     if args.json {
         let out = serde_json::json!({

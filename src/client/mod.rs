@@ -421,6 +421,24 @@ impl Client {
         }
     }
 
+    /// A gRPC call's messages that arrived before it was cut short (its timeout), decoded
+    /// as [`Client::messages`] does; empty for other calls.
+    pub fn arrived(&self) -> Vec<serde_json::Value> {
+        let Client::Grpc(g) = self else {
+            return Vec::new();
+        };
+        let first = g.first();
+        let reply = Reply {
+            class: Class::Grpc(crate::protocol::GrpcCode::Ok),
+            items: 0,
+            bytes: 0,
+            body: Some(first.arrived()),
+            detail: None,
+            trailers: Vec::new(),
+        };
+        self.messages(&reply)
+    }
+
     /// What the TLS handshake negotiated, once a connection was made.
     pub fn tls(&self) -> Option<String> {
         match self {

@@ -147,7 +147,8 @@ fn attempt(
             match (r.class, want) {
                 (Class::Http(s), Some(w)) if s == *w => Ok(()),
                 (Class::Http(s), None) if (200..300).contains(&s) => Ok(()),
-                (c, _) => Err(c.to_string()),
+                (c, Some(w)) => Err(format!("{c}, waiting for HTTP {w}")),
+                (c, None) => Err(c.to_string()),
             }
         }
         Prepared::GrpcReflected(how) => {

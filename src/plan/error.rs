@@ -60,6 +60,9 @@ impl<'a> Locator<'a> {
                 m
             }
             // serde's name for a key that takes one value or a list says nothing to a user.
+            None if message.contains("expected u16") => {
+                message.replace("expected u16", "expected a whole number from 0 to 65535")
+            }
             None if message.contains("untagged enum OneOrMany") => {
                 "expected one value or a list of them (e.g. `4` or `[1, 16, 64]`)".to_string()
             }

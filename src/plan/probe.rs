@@ -69,6 +69,9 @@ impl Checker<'_> {
                 "a probe has exactly one of `tcp`, `http`, `grpc`, `log` or `command`",
             ));
         }
+        if r.status.is_some_and(|s| !(100..=599).contains(&s)) {
+            return Err(self.at(s, "`status` is an HTTP status, from 100 to 599"));
+        }
         if r.status.is_some() && r.http.is_none() || r.body.is_some() && r.grpc.is_none() {
             return Err(self.at(s, "`status` goes with `http`, `body` with `grpc`"));
         }

@@ -348,6 +348,14 @@ fn serde_internals_do_not_reach_the_user() {
     ));
     assert!(e.contains("expected one value or a list of them"), "{e}");
     assert!(!e.contains("untagged"), "{e}");
+    let probe = |status: &str| {
+        err(&format!(
+            "name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"srv\"]\nready = {{ http = \"http://127.0.0.1:{{port}}/\", status = {status} }}\n"
+        ))
+    };
+    assert!(probe("999").contains("`status` is an HTTP status, from 100 to 599"));
+    let e = probe("99999");
+    assert!(e.contains("expected a whole number from 0 to 65535"), "{e}");
 }
 
 #[test]

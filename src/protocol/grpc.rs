@@ -263,6 +263,9 @@ pub struct Grpc {
     shape: CallShape,
     seed: u64,
     keep_body: bool,
+    /// With `keep_body`: every message as it arrives, so a call cut short by its timeout
+    /// still shows what came (`bakeoff call` on a stream that never ends).
+    arrived: Option<std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>>,
 }
 
 /// Splits a JSON array written as template text into its elements' texts, without parsing
@@ -406,7 +409,16 @@ impl Grpc {
             shape,
             seed,
             keep_body,
+            arrived: keep_body.then(Default::default),
         })
+    }
+
+    /// The messages that arrived in the last call so far (kept only with `keep_body`).
+    pub fn arrived(&self) -> Vec<Vec<u8>> {
+        self.arrived
+            .as_ref()
+            .map(|a| a.lock().expect("not poisoned").clone())
+            .unwrap_or_default()
     }
 
     /// A client that sends `message` (already encoded, possibly malformed) as it is.
@@ -632,9 +644,18 @@ impl Grpc {
             }
             None => {
                 let enough = |f: &Deframer| self.shape.replies.is_some_and(|n| f.items >= n);
+                if let Some(a) = &self.arrived {
+                    a.lock().expect("not poisoned").clear();
+                }
                 while let Some(data) = next_data(&mut stream).await? {
                     bytes += data.len() as u64;
+                    let before = frames.kept.as_ref().map_or(0, Vec::len);
                     frames.push(&data)?;
+                    if let (Some(a), Some(k)) = (&self.arrived, &frames.kept) {
+                        a.lock()
+                            .expect("not poisoned")
+                            .extend(k[before..].iter().cloned());
+                    }
                     if enough(&frames) {
                         break;
                     }
