@@ -333,3 +333,25 @@ requests = 20
     );
     assert!(text.contains("last-line\n"), "the tail is kept");
 }
+
+#[test]
+fn a_placeholder_typo_on_the_command_line_is_warned_about() {
+    let Some(nginx) = start_nginx() else { return };
+    let out = bakeoff(&[
+        "load",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "-m",
+        "POST",
+        "-d",
+        r#"{"id": "{rnd:1..5}"}"#,
+        &nginx.url("/"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`{rnd:…}` in -d is not a placeholder bakeoff knows"),
+        "{err}"
+    );
+}

@@ -294,3 +294,86 @@ duration = "60s"
         "left behind after SIGKILL of bakeoff: {tagged:?}"
     );
 }
+
+/// If bakeoff and a guard are both killed outright (the guard first, so it cannot act),
+/// the member is left running; `bakeoff cleanup DIR` finds it by the record the run keeps
+/// (process group and start time) and kills it.
+#[test]
+fn cleanup_kills_what_a_run_killed_outright_left_behind() {
+    let dir = TempDir::new("cleanup");
+    let plan = r#"
+name = "orphan me"
+repetitions = 1
+[[contender]]
+name = "srv"
+command = ["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1"]
+ready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }
+
+[[scenario]]
+name = "slow"
+http = "/"
+duration = "60s"
+"#;
+    let plan_path = dir.path().join("plan.toml");
+    std::fs::write(&plan_path, plan).unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .arg("run")
+        .arg(&plan_path)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let guard = loop {
+        let started = read_results(&out)["runs"]
+            .as_array()
+            .and_then(|runs| runs.first().cloned())
+            .is_some_and(|run| run["startup"].is_object());
+        let recorded: Vec<i32> = std::fs::read_dir(out.join("live"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if started && recorded.len() == 1 {
+            break recorded[0];
+        }
+        assert!(Instant::now() < deadline, "the run never got going");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: signals to processes this test started.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGSTOP);
+        libc::kill(guard, libc::SIGKILL);
+        libc::kill(pid as i32, libc::SIGKILL);
+    }
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let before = leftovers(pid);
+    assert!(
+        !before.is_empty(),
+        "the member should have been orphaned for this test"
+    );
+    let cleaned = bakeoff(&["cleanup", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&cleaned.stderr);
+    assert!(
+        cleaned.status.success() && err.contains("killed 1 processes"),
+        "{err}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let after = leftovers(pid);
+    for p in &after {
+        // SAFETY: as above, so a failure leaves nothing running.
+        unsafe {
+            libc::kill(*p, libc::SIGKILL);
+        }
+    }
+    assert!(after.is_empty(), "still running after cleanup: {after:?}");
+    assert!(!out.join("live").exists(), "the record is removed");
+}

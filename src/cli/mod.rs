@@ -46,6 +46,12 @@ pub enum Command {
         /// A results directory (holding results.json).
         dir: PathBuf,
     },
+    /// Kill what an earlier run in DIR left running (if bakeoff and its guards were killed
+    /// outright), by the record it keeps of its members' process groups and start times.
+    Cleanup {
+        /// A results directory.
+        dir: PathBuf,
+    },
     /// The demo's contender (used by `bakeoff demo`).
     #[command(hide = true)]
     DemoServer {
@@ -474,6 +480,14 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Diff(args) => run_diff(&args),
         Command::Demo(args) => run_demo(&args),
         Command::Report { dir } => run_report(&dir),
+        Command::Cleanup { dir } => {
+            let killed = crate::contender::leftovers::clean(&dir);
+            eprintln!(
+                "killed {killed} processes left by a run in {}",
+                dir.display()
+            );
+            Ok(0)
+        }
         Command::DemoServer {
             version,
             port,

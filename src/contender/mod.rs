@@ -4,13 +4,14 @@
 //! signalled, and any process still carrying this start's tag in its environment is killed.
 
 pub mod guard;
+pub mod leftovers;
 mod logcap;
 mod member;
 pub mod probe;
 mod spawn;
 pub mod usage;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::plan::{Check, Contender, Probe};
@@ -85,6 +86,8 @@ pub struct Running {
     stopped: bool,
     /// The ports given to it, by name: checked free after it stopped.
     ports: std::collections::BTreeMap<String, u16>,
+    /// Where its members' guards are recorded (`leftovers`).
+    results_dir: PathBuf,
 }
 
 /// Starts every member (after the setup commands). Does not wait for readiness.
@@ -93,6 +96,11 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
     std::fs::create_dir_all(&l.state).map_err(|e| StartError::Setup(e.to_string()))?;
     std::fs::create_dir_all(&l.logs).map_err(|e| StartError::Setup(e.to_string()))?;
     let ports = spawn::free_ports(&ports_named(c)).map_err(StartError::Placeholder)?;
+    // The logs folder is in the results directory; the guards' record goes beside it.
+    let results_dir = l
+        .logs
+        .parent()
+        .map_or_else(|| l.logs.clone(), Path::to_path_buf);
     let tag = format!(
         "{}-{}-{}",
         std::process::id(),
@@ -204,6 +212,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
                     kill_group(m.pid, libc::SIGKILL);
                     m.poll(true);
                     unregister_group(m.pid);
+                    leftovers::forget(&results_dir, m.pid);
                 }
                 spawn::sweep(&tag);
                 return Err(StartError::Spawn {
@@ -214,6 +223,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
             }
         };
         register_group(child.id() as i32);
+        leftovers::record(&results_dir, child.id() as i32);
         all_logs.extend(p.logs.iter().cloned());
         members.push(MemberProc {
             name: m.name.clone(),
@@ -254,6 +264,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         protos: l.protos.clone(),
         stopped: false,
         ports: ports.clone(),
+        results_dir,
     })
 }
 
@@ -489,6 +500,7 @@ impl Running {
         for m in &mut self.members {
             kill_group(m.pid, libc::SIGKILL);
             unregister_group(m.pid);
+            leftovers::forget(&self.results_dir, m.pid);
             m.flush_logs();
         }
         spawn::sweep(&self.tag);

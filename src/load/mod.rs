@@ -289,6 +289,41 @@ mod tests {
     use crate::protocol::target::Endpoint;
     use crate::protocol::template::Template;
 
+    /// A protocol whose calls panic (a bug in a client).
+    struct Panics;
+
+    impl Protocol for Panics {
+        type Conn = ();
+        async fn connect(&self) -> Result<(), CallError> {
+            Ok(())
+        }
+        async fn call(&self, _: &mut (), seq: u64) -> Result<crate::protocol::Reply, CallError> {
+            panic!("client bug at call {seq}")
+        }
+        fn describe(&self) -> String {
+            "panics".into()
+        }
+    }
+
+    #[test]
+    fn a_client_that_panics_fails_the_run_loudly() {
+        let cfg = LoadConfig::new(
+            Pacing::Closed,
+            Stop::Count(10),
+            2,
+            1,
+            Duration::ZERO,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let e = run(Arc::new(Panics), &cfg, &mut |_| Flow::Continue).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("a load client panicked: client bug at call"),
+            "{e}"
+        );
+    }
+
     /// A protocol that answers every call itself after a millisecond: the engine alone.
     struct Instant1ms;
 

@@ -128,6 +128,14 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
 /// Reopens an interrupted run: the plan is the copy kept with the results (paths in it are
 /// still relative to the original plan file); repetitions that did not finish are redone.
 pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
+    // What a killed earlier run left behind goes first.
+    let killed = crate::contender::leftovers::clean(dir);
+    if killed > 0 {
+        eprintln!(
+            "bakeoff: killed {killed} processes an earlier run of `{}` left behind",
+            dir.display()
+        );
+    }
     let dir = &std::fs::canonicalize(dir)
         .with_context(|| format!("cannot resume `{}`", dir.display()))?;
     let mut results = Results::load(dir)?;
