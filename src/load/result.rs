@@ -115,6 +115,10 @@ impl LoadResult {
             out.failures += p.failures;
             out.items += p.items;
             out.bytes += p.bytes;
+            out.dropped += p.dropped;
+            out.unfinished += p.unfinished;
+            out.reconnects += p.reconnects;
+            out.tls = out.tls.take().or_else(|| p.tls.clone());
             let g = &mut out.generator;
             let busy = g.utilization * (g.cpu_user_s + g.cpu_system_s).max(1e-9);
             g.cpu_user_s += p.generator.cpu_user_s;
@@ -360,7 +364,10 @@ mod tests {
         let a: Vec<u64> = (1..=100).collect();
         // The second part reaches far past the first's largest value.
         let b: Vec<u64> = (101..=299).chain([40_000_000]).collect();
-        let m = LoadResult::merge(&[part(&a, 100, 1.0), part(&b, 200, 1.0)]).unwrap();
+        let (mut pa, mut pb) = (part(&a, 100, 1.0), part(&b, 200, 1.0));
+        (pa.reconnects, pb.reconnects, pb.dropped, pa.unfinished) = (1, 2, 5, 3);
+        let m = LoadResult::merge(&[pa, pb]).unwrap();
+        assert_eq!((m.reconnects, m.dropped, m.unfinished), (3, 5, 3));
         let mut all = Histogram::<u64>::new(3).unwrap();
         for v in a.iter().chain(&b) {
             all.record(*v).unwrap();
