@@ -33,6 +33,25 @@ struct Coalesce {
     deferred: bool,
 }
 
+/// Whether `bytes` are whole HTTP/2 frames none of which carries a request (HEADERS,
+/// DATA, CONTINUATION); the connection preface and anything unparsed count as a request.
+fn only_control_frames(mut bytes: &[u8]) -> bool {
+    if bytes.is_empty() || bytes.starts_with(b"PRI ") {
+        return false;
+    }
+    while !bytes.is_empty() {
+        if bytes.len() < 9 {
+            return false;
+        }
+        let len = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+        if matches!(bytes[3], 0x0 | 0x1 | 0x9) || bytes.len() < 9 + len {
+            return false;
+        }
+        bytes = &bytes[9 + len..];
+    }
+    true
+}
+
 /// Past this much buffered, writes go out without waiting for the flush.
 const COALESCE_MAX: usize = 256 * 1024;
 
@@ -101,7 +120,9 @@ impl AsyncWrite for Coalesce {
         if this.buf.is_empty() {
             return Pin::new(&mut this.io).poll_flush(cx);
         }
-        if !this.deferred {
+        // A request goes at once; only control frames (a PING ack, a window update) wait a
+        // turn for the next request to join them.
+        if !this.deferred && only_control_frames(&this.buf[this.sent..]) {
             this.deferred = true;
             cx.waker().wake_by_ref();
             return Poll::Ready(Ok(()));
@@ -310,5 +331,25 @@ impl Protocol for Http2 {
 
     fn tls(&self) -> Option<String> {
         self.endpoint.tls.as_ref()?.negotiated().map(str::to_string)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::only_control_frames;
+
+    #[test]
+    fn only_control_frames_wait_for_company() {
+        let ping_ack = [0, 0, 8, 6, 1, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+        let window = [0, 0, 4, 8, 0, 0, 0, 0, 0, 0, 0, 1, 0];
+        let headers = [0, 0, 1, 1, 4, 0, 0, 0, 1, 0x82];
+        assert!(only_control_frames(&ping_ack));
+        assert!(only_control_frames(&[&ping_ack[..], &window[..]].concat()));
+        assert!(!only_control_frames(
+            &[&ping_ack[..], &headers[..]].concat()
+        ));
+        assert!(!only_control_frames(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
+        assert!(!only_control_frames(&ping_ack[..12]));
+        assert!(!only_control_frames(&[]));
     }
 }
