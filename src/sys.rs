@@ -69,6 +69,42 @@ fn rusage(who: libc::c_int) -> CpuTime {
 }
 
 /// CPU time of the calling thread.
+/// What `/proc/PID/stat` says of a process that bakeoff needs: to walk a process tree, find
+/// a process group, and tell a process from a later one with the same PID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// `R`, `S`, `Z` (a zombie: dead, waiting to be reaped), …
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+    /// Clock ticks since boot when it started.
+    pub start_ticks: u64,
+}
+
+pub fn proc_stat(pid: i32) -> Option<ProcStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
+    let after = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    Some(ProcStat {
+        state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
+        pgrp: f.get(2)?.parse().ok()?,
+        start_ticks: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// The PIDs of every process now in /proc.
+pub fn pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Raises this process's soft limit on open files to its hard limit (the default soft limit
 /// is often 1024, far below what `-c 20000` needs) and returns the limit now in force.
 pub fn raise_open_files_limit() -> u64 {

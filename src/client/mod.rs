@@ -130,7 +130,8 @@ fn checked_headers(headers: &[(String, String)]) -> anyhow::Result<Vec<(String, 
         .map(|(k, v)| {
             http::HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| anyhow::anyhow!("header `{k}`: not a valid header name"))?;
-            let value = fill_env(v).map_err(|e| anyhow::anyhow!("header `{k}`: {e}"))?;
+            let value =
+                crate::plan::fill_env(v).map_err(|e| anyhow::anyhow!("header `{k}`: {e}"))?;
             http::HeaderValue::from_str(&value).map_err(|_| {
                 anyhow::anyhow!(
                     "header `{k}`: its value has a character a header cannot carry \
@@ -153,23 +154,6 @@ fn check_target(path: &str) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Replaces each `{env:NAME}` with that variable's value.
-fn fill_env(text: &str) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("{env:") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 5..];
-        let end = after.find('}').ok_or("`{env:` is not closed with `}`")?;
-        let name = &after[..end];
-        let value = std::env::var(name).map_err(|_| format!("{{env:{name}}} is not set"))?;
-        out.push_str(&value);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 /// The endpoints with their TLS settings attached: a connector per endpoint offering `alpn`,

@@ -105,24 +105,10 @@ pub fn run(command: &[String]) -> ! {
 /// Every process whose parent chain reaches the guard, from /proc.
 fn descendants() -> Vec<i32> {
     let me = std::process::id() as i32;
-    let mut parent_of: Vec<(i32, i32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                continue;
-            };
-            // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                continue;
-            };
-            if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
-                parent_of.push((pid, ppid));
-            }
-        }
-    }
+    let parent_of: Vec<(i32, i32)> = crate::sys::pids()
+        .into_iter()
+        .filter_map(|pid| Some((pid, crate::sys::proc_stat(pid)?.ppid)))
+        .collect();
     let mut out = vec![me];
     let mut i = 0;
     while i < out.len() {

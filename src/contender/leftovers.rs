@@ -6,17 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// `/proc/PID/stat`'s start time (clock ticks since boot), and process group; `None` for a
-/// process that is gone or a zombie (dead already, waiting to be reaped).
+/// A live (not zombie) process's start time and process group.
 fn stat(pid: i32) -> Option<(u64, i32)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    if fields.first() == Some(&"Z") {
-        return None;
-    }
-    // After `comm`: state(0) ppid(1) pgrp(2) … starttime is field 22 of the line, 19 here.
-    Some((fields.get(19)?.parse().ok()?, fields.get(2)?.parse().ok()?))
+    let s = crate::sys::proc_stat(pid).filter(|s| s.state != 'Z')?;
+    Some((s.start_ticks, s.pgrp))
 }
 
 fn folder(results: &Path) -> PathBuf {
@@ -68,18 +61,13 @@ pub fn clean(results: &Path) -> usize {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         // What is left in its group and started after it.
-        if let Ok(procs) = std::fs::read_dir("/proc") {
-            for p in procs.flatten() {
-                let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                    continue;
-                };
-                if stat(pid).is_some_and(|(s, g)| g == pgid && s >= start) {
-                    // SAFETY: as above.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                    }
-                    killed += 1;
+        for pid in crate::sys::pids() {
+            if stat(pid).is_some_and(|(s, g)| g == pgid && s >= start) {
+                // SAFETY: as above.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
                 }
+                killed += 1;
             }
         }
         let _ = std::fs::remove_file(e.path());

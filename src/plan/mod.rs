@@ -438,17 +438,9 @@ impl TlsSpec {
                 })?;
                 out = out.replace("{state}", &s.display().to_string());
             }
-            while let Some(i) = out.find("{env:") {
-                let end = out[i..]
-                    .find('}')
-                    .map(|j| i + j)
-                    .ok_or_else(|| format!("tls `{key}`: `{{env:` is not closed"))?;
-                let name = &out[i + 5..end];
-                let value = std::env::var(name)
-                    .map_err(|_| format!("tls `{key}` uses {{env:{name}}}, which is not set"))?;
-                out.replace_range(i..=end, &value);
-            }
-            Ok(Some(out))
+            fill_env(&out)
+                .map(Some)
+                .map_err(|e| format!("tls `{key}`: {e}"))
         };
         let path = |key: &str, v: &Option<String>| -> Result<Option<PathBuf>, String> {
             Ok(fill(key, v)?.map(|p| self.base.join(p)))
@@ -571,6 +563,24 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
             usize::MAX
         )
     })
+}
+
+/// Replaces each `{env:NAME}` in `text` with that variable's value (for header values and TLS
+/// settings; templates have their own `{env:…}`, which they keep out of what is stored).
+pub fn fill_env(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("{env:") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 5..];
+        let end = after.find('}').ok_or("`{env:` is not closed with `}`")?;
+        let name = &after[..end];
+        let value = std::env::var(name).map_err(|_| format!("{{env:{name}}} is not set"))?;
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// Each member log's default limit (stdout and stderr each): 8 MiB of head, 8 of tail.
