@@ -143,3 +143,34 @@ fn unknown_methods_and_misfit_json_are_explained() {
         &["no --proto given", "by reflection", "127.0.0.1:1"],
     );
 }
+
+#[test]
+fn plan_check_runs_every_check_without_starting_anything() {
+    let good = dir_with(
+        "plan.toml",
+        "name = \"p\"\n[[contender]]\nname = \"a\"\ncommand = [\"sh\", \"-c\", \"exit 0\"]\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nclients = [1, 4]\n",
+    );
+    let p = good.path().join("plan.toml");
+    let out = bakeoff(&["plan", "check", p.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("OK — 1 contenders, 1 scenarios (2 points)"),
+        "{err}"
+    );
+    let bad = dir_with(
+        "plan.toml",
+        "name = \"p\"\n[[contender]]\nname = \"a\"\ncommand = [\"/nonexistent/srv\"]\n",
+    );
+    let p = bad.path().join("plan.toml");
+    fails_with(
+        &["plan", "check", p.to_str().unwrap()],
+        &["/nonexistent/srv"],
+    );
+    let typo = dir_with("plan.toml", "name = \"p\"\nrepetitons = 3\n");
+    let p = typo.path().join("plan.toml");
+    fails_with(
+        &["plan", "check", p.to_str().unwrap()],
+        &["plan.toml:2:1: unknown key `repetitons`; did you mean `repetitions`?"],
+    );
+}

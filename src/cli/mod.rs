@@ -46,6 +46,12 @@ pub enum Command {
         /// A results directory (holding results.json).
         dir: PathBuf,
     },
+    /// Check a plan without running it: every check `run` makes before it starts anything
+    /// (for editors and CI).
+    Plan {
+        #[command(subcommand)]
+        action: PlanAction,
+    },
     /// Kill what an earlier run in DIR left running (if bakeoff and its guards were killed
     /// outright), by the record it keeps of its members' process groups and start times.
     Cleanup {
@@ -69,6 +75,16 @@ pub enum Command {
     /// Compare benchmark results old against new (Go -bench output, Criterion folders,
     /// hyperfine JSON, bakeoff results.json): medians, deltas, Mann-Whitney U, per unit.
     Compare(CompareArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanAction {
+    /// Run every check `bakeoff run` makes before starting anything; exit 1 at the first
+    /// mistake (file:line:column).
+    Check {
+        /// The plan file (TOML).
+        plan: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -480,6 +496,22 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Diff(args) => run_diff(&args),
         Command::Demo(args) => run_demo(&args),
         Command::Report { dir } => run_report(&dir),
+        Command::Plan {
+            action: PlanAction::Check { plan },
+        } => {
+            let p = crate::runner::check_plan(&plan)?;
+            let points: usize = p.scenarios.iter().map(|s| s.points.len()).sum();
+            let cases: usize = p.compat.iter().map(|c| c.cases.len()).sum();
+            eprintln!(
+                "{}: OK — {} contenders, {} scenarios ({points} points), {} compat sets ({cases} cases), {} repetitions",
+                plan.display(),
+                p.contenders.len(),
+                p.scenarios.len(),
+                p.compat.len(),
+                p.repetitions
+            );
+            Ok(0)
+        }
         Command::Cleanup { dir } => {
             let killed = crate::contender::leftovers::clean(&dir);
             eprintln!(

@@ -368,3 +368,28 @@ fn a_placeholder_nobody_fills_is_an_error_not_text() {
         "{e}"
     );
 }
+
+#[test]
+fn tls_settings_fill_state_and_env_and_resolve_relative_paths() {
+    let p = parse(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\ntls = {{ cacert = \"{{state}}/ca.pem\", cert = \"certs/{{env:BAKEOFF_PLAN_TLS_TEST}}.pem\", key = \"/abs/key.pem\", servername = \"{{env:BAKEOFF_PLAN_TLS_TEST}}.example\" }}\n"
+    ))
+    .unwrap();
+    let spec = &p.scenarios[0].tls;
+    std::env::set_var("BAKEOFF_PLAN_TLS_TEST", "node1");
+    let o = spec.resolve(Some(Path::new("/run/state/a"))).unwrap();
+    assert_eq!(o.cacert.as_deref(), Some(Path::new("/run/state/a/ca.pem")));
+    // Relative to the plan's folder (here the current one).
+    assert_eq!(o.cert.as_deref(), Some(Path::new("certs/node1.pem")));
+    assert_eq!(o.key.as_deref(), Some(Path::new("/abs/key.pem")));
+    assert_eq!(o.servername.as_deref(), Some("node1.example"));
+    // {state} where there is no contender (a reference) is an error that says so.
+    let e = spec.resolve(None).unwrap_err();
+    assert!(
+        e.contains("uses {state}, but there is no contender here"),
+        "{e}"
+    );
+    std::env::remove_var("BAKEOFF_PLAN_TLS_TEST");
+    let e = spec.resolve(Some(Path::new("/s"))).unwrap_err();
+    assert!(e.contains("{env:BAKEOFF_PLAN_TLS_TEST} is not set"), "{e}");
+}

@@ -494,6 +494,15 @@ impl Ctx<'_> {
     }
 }
 
+/// Every check `run` makes before it starts anything (the plan itself, then the programs
+/// and every client its scenarios need), for `bakeoff plan check`.
+pub fn check_plan(path: &std::path::Path) -> anyhow::Result<Plan> {
+    let plan = Plan::load(path)?;
+    let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
+    preflight::check(&plan, &protos)?;
+    Ok(plan)
+}
+
 /// A started contender of this repetition: its entry in the results, the running process
 /// tree and its parsed endpoints (empty when it never became ready).
 struct Live {
