@@ -27,6 +27,8 @@ pub struct Report {
     pub tripped: usize,
     /// Things that make the comparison less fair, e.g. inputs measured on different CPUs.
     pub warnings: Vec<String>,
+    /// How rows were paired (`rows paired by name`, … see [`pair`]).
+    pub pairing: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -179,7 +181,103 @@ pub fn compare(sets: &[BenchSet], opts: Options) -> Report {
         missing: missing(sets),
         tripped,
         warnings: environment_differs(sets),
+        pairing: "rows paired by name".into(),
     }
+}
+
+/// How the rows of the inputs are paired, when it is not by name across files.
+#[derive(Debug, Clone, Default)]
+pub struct Pairing {
+    /// One file: the benchmark the others in it are compared against (its first by default).
+    pub baseline: Option<String>,
+    /// `OLD=NEW`: a benchmark of the baseline file named OLD is the one named NEW elsewhere.
+    pub rename: Vec<(String, String)>,
+    /// Pair the rows of each input with the baseline's by position.
+    pub by_position: bool,
+}
+
+/// Lines the inputs up for [`compare`] and says how: one file becomes one input per
+/// benchmark (hyperfine's `hyperfine 'old/foo' 'new/foo'`), each a single row named after
+/// the baseline; several files are paired by name, after `rename`, or by position.
+pub fn pair(mut sets: Vec<BenchSet>, how: &Pairing) -> Result<(Vec<BenchSet>, String), String> {
+    if sets.len() == 1 {
+        let set = sets.remove(0);
+        let names: Vec<&str> = {
+            let mut v: Vec<&str> = Vec::new();
+            for r in &set.rows {
+                if !v.contains(&r.name.as_str()) {
+                    v.push(&r.name);
+                }
+            }
+            v
+        };
+        if names.len() < 2 {
+            return Err(format!(
+                "`{}` holds one benchmark; give a second input to compare it with",
+                set.label
+            ));
+        }
+        let base = match &how.baseline {
+            Some(b) if names.contains(&b.as_str()) => b.clone(),
+            Some(b) => {
+                return Err(format!(
+                    "--baseline `{b}` is not a benchmark of `{}`; it has: {}",
+                    set.label,
+                    names.join(", ")
+                ))
+            }
+            None => names[0].to_string(),
+        };
+        let mut order = vec![base.clone()];
+        order.extend(names.iter().filter(|n| **n != base).map(|n| n.to_string()));
+        let out = order
+            .iter()
+            .map(|name| {
+                let mut s = set.clone();
+                s.label = name.clone();
+                s.rows = set
+                    .rows
+                    .iter()
+                    .filter(|r| &r.name == name)
+                    .map(|r| crate::import::Row {
+                        name: base.clone(),
+                        ..r.clone()
+                    })
+                    .collect();
+                s
+            })
+            .collect();
+        return Ok((
+            out,
+            format!("benchmarks of one file, each against `{base}`"),
+        ));
+    }
+    if how.by_position {
+        let base_names: Vec<String> = sets[0].rows.iter().map(|r| r.name.clone()).collect();
+        for s in &mut sets[1..] {
+            for (i, r) in s.rows.iter_mut().enumerate() {
+                if let Some(n) = base_names.get(i) {
+                    r.name = n.clone();
+                }
+            }
+        }
+        return Ok((sets, "rows paired by position".into()));
+    }
+    if !how.rename.is_empty() {
+        for s in &mut sets[1..] {
+            for r in &mut s.rows {
+                if let Some((old, _)) = how.rename.iter().find(|(_, new)| *new == r.name) {
+                    r.name = old.clone();
+                }
+            }
+        }
+        let map: Vec<String> = how.rename.iter().map(|(o, n)| format!("{o}={n}")).collect();
+        return Ok((
+            sets,
+            format!("rows paired by name, with {}", map.join(", ")),
+        ));
+    }
+    Ok((sets, "rows paired by name".into()))
 }
 
 /// Inputs whose `cpu`, `cpus` (bakeoff results: online and allowed), `goos`, `goarch` or

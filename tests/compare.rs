@@ -372,3 +372,44 @@ fn bakeoff_results_compare_per_contender_and_point() {
         assert!(!warnings.contains("`cpus`"), "{warnings}");
     }
 }
+
+/// hyperfine as people run it: `hyperfine 'old/foo' 'new/foo' --export-json r.json` puts both
+/// commands in one file; and two files whose names differ are paired by a rename or by
+/// position. The pairing used is said.
+#[test]
+fn one_hyperfine_file_and_renamed_or_positional_pairings_compare() {
+    let new = fixture("hyperfine/new.json");
+    let (_, v) = compare_json(&[&new], &[]);
+    assert_eq!(
+        v["pairing"], "benchmarks of one file, each against `work`",
+        "{v}"
+    );
+    let t = table(&v, "s");
+    assert_eq!(v["inputs"][1]["label"], "startup");
+    assert_eq!(t["rows"][0]["cells"][0]["verdict"], "better", "{t}");
+    let (_, v) = compare_json(&[&new], &["--baseline", "startup"]);
+    assert_eq!(table(&v, "s")["rows"][0]["cells"][0]["verdict"], "worse");
+    let out = bakeoff(&["compare", new.to_str().unwrap(), "--baseline", "nope"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--baseline `nope` is not a benchmark"),
+        "{err}"
+    );
+    // Two files, different names.
+    let dir = TempDir::new("compare-rename");
+    let text = std::fs::read_to_string(fixture("hyperfine/old.json")).unwrap();
+    let renamed = dir.path().join("renamed.json");
+    std::fs::write(&renamed, text.replace("\"work\"", "\"work-v2\"")).unwrap();
+    let old = fixture("hyperfine/old.json");
+    let (_, v) = compare_json(&[&old, &renamed], &["--rename", "work=work-v2"]);
+    assert_eq!(v["pairing"], "rows paired by name, with work=work-v2");
+    assert!(table(&v, "s")["rows"][0]["cells"][0].is_object(), "{v}");
+    let (_, v) = compare_json(&[&old, &renamed], &["--by-position"]);
+    assert_eq!(v["pairing"], "rows paired by position");
+    assert!(table(&v, "s")["rows"][0]["cells"][0].is_object(), "{v}");
+    let (_, v) = compare_json(&[&old, &renamed], &[]);
+    assert!(
+        table(&v, "s")["rows"][0]["cells"][0].is_null(),
+        "unpaired by name: {v}"
+    );
+}

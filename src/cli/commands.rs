@@ -166,6 +166,12 @@ pub(super) fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
             other.format
         );
     }
+    let how = crate::compare::Pairing {
+        baseline: args.baseline.clone(),
+        rename: args.rename.clone(),
+        by_position: args.by_position,
+    };
+    let (sets, pairing) = crate::compare::pair(sets, &how).map_err(anyhow::Error::msg)?;
     let opts = crate::compare::Options {
         thresholds: crate::stats::Thresholds {
             alpha: args.alpha,
@@ -173,7 +179,8 @@ pub(super) fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
         },
         fail_above_pct: args.threshold,
     };
-    let r = crate::compare::compare(&sets, opts);
+    let mut r = crate::compare::compare(&sets, opts);
+    r.pairing = pairing;
     emit(&report::compare_table::render(&r, args.format))?;
     Ok(if r.tripped > 0 { 3 } else { 0 })
 }

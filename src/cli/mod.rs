@@ -119,9 +119,19 @@ pub struct DiffArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline, then the inputs compared against it (format found from the content).
-    #[arg(value_name = "OLD NEW [MORE]", num_args = 2.., required = true)]
+    /// The baseline, then the inputs compared against it (format found from the content);
+    /// one file compares its benchmarks against its first (or --baseline).
+    #[arg(value_name = "OLD NEW [MORE]", num_args = 1.., required = true)]
     pub inputs: Vec<PathBuf>,
+    /// One file: compare its benchmarks against this one.
+    #[arg(long = "baseline", value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// The baseline's benchmark OLD is called NEW in the other inputs (repeatable).
+    #[arg(long = "rename", value_name = "OLD=NEW", value_parser = parse_rename)]
+    pub rename: Vec<(String, String)>,
+    /// Pair rows with the baseline's by position instead of by name.
+    #[arg(long = "by-position", conflicts_with = "rename")]
+    pub by_position: bool,
     /// Output: text (terminal), md, csv or json.
     #[arg(long = "format", value_enum, default_value = "text")]
     pub format: report::compare_table::Format,
@@ -134,6 +144,14 @@ pub struct CompareArgs {
     /// Significant changes smaller than this are reported as within noise.
     #[arg(long = "noise", value_name = "PERCENT", default_value = "1%", value_parser = parse_percent)]
     pub noise: f64,
+}
+
+/// `OLD=NEW` → (OLD, NEW).
+fn parse_rename(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.is_empty() && !b.is_empty() => Ok((a.to_string(), b.to_string())),
+        _ => Err(format!("`{s}`: write --rename OLD=NEW")),
+    }
 }
 
 /// `5%`, `5` or `0.5%` → percent.

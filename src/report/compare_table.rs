@@ -178,6 +178,9 @@ fn tables(r: &Report, md: bool) -> String {
         }
         out.push('\n');
     }
+    if r.pairing != "rows paired by name" {
+        let _ = writeln!(out, "pairing: {}", r.pairing);
+    }
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
