@@ -211,3 +211,34 @@ fn cores_the_machine_lacks_are_reported_and_left_unpinned() {
     assert!(run.stdout().contains("## Warnings"), "{}", run.stdout());
     assert_eq!(run.run("a", 1)["points"][0]["load"]["successes"], 20);
 }
+
+/// `rate = [..]` sweeps the offered open-loop rate like `clients`: one point per rate, each
+/// load at its own rate, and the serving table shows the offered rate beside the achieved.
+#[test]
+fn a_rate_sweep_runs_each_point_at_its_rate() {
+    let Some(nginx) = nginx_bin() else { return };
+    let dir = TempDir::new("run-rates");
+    let plan = format!(
+        "name = \"rates\"\nrepetitions = 1\n{}\n[[scenario]]\nname = \"index\"\nhttp = \"/index.html\"\nrate = [50, 200]\nclients = 2\nduration = \"1s\"\n",
+        nginx_contender("a", &nginx, dir.path())
+    );
+    let r = run_plan(dir.path(), &plan, &[]);
+    assert!(r.output.status.success(), "{}", r.stderr());
+    let points = r.run("a", 1)["points"].as_array().unwrap().clone();
+    assert_eq!(points.len(), 2);
+    for (p, want) in points.iter().zip([50.0, 200.0]) {
+        assert_eq!(p["rate"].as_f64(), Some(want), "{p}");
+        assert_eq!(p["load"]["rate"].as_f64(), Some(want), "{p}");
+        let achieved = p["load"]["requests_per_s"].as_f64().unwrap();
+        assert!(
+            (achieved - want).abs() / want < 0.2,
+            "offered {want}, achieved {achieved}"
+        );
+    }
+    let md = r.stdout();
+    assert!(
+        md.contains("| clients | offered req/s | contender |"),
+        "{md}"
+    );
+    assert!(md.contains("| 2 | 200 | a |"), "{md}");
+}

@@ -502,14 +502,25 @@ impl Checker<'_> {
             (Some(d), Some(_)) => return Err(self.at(d, "give `duration` or `requests`, not both")),
         };
         let _ = default_duration;
-        let pacing = match &r.rate {
-            None => Pacing::Closed,
-            Some(q) if q.get_ref().is_finite() && *q.get_ref() > 0.0 => {
-                Pacing::Open { rate: *q.get_ref() }
+        // One rate is the scenario's pacing; a list is an axis, like `clients`.
+        let rate_list = r.rate.as_ref().map(|q| (q, q.get_ref().to_vec()));
+        if let Some((q, list)) = &rate_list {
+            if list.is_empty() || list.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
+                return Err(self.at(
+                    q,
+                    "`rate` must be a positive number of requests per second (or a list of them)",
+                ));
             }
-            Some(q) => {
-                return Err(self.at(q, "`rate` must be a positive number of requests per second"))
-            }
+        }
+        let (pacing, rates): (Pacing, Vec<Option<f64>>) = match &rate_list {
+            None => (Pacing::Closed, vec![None]),
+            Some((q, list)) => match q.get_ref() {
+                super::raw::OneOrMany::One(x) => (Pacing::Open { rate: *x }, vec![None]),
+                super::raw::OneOrMany::Many(_) => (
+                    Pacing::Open { rate: list[0] },
+                    list.iter().map(|x| Some(*x)).collect(),
+                ),
+            },
         };
         let mut setup = Vec::new();
         for st in &r.setup {
@@ -518,7 +529,7 @@ impl Checker<'_> {
         Ok(Scenario {
             name,
             call,
-            points: expand(&targets, &axes, &clients),
+            points: expand(&targets, &axes, &rates, &clients),
             stop,
             pacing,
             warmup: match &r.warmup {

@@ -28,6 +28,7 @@ pub(super) fn braced_words(text: &str) -> BTreeSet<&str> {
 pub(super) fn expand(
     targets: &[Option<Spread>],
     axes: &[(String, Vec<String>)],
+    rates: &[Option<f64>],
     clients: &[usize],
 ) -> Vec<Point> {
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
@@ -46,18 +47,26 @@ pub(super) fn expand(
     let mut points = Vec::new();
     for t in targets {
         for vars in &combos {
-            for &n in clients {
-                let mut label: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                label.push(format!("clients={n}"));
-                if let Some(t) = t {
-                    label.push(format!("target={}", t.as_str()));
+            for rate in rates {
+                for &n in clients {
+                    // In the order `results::PointId` renders its label.
+                    let mut label: Vec<String> =
+                        vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    label.push(format!("clients={n}"));
+                    if let Some(t) = t {
+                        label.push(format!("target={}", t.as_str()));
+                    }
+                    if let Some(r) = rate {
+                        label.push(format!("rate={r}"));
+                    }
+                    points.push(Point {
+                        label: label.join(" "),
+                        vars: vars.clone(),
+                        clients: n,
+                        target: *t,
+                        rate: *rate,
+                    });
                 }
-                points.push(Point {
-                    label: label.join(" "),
-                    vars: vars.clone(),
-                    clients: n,
-                    target: *t,
-                });
             }
         }
     }

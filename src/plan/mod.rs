@@ -279,6 +279,17 @@ pub struct Point {
     pub clients: usize,
     /// Set when the scenario has a `target` axis; load goes to the first member otherwise.
     pub target: Option<Spread>,
+    /// Set when the scenario has a `rate` axis (`rate = [500, 1000]`): this point's open-loop
+    /// rate, overriding the scenario's pacing.
+    pub rate: Option<f64>,
+}
+
+impl Point {
+    /// How this point's requests are paced: its own rate on a rate axis, else the
+    /// scenario's.
+    pub fn pacing(&self, scenario: Pacing) -> Pacing {
+        self.rate.map_or(scenario, |rate| Pacing::Open { rate })
+    }
 }
 
 impl Point {

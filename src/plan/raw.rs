@@ -228,7 +228,7 @@ pub struct RawScenario {
     pub target: Option<Spanned<OneOrMany<String>>>,
     pub duration: Option<Spanned<String>>,
     pub requests: Option<Spanned<i64>>,
-    pub rate: Option<Spanned<f64>>,
+    pub rate: Option<Spanned<OneOrMany<f64>>>,
     pub warmup: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
     #[serde(default)]

@@ -393,3 +393,37 @@ fn tls_settings_fill_state_and_env_and_resolve_relative_paths() {
     let e = spec.resolve(Some(Path::new("/s"))).unwrap_err();
     assert!(e.contains("{env:BAKEOFF_PLAN_TLS_TEST} is not set"), "{e}");
 }
+
+#[test]
+fn a_rate_list_is_an_axis_like_clients() {
+    let p = parse(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nrate = [100, 250.5]\nclients = [1, 4]\n"
+    ))
+    .unwrap();
+    let s = &p.scenarios[0];
+    let labels: Vec<&str> = s.points.iter().map(|p| p.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "clients=1 rate=100",
+            "clients=4 rate=100",
+            "clients=1 rate=250.5",
+            "clients=4 rate=250.5"
+        ]
+    );
+    assert_eq!(s.points[2].pacing(s.pacing), Pacing::Open { rate: 250.5 });
+    // One rate stays the scenario's pacing, with labels as before.
+    let p = parse(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nrate = 100\n"
+    ))
+    .unwrap();
+    assert_eq!(p.scenarios[0].points[0].label, "clients=1");
+    assert_eq!(
+        p.scenarios[0].points[0].pacing(p.scenarios[0].pacing),
+        Pacing::Open { rate: 100.0 }
+    );
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nrate = [100, -1]\n"
+    ));
+    assert!(e.contains("`rate` must be a positive number"), "{e}");
+}

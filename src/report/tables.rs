@@ -331,6 +331,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
 pub(super) struct Axes {
     vars: Vec<String>,
     target: bool,
+    rate: bool,
 }
 
 impl Axes {
@@ -342,6 +343,7 @@ impl Axes {
                 .map(|p| p.vars.0.iter().map(|(k, _)| k.clone()).collect())
                 .unwrap_or_default(),
             target: info.points.iter().any(|p| p.target.is_some()),
+            rate: info.points.iter().any(|p| p.rate.is_some()),
         }
     }
 
@@ -351,6 +353,9 @@ impl Axes {
         if self.target {
             head.push("target".into());
         }
+        if self.rate {
+            head.push("offered req/s".into());
+        }
         head
     }
 
@@ -359,6 +364,9 @@ impl Axes {
         row.push(id.clients.to_string());
         if self.target {
             row.push(id.spread().as_str().into());
+        }
+        if self.rate {
+            row.push(id.rate.map_or("—".into(), |r| format!("{r}")));
         }
         row
     }

@@ -286,7 +286,7 @@ pub fn point_id(s: &crate::plan::Scenario, p: &crate::plan::Point) -> PointId {
         vars: Vars(p.vars.clone()),
         clients: p.clients,
         target: p.target,
-        rate: None,
+        rate: p.rate,
         stage: None,
     }
 }

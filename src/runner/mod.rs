@@ -445,8 +445,15 @@ impl Ctx<'_> {
                 Client::build(&s.call.with_vars(&p.vars), endpoints, self.protos, opts)
             });
         let threads = self.load_cpus.len();
-        let cfg = LoadConfig::new(s.pacing, s.stop, p.clients, threads, s.warmup, s.timeout)
-            .map(|c| c.pin_to(self.load_cpus.clone()));
+        let cfg = LoadConfig::new(
+            p.pacing(s.pacing),
+            s.stop,
+            p.clients,
+            threads,
+            s.warmup,
+            s.timeout,
+        )
+        .map(|c| c.pin_to(self.load_cpus.clone()));
         let (driver, cfg) = match (built, cfg) {
             (Ok(d), Ok(c)) => (d, c),
             (Err(e), _) => {

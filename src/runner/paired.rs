@@ -263,7 +263,7 @@ impl Ctx<'_> {
     fn config(&self, s: &Scenario, p: &Point, stop: Stop) -> Result<LoadConfig, String> {
         let threads = self.load_cpus.len();
         LoadConfig::new(
-            s.pacing,
+            p.pacing(s.pacing),
             stop,
             p.clients,
             threads,
