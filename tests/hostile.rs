@@ -270,25 +270,28 @@ fn more_clients_than_open_files_allowed_is_said_before_the_run() {
 #[test]
 fn a_contender_that_fails_every_call_does_not_look_fast() {
     let Some(nginx) = nginx_bin() else { return };
-    let dir = TempDir::new("hostile-fails");
-    let plan = format!(
-        "name = \"fails\"\nrepetitions = 1\nbaseline = \"good\"\norder = \"interleaved\"\n{}{}\n[[scenario]]\nname = \"missing\"\nhttp = \"/{{file}}\"\nmatrix = {{ file = [\"only.html\"] }}\nrequests = 200\n",
-        nginx_contender("good", &nginx, dir.path()),
-        // Serves a folder without the file: every call is a 404.
-        nginx_contender_with("empty", &nginx, &dir.path().join("empty"), "")
-    );
-    std::fs::write(dir.path().join("www/only.html"), "only here\n").unwrap();
-    let r = run_plan(dir.path(), &plan, &[]);
-    assert_eq!(r.output.status.code(), Some(2), "{}", r.stderr());
-    let md = r.stdout();
-    assert!(
-        md.contains(
-            "empty failed most calls at missing [file=only.html clients=1] (200 of 200; HTTP 404"
-        ),
-        "{md}"
-    );
-    assert!(md.contains("— (100% of calls failed)"), "{md}");
-    assert!(!md.contains("-100%"), "{md}");
+    // Both report tables: the interleaved one and the paired one.
+    for order in ["interleaved", "paired"] {
+        let dir = TempDir::new("hostile-fails");
+        let plan = format!(
+            "name = \"fails\"\nrepetitions = 1\nbaseline = \"good\"\norder = \"{order}\"\n{}{}\n[[scenario]]\nname = \"missing\"\nhttp = \"/{{file}}\"\nmatrix = {{ file = [\"only.html\"] }}\nrequests = 200\n",
+            nginx_contender("good", &nginx, dir.path()),
+            // Serves a folder without the file: every call is a 404.
+            nginx_contender_with("empty", &nginx, &dir.path().join("empty"), "")
+        );
+        std::fs::write(dir.path().join("www/only.html"), "only here\n").unwrap();
+        let r = run_plan(dir.path(), &plan, &[]);
+        assert_eq!(r.output.status.code(), Some(2), "{order}: {}", r.stderr());
+        let md = r.stdout();
+        assert!(
+            md.contains(
+                "empty failed most calls at missing [file=only.html clients=1] (200 of 200; HTTP 404"
+            ),
+            "{order}: {md}"
+        );
+        assert!(md.contains("— (100% of calls failed)"), "{order}: {md}");
+        assert!(!md.contains("-100%") && !md.contains("÷"), "{order}: {md}");
+    }
 }
 
 /// A contender that floods its output: each log keeps its head and a rolling tail within

@@ -134,6 +134,51 @@ fn sigterm_stops_cleanly_and_resume_finishes_the_run() {
     assert_eq!(read_results(&out)["runs"].as_array().unwrap().len(), 4);
 }
 
+/// Starts `bakeoff run` on `plan` (written to `dir/plan.toml`, results in `dir/out`).
+fn spawn_run(
+    dir: &std::path::Path,
+    plan: &str,
+    output: fn() -> Stdio,
+) -> (std::process::Child, std::path::PathBuf) {
+    let plan_path = dir.join("plan.toml");
+    std::fs::write(&plan_path, plan).unwrap();
+    let out = dir.join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .arg("run")
+        .arg(&plan_path)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(output())
+        .stderr(output())
+        .spawn()
+        .unwrap();
+    (child, out)
+}
+
+/// Waits (a minute at most) until the run's first contender has started and `also` gives
+/// a value; returns it.
+fn wait_started<T>(
+    child: &mut std::process::Child,
+    out: &std::path::Path,
+    also: impl Fn() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = read_results(out);
+        let started = r["runs"]
+            .as_array()
+            .and_then(|runs| runs.first().cloned())
+            .is_some_and(|run| run["startup"].is_object());
+        if let Some(v) = also().filter(|_| started) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "the run never got going: {r}");
+        assert!(child.try_wait().unwrap().is_none(), "bakeoff ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// GNU `timeout` sends two signals: the second kills the contender at once (one that
 /// ignores SIGTERM here), and results.json still records the interruption and the exit.
 #[test]
@@ -153,34 +198,9 @@ name = "slow"
 http = "/"
 duration = "60s"
 "#;
-    let plan_path = dir.path().join("plan.toml");
-    std::fs::write(&plan_path, plan).unwrap();
-    let out = dir.path().join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
-        .arg("run")
-        .arg(&plan_path)
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut child, out) = spawn_run(dir.path(), plan, Stdio::piped);
     let pid = child.id();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = read_results(&out);
-        let measuring = r["runs"]
-            .as_array()
-            .and_then(|runs| runs.first().cloned())
-            .is_some_and(|run| run["startup"].is_object());
-        if measuring {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the run never got going: {r}");
-        assert!(child.try_wait().unwrap().is_none(), "bakeoff ended early");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_started(&mut child, &out, || Some(()));
     std::thread::sleep(Duration::from_millis(300));
     let sent = Instant::now();
     // SAFETY: signals to our own child.
@@ -234,19 +254,7 @@ http = "/"
 duration = "60s"
 "#
     );
-    let plan_path = dir.path().join("plan.toml");
-    std::fs::write(&plan_path, plan).unwrap();
-    let out = dir.path().join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
-        .arg("run")
-        .arg(&plan_path)
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, out) = spawn_run(dir.path(), &plan, Stdio::null);
     let pid = child.id();
     let escaped = |marker: &str| -> Vec<i32> {
         std::fs::read_dir("/proc")
@@ -259,20 +267,9 @@ duration = "60s"
             })
             .collect()
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = read_results(&out);
-        let started = r["runs"]
-            .as_array()
-            .and_then(|runs| runs.first().cloned())
-            .is_some_and(|run| run["startup"].is_object());
-        if started && escaped(&marker).len() >= 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the run never got going: {r}");
-        assert!(child.try_wait().unwrap().is_none(), "bakeoff ended early");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_started(&mut child, &out, || {
+        (escaped(&marker).len() >= 2).then_some(())
+    });
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     std::thread::sleep(Duration::from_secs(2));
@@ -314,26 +311,9 @@ name = "slow"
 http = "/"
 duration = "60s"
 "#;
-    let plan_path = dir.path().join("plan.toml");
-    std::fs::write(&plan_path, plan).unwrap();
-    let out = dir.path().join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
-        .arg("run")
-        .arg(&plan_path)
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, out) = spawn_run(dir.path(), plan, Stdio::null);
     let pid = child.id();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let guard = loop {
-        let started = read_results(&out)["runs"]
-            .as_array()
-            .and_then(|runs| runs.first().cloned())
-            .is_some_and(|run| run["startup"].is_object());
+    let guard = wait_started(&mut child, &out, || {
         let recorded: Vec<i32> = std::fs::read_dir(out.join("live"))
             .map(|d| {
                 d.flatten()
@@ -341,12 +321,8 @@ duration = "60s"
                     .collect()
             })
             .unwrap_or_default();
-        if started && recorded.len() == 1 {
-            break recorded[0];
-        }
-        assert!(Instant::now() < deadline, "the run never got going");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+        (recorded.len() == 1).then(|| recorded[0])
+    });
     // SAFETY: signals to processes this test started.
     unsafe {
         libc::kill(pid as i32, libc::SIGSTOP);

@@ -292,18 +292,13 @@ fn contender_busy(
 /// Per contender: (places, failed calls, calls, count by failure) of its mostly-failed points.
 type Failing = (Vec<String>, u64, u64, BTreeMap<String, u64>);
 
-/// Whether most of a load's calls failed (then its latency says nothing about answers).
-pub fn mostly_failed(l: &crate::load::LoadResult) -> bool {
-    l.mostly_failed()
-}
-
 pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
     let mut out = Vec::new();
     // First: points where most calls failed, per contender.
     let mut failing: BTreeMap<&str, Failing> = BTreeMap::new();
     for run in &r.runs {
         for p in &run.points {
-            let Some(l) = p.load.as_ref().filter(|l| mostly_failed(l)) else {
+            let Some(l) = p.load.as_ref().filter(|l| l.mostly_failed()) else {
                 continue;
             };
             let e = failing.entry(&run.id.contender).or_default();

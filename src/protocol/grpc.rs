@@ -305,7 +305,9 @@ pub fn split_array(text: &str) -> Option<Vec<&str>> {
 }
 
 /// Checks gRPC metadata and turns it into headers (`-bin` values must be base64).
-fn metadata_headers(metadata: &[(String, String)]) -> Result<http::HeaderMap, GrpcSetupError> {
+pub(super) fn metadata_headers(
+    metadata: &[(String, String)],
+) -> Result<http::HeaderMap, GrpcSetupError> {
     let mut h = http::HeaderMap::new();
     h.insert(
         "content-type",
@@ -486,7 +488,7 @@ impl Grpc {
 }
 
 /// The gRPC length-prefixed message: a compression flag (0) and a big-endian u32 length.
-fn frame(msg: &[u8]) -> Bytes {
+pub(super) fn frame(msg: &[u8]) -> Bytes {
     let mut b = BytesMut::with_capacity(msg.len() + 5);
     b.extend_from_slice(&[0]);
     b.extend_from_slice(&(msg.len() as u32).to_be_bytes());
@@ -497,7 +499,7 @@ fn frame(msg: &[u8]) -> Bytes {
 /// Splits a stream of DATA frames into gRPC messages, however the frames cut them. Message
 /// bodies are copied only when they are kept; otherwise they are counted and skipped.
 #[derive(Default)]
-struct Deframer {
+pub(super) struct Deframer {
     head: [u8; 5],
     head_len: usize,
     /// Bytes of the current message's body still to come, when inside one.
@@ -508,7 +510,20 @@ struct Deframer {
 }
 
 impl Deframer {
-    fn push(&mut self, mut data: &[u8]) -> Result<(), CallError> {
+    /// A deframer that keeps every message (the others only count them).
+    pub(super) fn keeping() -> Deframer {
+        Deframer {
+            kept: Some(Vec::new()),
+            ..Deframer::default()
+        }
+    }
+
+    /// The messages kept so far.
+    pub(super) fn messages(&self) -> &[Vec<u8>] {
+        self.kept.as_deref().unwrap_or_default()
+    }
+
+    pub(super) fn push(&mut self, mut data: &[u8]) -> Result<(), CallError> {
         while !data.is_empty() {
             match self.remaining {
                 Some(left) => {
@@ -558,12 +573,12 @@ impl Deframer {
     }
 
     /// Whether the stream so far ended on a message boundary.
-    fn is_clean(&self) -> bool {
+    pub(super) fn is_clean(&self) -> bool {
         self.remaining.is_none() && self.head_len == 0
     }
 }
 
-fn status_of(headers: &http::HeaderMap) -> Option<(GrpcCode, Option<String>)> {
+pub(super) fn status_of(headers: &http::HeaderMap) -> Option<(GrpcCode, Option<String>)> {
     let code = headers
         .get("grpc-status")?
         .to_str()

@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bytes::{Bytes, BytesMut};
 use prost::Message as _;
 use prost_reflect::prost_types::{FileDescriptorProto, FileDescriptorSet};
 use prost_reflect::DescriptorPool;
@@ -13,6 +12,7 @@ use prost_reflect::DescriptorPool;
 use super::http2::{self, H2Conn};
 use super::target::Endpoint;
 use super::CallError;
+use super::{grpc, GrpcCode};
 
 #[derive(Clone, PartialEq, prost::Message)]
 struct Request {
@@ -87,14 +87,6 @@ struct Reflector<'a> {
     service: &'static str,
 }
 
-fn frame(msg: &[u8]) -> Bytes {
-    let mut b = BytesMut::with_capacity(msg.len() + 5);
-    b.extend_from_slice(&[0]);
-    b.extend_from_slice(&(msg.len() as u32).to_be_bytes());
-    b.extend_from_slice(msg);
-    b.freeze()
-}
-
 impl Reflector<'_> {
     /// One request on its own stream; `Ok(None)` when the server does not serve this version.
     async fn ask_with(&mut self, service: &str, ask: Ask) -> Result<Option<Answer>, String> {
@@ -103,61 +95,55 @@ impl Reflector<'_> {
         let mut req = http::Request::new(());
         *req.method_mut() = http::Method::POST;
         *req.uri_mut() = uri;
-        let h = req.headers_mut();
-        h.insert(
-            "content-type",
-            http::HeaderValue::from_static("application/grpc"),
-        );
-        h.insert("te", http::HeaderValue::from_static("trailers"));
+        *req.headers_mut() = grpc::metadata_headers(&[]).map_err(|e| e.to_string())?;
         let body = Request {
             host: String::new(),
             ask: Some(ask),
         }
         .encode_to_vec();
-        let (head, mut stream) = http2::exchange(&mut self.conn, req, Some(frame(&body)))
+        let (head, mut stream) = http2::exchange(&mut self.conn, req, Some(grpc::frame(&body)))
             .await
             .map_err(|e| e.to_string())?;
-        let status = |h: &http::HeaderMap| {
-            h.get("grpc-status")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<i32>().ok())
-        };
         if head.status != http::StatusCode::OK {
             return Err(format!("reflection answered HTTP {}", head.status.as_u16()));
         }
-        let mut data = Vec::new();
-        let code = match status(&head.headers) {
-            Some(c) => c,
+        let mut frames = grpc::Deframer::keeping();
+        let mut received = 0usize;
+        let code = match grpc::status_of(&head.headers) {
+            Some((code, _)) => code,
             None => {
                 while let Some(d) = http2::next_data(&mut stream)
                     .await
                     .map_err(|e| e.to_string())?
                 {
-                    if data.len() + d.len() > 64 << 20 {
+                    received += d.len();
+                    if received > 64 << 20 {
                         return Err("reflection answer larger than 64 MiB".into());
                     }
-                    data.extend_from_slice(&d);
+                    frames.push(&d).map_err(|e| e.to_string())?;
                 }
                 let t = http2::trailers(&mut stream)
                     .await
                     .map_err(|e| e.to_string())?
                     .unwrap_or_default();
-                status(&t).unwrap_or(0)
+                grpc::status_of(&t).map_or(GrpcCode::Ok, |(code, _)| code)
             }
         };
         match code {
-            0 => {}
-            12 => return Ok(None), // UNIMPLEMENTED: not this version (or no reflection)
-            c => return Err(format!("reflection failed with gRPC status {c}")),
+            GrpcCode::Ok => {}
+            // Not this version (or no reflection at all).
+            GrpcCode::Unimplemented => return Ok(None),
+            c => return Err(format!("reflection failed with gRPC {}", c.name())),
         }
-        if data.len() < 5 {
-            return Err("reflection sent no answer".into());
+        if !frames.is_clean() {
+            return Err("reflection answer ended inside its message".into());
         }
-        let len = u32::from_be_bytes([data[1], data[2], data[3], data[4]]) as usize;
-        let msg = data
-            .get(5..5 + len)
-            .ok_or("reflection answer ended inside its message")?;
-        let r = Response::decode(msg).map_err(|e| format!("bad reflection answer: {e}"))?;
+        let msg = frames
+            .messages()
+            .first()
+            .ok_or("reflection sent no answer")?;
+        let r =
+            Response::decode(msg.as_slice()).map_err(|e| format!("bad reflection answer: {e}"))?;
         match r.answer {
             Some(Answer::Error(e)) => Err(format!(
                 "reflection error {}: {}",

@@ -134,6 +134,15 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
             );
             let mut row = axes.cells(id);
             row.push(c.name.clone());
+            // Figures of failures would read as a fast contender.
+            if let Some(none) = super::tables::mostly_failed_cell(&loads) {
+                let failed: u64 = loads.iter().map(|l| l.failures).sum();
+                row.extend([none, "—".into(), "—".into(), "—".into(), failed.to_string()]);
+                row.extend(order.iter().map(|_| String::new()));
+                row.push(String::new());
+                rows.push(row);
+                continue;
+            }
             let show = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("—".into(), f);
             row.push(show(
                 median(loads.iter().map(|l| l.requests_per_s).collect()),

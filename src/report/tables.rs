@@ -258,7 +258,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             // A baseline that failed most calls here gives nothing to compare with.
             let base = c.baseline.as_deref().filter(|b| *b != c.name).filter(|b| {
                 !r.point_runs(b, id)
-                    .any(|p| p.load.as_ref().is_some_and(crate::diagnose::mostly_failed))
+                    .any(|p| p.load.as_ref().is_some_and(|l| l.mostly_failed()))
             });
             let base_of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Option<f64> {
                 let b = base?;
@@ -276,10 +276,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             let mut row = axes.cells(id);
             row.push(c.name.clone());
             // A point where most calls failed measured failures: no figure, no delta.
-            if loads.iter().any(|l| crate::diagnose::mostly_failed(l)) {
-                let requests: u64 = loads.iter().map(|l| l.requests).sum();
-                let share = failed as f64 * 100.0 / requests.max(1) as f64;
-                let none = format!("— ({share:.0}% of calls failed)");
+            if let Some(none) = mostly_failed_cell(&loads) {
                 row.extend([
                     none.clone(),
                     "—".into(),
@@ -370,6 +367,18 @@ impl Axes {
         }
         row
     }
+}
+
+/// `— (N% of calls failed)`, the cell that stands for a figure when most calls of a point
+/// failed (its figures are of failures); `None` otherwise.
+pub(super) fn mostly_failed_cell(loads: &[&crate::load::LoadResult]) -> Option<String> {
+    if !loads.iter().any(|l| l.mostly_failed()) {
+        return None;
+    }
+    let failed: u64 = loads.iter().map(|l| l.failures).sum();
+    let requests: u64 = loads.iter().map(|l| l.requests).sum();
+    let share = failed as f64 * 100.0 / requests.max(1) as f64;
+    Some(format!("— ({share:.0}% of calls failed)"))
 }
 
 /// The id (and CSV file name) of a scenario's serving table.

@@ -136,7 +136,7 @@ pub fn all(r: &Results, noise: f64) -> Vec<PointVerdicts> {
 fn compare(r: &Results, point: &PointId, base: &str, name: &str, noise: f64) -> Vec<Verdict> {
     let blocks = blocks(r, point, base, name);
     // A block where either side failed most calls compares failures: no verdict from it.
-    let failed = |p: &PointRun| p.load.as_ref().is_some_and(crate::diagnose::mostly_failed);
+    let failed = |p: &PointRun| p.load.as_ref().is_some_and(|l| l.mostly_failed());
     if blocks.is_empty() || blocks.iter().any(|(b, c)| failed(b) || failed(c)) {
         return Vec::new();
     }
