@@ -46,8 +46,8 @@ pub enum Command {
         /// A results directory (holding results.json).
         dir: PathBuf,
     },
-    /// Check a plan without running it: every check `run` makes before it starts anything
-    /// (for editors and CI).
+    /// Check a plan without running it (every check `run` makes before it starts
+    /// anything), or print it with its templates expanded.
     Plan {
         #[command(subcommand)]
         action: PlanAction,
@@ -82,6 +82,12 @@ pub enum PlanAction {
     /// Run every check `bakeoff run` makes before starting anything; exit 1 at the first
     /// mistake (file:line:column).
     Check {
+        /// The plan file (TOML).
+        plan: PathBuf,
+    },
+    /// Print the plan as `run` uses it: `like`, `members = N`, `{join:…}`, `{index}` and
+    /// `vars` expanded (comments are not kept). The plan is then checked.
+    Show {
         /// The plan file (TOML).
         plan: PathBuf,
     },
@@ -528,6 +534,16 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
                 p.compat.len(),
                 p.repetitions
             );
+            Ok(0)
+        }
+        Command::Plan {
+            action: PlanAction::Show { plan },
+        } => {
+            use anyhow::Context as _;
+            let text = std::fs::read_to_string(&plan)
+                .with_context(|| format!("cannot read the plan `{}`", plan.display()))?;
+            print!("{}", crate::plan::Plan::show(&plan, &text)?);
+            crate::runner::check_plan(&plan)?;
             Ok(0)
         }
         Command::Cleanup { dir } => {

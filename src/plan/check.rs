@@ -38,7 +38,7 @@ macro_rules! call_fields {
 
 pub fn check(path: &Path, text: &str) -> Res<Plan> {
     let loc = Locator::new(path, text);
-    let raw: RawPlan = toml::from_str(text).map_err(|e| loc.from_toml(&e))?;
+    let raw = expanded(&loc, text)?;
     let base = path.parent().unwrap_or(Path::new("."));
     let c = Checker { loc: &loc };
 
@@ -176,6 +176,13 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
     })
 }
 
+/// The plan as written, its templates expanded (`like`, `members = N`, `{join:…}`, `vars`).
+pub(super) fn expanded(loc: &Locator, text: &str) -> Res<RawPlan> {
+    let mut raw: RawPlan = toml::from_str(text).map_err(|e| loc.from_toml(&e))?;
+    super::template::expand(&mut raw, &|span, message| loc.at(span, message))?;
+    Ok(raw)
+}
+
 pub(super) struct Checker<'a> {
     pub(super) loc: &'a Locator<'a>,
 }
@@ -305,6 +312,7 @@ impl Checker<'_> {
                     env: env.clone(),
                     endpoint: endpoint.clone().unwrap_or(DEFAULT_ENDPOINT.into()),
                     ready: self.probe_or_tcp(r.ready.as_ref(), endpoint.as_deref())?,
+                    after: Vec::new(),
                 });
             }
             (None, false) => {
@@ -313,9 +321,12 @@ impl Checker<'_> {
                 }
                 for m in &r.members {
                     let mr = m.get_ref();
-                    let mname = self.name(&mr.name, "member")?;
+                    let Some(spanned_name) = &mr.name else {
+                        return Err(self.at(m, "a `[[contender.member]]` needs a `name` (or the contender `members = N`, which names them m1..mN)"));
+                    };
+                    let mname = self.name(spanned_name, "member")?;
                     if members.iter().any(|o: &Member| o.name == mname) {
-                        return Err(self.at(&mr.name, format!("two members are named `{mname}`")));
+                        return Err(self.at(spanned_name, format!("two members are named `{mname}`")));
                     }
                     let mut menv = env.clone();
                     menv.extend(mr.env.clone());
@@ -327,8 +338,10 @@ impl Checker<'_> {
                         env: menv,
                         endpoint: endpoint.clone().unwrap_or(DEFAULT_ENDPOINT.into()),
                         ready: self.probe_or_tcp(ready, endpoint.as_deref())?,
+                        after: mr.after.as_ref().map(|a| a.get_ref().clone()).unwrap_or_default(),
                     });
                 }
+                self.start_order(&r.members, &members)?;
             }
             (Some(cmd), false) => {
                 return Err(self.at(cmd, "give either `command` or `[[contender.member]]` sections, not both"))
@@ -338,6 +351,7 @@ impl Checker<'_> {
             }
         }
         let ready_when = r.ready_when.as_ref().map(|p| self.probe(p)).transpose()?;
+        let leader = r.leader.as_ref().map(|p| self.probe(p)).transpose()?;
         let dir = r.dir.as_ref().map(|d| base.join(d));
         if let Some(d) = dir.as_ref().filter(|d| !d.is_dir()) {
             return Err(self.at(
@@ -370,7 +384,53 @@ impl Checker<'_> {
             )?,
             dir,
             noise_of: None,
+            leader,
         })
+    }
+
+    /// `after` names other members of the contender, and never goes round in a circle.
+    fn start_order(&self, raw: &[Spanned<super::raw::RawMember>], members: &[Member]) -> Res<()> {
+        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+        for (m, rm) in members.iter().zip(raw) {
+            let Some(after) = &rm.get_ref().after else {
+                continue;
+            };
+            for a in &m.after {
+                if !names.contains(&a.as_str()) {
+                    let hint = nearest(a, names.iter().copied())
+                        .map(|n| format!("; did you mean `{n}`?"))
+                        .unwrap_or_default();
+                    return Err(self.at(after, format!("`after`: member `{}` waits for `{a}`, but no member of this contender is named so{hint}", m.name)));
+                }
+                if *a == m.name {
+                    return Err(self.at(
+                        after,
+                        format!("`after`: member `{a}` cannot wait for itself"),
+                    ));
+                }
+            }
+        }
+        if super::start_order(members).is_none() {
+            let (_, rm) = members
+                .iter()
+                .zip(raw)
+                .find(|(m, _)| !m.after.is_empty())
+                .expect("a circle needs an `after`");
+            let after = rm.get_ref().after.as_ref().expect("has after");
+            let stuck: Vec<&str> = members
+                .iter()
+                .filter(|m| !m.after.is_empty())
+                .map(|m| m.name.as_str())
+                .collect();
+            return Err(self.at(
+                after,
+                format!(
+                    "`after` goes round in a circle: none of {} can start first",
+                    stuck.join(", ")
+                ),
+            ));
+        }
+        Ok(())
     }
 
     pub(super) fn name(&self, s: &Spanned<String>, what: &str) -> Res<String> {

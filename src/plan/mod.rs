@@ -9,6 +9,7 @@ pub mod error;
 mod matrix;
 mod probe;
 mod raw;
+mod template;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -211,6 +212,25 @@ pub struct Contender {
     /// A second instance of this contender's build, started only for the compat cases to
     /// tell noise from differences.
     pub noise_of: Option<String>,
+    /// Passes on the member that currently leads, for `target = "leader"`.
+    pub leader: Option<Probe>,
+}
+
+/// The members in the order they can start: each after the members its `after` names, else
+/// in plan order. `None` when `after` goes round in a circle.
+pub fn start_order(members: &[Member]) -> Option<Vec<usize>> {
+    let mut order: Vec<usize> = Vec::with_capacity(members.len());
+    while order.len() < members.len() {
+        let next = (0..members.len()).find(|&i| {
+            !order.contains(&i)
+                && members[i]
+                    .after
+                    .iter()
+                    .all(|a| order.iter().any(|&j| members[j].name == *a))
+        })?;
+        order.push(next);
+    }
+    Some(order)
 }
 
 #[derive(Debug, Clone)]
@@ -224,6 +244,8 @@ pub struct Member {
     pub endpoint: String,
     /// Answers once the member is up; the first success is the *first response*.
     pub ready: Probe,
+    /// Started only once these members' `ready` probes passed.
+    pub after: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -236,6 +258,22 @@ pub struct Probe {
     pub interval: Duration,
     /// For `http` and `grpc` probes of `https://` endpoints.
     pub tls: TlsSpec,
+    /// What the answer must also say (`http` and `grpc` probes).
+    pub expect: Option<Expect>,
+}
+
+/// A check on a probe's answer, beyond its status.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expect {
+    /// The field at this dotted path of the JSON answer equals the value.
+    Equals {
+        field: String,
+        value: serde_json::Value,
+    },
+    /// The two fields of the JSON answer are equal (etcd's `header.member_id` and `leader`).
+    SameAs { field: String, other: String },
+    /// The body, as text, matches this regular expression.
+    Matches(String),
 }
 
 #[derive(Debug, Clone)]
@@ -494,6 +532,14 @@ impl Plan {
     /// Checks a plan's text; `path` names it in errors and anchors relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<Plan, PlanError> {
         check::check(path, text)
+    }
+
+    /// The plan with its templates expanded, as TOML (`bakeoff plan show`): what `run`
+    /// will use, nothing hidden. Comments are not kept.
+    pub fn show(path: &Path, text: &str) -> Result<String, PlanError> {
+        let loc = error::Locator::new(path, text);
+        let raw = check::expanded(&loc, text)?;
+        template::show(&raw).map_err(|e| loc.at(0..0, format!("cannot print the plan: {e}")))
     }
 
     /// Reads a cases file for `bakeoff diff`: `[[compat]]` sections and their `.proto` files,

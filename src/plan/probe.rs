@@ -7,7 +7,7 @@ use toml::Spanned;
 use super::check::{value_text, Checker, DEFAULT_ENDPOINT};
 use super::error::PlanError;
 use super::raw::RawProbe;
-use super::{Check, Probe};
+use super::{Check, Expect, Probe};
 
 type Res<T> = Result<T, PlanError>;
 
@@ -32,6 +32,7 @@ impl Checker<'_> {
             attempt_timeout: Duration::from_secs(1),
             interval: Duration::from_millis(20),
             tls: super::TlsSpec::default(),
+            expect: None,
         })
     }
 
@@ -75,7 +76,9 @@ impl Checker<'_> {
         if r.status.is_some() && r.http.is_none() || r.body.is_some() && r.grpc.is_none() {
             return Err(self.at(s, "`status` goes with `http`, `body` with `grpc`"));
         }
+        let expect = self.expect(s)?;
         Ok(Probe {
+            expect,
             check: checks.remove(0),
             timeout: self.duration(r.timeout.as_ref(), "timeout", Duration::from_secs(30))?,
             attempt_timeout: self.duration(
@@ -86,5 +89,53 @@ impl Checker<'_> {
             interval: self.duration(r.interval.as_ref(), "interval", Duration::from_millis(20))?,
             tls: self.tls(r.tls.as_ref())?,
         })
+    }
+
+    /// `field` with `equals` or `equals_field`, or `matches`: a check on the answer.
+    fn expect(&self, s: &Spanned<RawProbe>) -> Res<Option<Expect>> {
+        let r = s.get_ref();
+        let answers = r.http.is_some() || r.grpc.is_some();
+        let any = r.field.is_some()
+            || r.equals.is_some()
+            || r.equals_field.is_some()
+            || r.matches.is_some();
+        if any && !answers {
+            return Err(self.at(s, "`field`, `equals`, `equals_field` and `matches` check an answer: they go with `http` or `grpc`"));
+        }
+        if let Some(m) = &r.matches {
+            if r.field.is_some() || r.equals.is_some() || r.equals_field.is_some() {
+                return Err(self.at(m, "a probe checks its answer one way: `matches`, or `field` with `equals` or `equals_field`"));
+            }
+            if let Err(e) = regex_lite::Regex::new(m.get_ref()) {
+                return Err(self.at(
+                    m,
+                    format!("`matches` is not a valid regular expression: {e}"),
+                ));
+            }
+            return Ok(Some(Expect::Matches(m.get_ref().clone())));
+        }
+        match (&r.field, &r.equals, &r.equals_field) {
+            (None, None, None) => Ok(None),
+            (Some(f), Some(v), None) => Ok(Some(Expect::Equals {
+                field: f.get_ref().clone(),
+                value: serde_json::to_value(v.get_ref())
+                    .map_err(|e| self.at(v, format!("`equals`: {e}")))?,
+            })),
+            (Some(f), None, Some(o)) => Ok(Some(Expect::SameAs {
+                field: f.get_ref().clone(),
+                other: o.get_ref().clone(),
+            })),
+            (Some(f), None, None) => Err(self.at(
+                f,
+                "`field` needs `equals = VALUE` or `equals_field = \"other.field\"`",
+            )),
+            (Some(_), Some(v), Some(_)) => {
+                Err(self.at(v, "give `equals` or `equals_field`, not both"))
+            }
+            (None, Some(v), _) => Err(self.at(v, "`equals` needs the `field` it is about")),
+            (None, None, Some(o)) => {
+                Err(self.at(o, "`equals_field` needs the `field` it is compared with"))
+            }
+        }
     }
 }

@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPlan {
     pub name: Spanned<String>,
@@ -18,23 +18,23 @@ pub struct RawPlan {
     pub seed: Option<u64>,
     pub cores: Option<Spanned<RawCores>>,
     /// `.proto` files for gRPC calls, relative to the plan file.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub protos: Vec<Spanned<String>>,
     /// Import roots for the `.proto` files [default: each file's folder].
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub proto_include: Vec<String>,
     /// Each member log's size limit, e.g. `"16MiB"`.
     pub log_limit: Option<Spanned<String>>,
-    #[serde(rename = "contender", default)]
+    #[serde(rename = "contender", default, skip_serializing_if = "is_empty")]
     pub contenders: Vec<Spanned<RawContender>>,
-    #[serde(rename = "scenario", default)]
+    #[serde(rename = "scenario", default, skip_serializing_if = "is_empty")]
     pub scenarios: Vec<Spanned<RawScenario>>,
-    #[serde(rename = "compat", default)]
+    #[serde(rename = "compat", default, skip_serializing_if = "is_empty")]
     pub compat: Vec<Spanned<RawCompat>>,
 }
 
 /// `[paired]`: how paired points are cut into rounds.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPaired {
     pub slice: Option<Spanned<String>>,
@@ -47,20 +47,20 @@ pub struct RawPaired {
 
 /// A file of compatibility cases for `bakeoff diff --cases FILE`: a plan's `[[compat]]`
 /// sections with the `.proto` files they need, and nothing else.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCasesFile {
     pub seed: Option<u64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub protos: Vec<Spanned<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub proto_include: Vec<String>,
-    #[serde(rename = "compat", default)]
+    #[serde(rename = "compat", default, skip_serializing_if = "is_empty")]
     pub compat: Vec<Spanned<RawCompat>>,
 }
 
 /// `[[compat]]`: the same call made with many requests, answers compared across contenders.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCompat {
     pub name: Option<Spanned<String>>,
@@ -68,9 +68,9 @@ pub struct RawCompat {
     pub http: Option<Spanned<String>>,
     pub jsonrpc: Option<Spanned<String>>,
     pub path: Option<Spanned<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub headers: BTreeMap<String, String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub h2: bool,
     pub stream_interval: Option<Spanned<String>>,
     pub replies: Option<Spanned<i64>>,
@@ -78,24 +78,24 @@ pub struct RawCompat {
     /// A JSONL file of requests, relative to the plan.
     pub cases: Option<Spanned<String>>,
     /// Requests written in the plan (strings, or tables turned into JSON).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub requests: Vec<Spanned<toml::Value>>,
     pub generate: Option<Spanned<RawGenerate>>,
     pub mode: Option<Spanned<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub ignore: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub unordered: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub byte_order: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub setup: Vec<Spanned<RawStep>>,
     pub reference: Option<Spanned<RawReference>>,
 }
 
 /// A server bakeoff does not start (it may speak another protocol) whose answers some
 /// fields are checked against.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawReference {
     pub endpoint: Spanned<String>,
@@ -103,7 +103,7 @@ pub struct RawReference {
     pub http: Option<Spanned<String>>,
     pub jsonrpc: Option<Spanned<String>>,
     pub path: Option<Spanned<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub headers: BTreeMap<String, String>,
     pub tls: Option<Spanned<RawTls>>,
     /// The request, with `{case}` for the case's request; the case's request when absent.
@@ -111,71 +111,86 @@ pub struct RawReference {
     pub fields: Vec<Spanned<RawFieldMap>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFieldMap {
     pub ours: String,
     pub theirs: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub transform: Vec<Spanned<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub ours_transform: Vec<Spanned<String>>,
 }
 
 /// `count` requests from one template (`{seq}` is 0..count, `{rand:…}` follows the seed).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawGenerate {
     pub count: Spanned<i64>,
     pub request: Spanned<toml::Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCores {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub contender: Vec<usize>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub load: Vec<usize>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawContender {
     pub name: Spanned<String>,
+    /// Copy every key this contender does not set from that contender (not `name`, `like`
+    /// or `noise_of`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub like: Option<Spanned<String>>,
+    /// `{name}` in any of this contender's strings (and its members') is this value.
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub vars: BTreeMap<String, Spanned<String>>,
+    /// `members = 3`: one `[[contender.member]]` is the template of that many members.
+    #[serde(rename = "members", skip_serializing_if = "Option::is_none")]
+    pub count: Option<Spanned<i64>>,
     /// Compare this contender against another one than the plan's baseline.
     pub baseline: Option<Spanned<String>>,
     pub command: Option<Spanned<Vec<String>>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub env: BTreeMap<String, String>,
     pub dir: Option<String>,
     pub endpoint: Option<Spanned<String>>,
     pub ready: Option<Spanned<RawProbe>>,
     pub ready_when: Option<Spanned<RawProbe>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub setup: Vec<Spanned<Vec<String>>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub cleanup: Vec<Spanned<Vec<String>>>,
     pub stop_timeout: Option<Spanned<String>>,
-    #[serde(rename = "member", default)]
+    #[serde(rename = "member", default, skip_serializing_if = "is_empty")]
     pub members: Vec<Spanned<RawMember>>,
     /// A second instance of that contender's build, started only to answer the compat
     /// cases: fields on which the two disagree are noise.
     pub noise_of: Option<Spanned<String>>,
+    /// For `target = "leader"`: passes on the member that leads (asked of each member).
+    pub leader: Option<Spanned<RawProbe>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMember {
-    pub name: Spanned<String>,
+    /// Required, except in a `members = N` template (`m{index}` by default).
+    pub name: Option<Spanned<String>>,
+    /// Members started only once these passed their `ready` probe.
+    pub after: Option<Spanned<Vec<String>>>,
     pub command: Spanned<Vec<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub env: BTreeMap<String, String>,
     pub endpoint: Option<Spanned<String>>,
     pub ready: Option<Spanned<RawProbe>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProbe {
     pub tcp: Option<String>,
@@ -190,22 +205,30 @@ pub struct RawProbe {
     pub attempt_timeout: Option<Spanned<String>>,
     pub interval: Option<Spanned<String>>,
     pub tls: Option<Spanned<RawTls>>,
+    /// The answer must also have this field (a dotted path into its JSON) …
+    pub field: Option<Spanned<String>>,
+    /// … equal to this value …
+    pub equals: Option<Spanned<toml::Value>>,
+    /// … or equal to this other field of the same answer.
+    pub equals_field: Option<Spanned<String>>,
+    /// The answer's body must match this regular expression.
+    pub matches: Option<Spanned<String>>,
 }
 
 /// `tls = { cacert = "…", cert = "…", key = "…", insecure = true, servername = "…" }`, the
 /// keys of the command-line flags.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTls {
     pub cacert: Option<String>,
     pub cert: Option<String>,
     pub key: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub insecure: bool,
     pub servername: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawScenario {
     pub name: Spanned<String>,
@@ -215,15 +238,15 @@ pub struct RawScenario {
     pub body: Option<Spanned<toml::Value>>,
     pub params: Option<Spanned<toml::Value>>,
     pub path: Option<Spanned<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub headers: BTreeMap<String, String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub h2: bool,
     pub stream_interval: Option<Spanned<String>>,
     pub replies: Option<Spanned<i64>>,
     pub tls: Option<Spanned<RawTls>>,
     pub clients: Option<Spanned<OneOrMany<i64>>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub matrix: BTreeMap<String, Spanned<Vec<toml::Value>>>,
     pub target: Option<Spanned<OneOrMany<String>>>,
     pub duration: Option<Spanned<String>>,
@@ -231,12 +254,12 @@ pub struct RawScenario {
     pub rate: Option<Spanned<OneOrMany<f64>>>,
     pub warmup: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub setup: Vec<Spanned<RawStep>>,
 }
 
 /// A call made before a scenario point is measured (e.g. write the key a read scenario reads).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawStep {
     pub grpc: Option<Spanned<String>>,
@@ -245,16 +268,16 @@ pub struct RawStep {
     pub body: Option<Spanned<toml::Value>>,
     pub params: Option<Spanned<toml::Value>>,
     pub path: Option<Spanned<String>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub headers: BTreeMap<String, String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub h2: bool,
     pub stream_interval: Option<Spanned<String>>,
     pub replies: Option<Spanned<i64>>,
     pub requests: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Serialize, Clone)]
 #[serde(untagged)]
 pub enum OneOrMany<T> {
     One(T),
@@ -267,5 +290,30 @@ impl<T: Clone> OneOrMany<T> {
             OneOrMany::One(t) => vec![t.clone()],
             OneOrMany::Many(v) => v.clone(),
         }
+    }
+}
+
+/// For `skip_serializing_if`: a list or table the plan left out is not shown either.
+fn is_empty<T: IsEmpty>(v: &T) -> bool {
+    v.is_empty()
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+trait IsEmpty {
+    fn is_empty(&self) -> bool;
+}
+
+impl<T> IsEmpty for Vec<T> {
+    fn is_empty(&self) -> bool {
+        Vec::is_empty(self)
+    }
+}
+
+impl<K, V> IsEmpty for BTreeMap<K, V> {
+    fn is_empty(&self) -> bool {
+        BTreeMap::is_empty(self)
     }
 }

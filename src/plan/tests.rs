@@ -427,3 +427,205 @@ fn a_rate_list_is_an_axis_like_clients() {
     ));
     assert!(e.contains("`rate` must be a positive number"), "{e}");
 }
+
+fn show(text: &str) -> String {
+    Plan::show(Path::new("plan.toml"), text).unwrap()
+}
+
+#[test]
+fn like_copies_what_a_contender_leaves_out_and_vars_fill_every_field() {
+    let p = parse(
+        r#"
+name = "t"
+[[contender]]
+name = "a"
+vars = { bin = "/opt/a/srv", flag = "--fast" }
+command = ["{bin}", "--port", "{port}", "{flag}"]
+env = { MODE = "{flag}", KEEP = "1" }
+ready = { http = "http://127.0.0.1:{port}/{flag}", status = 200 }
+stop_timeout = "3s"
+[[contender]]
+name = "b"
+like = "a"
+vars = { bin = "/opt/b/srv" }
+env = { MODE = "slow" }
+[[contender]]
+name = "c"
+like = "b"
+command = ["other", "{port}"]
+"#,
+    )
+    .unwrap();
+    let [a, b, c] = &p.contenders[..] else {
+        panic!("three contenders")
+    };
+    assert_eq!(
+        a.members[0].command,
+        ["/opt/a/srv", "--port", "{port}", "--fast"]
+    );
+    assert_eq!(
+        b.members[0].command,
+        ["/opt/b/srv", "--port", "{port}", "--fast"]
+    );
+    assert_eq!(
+        b.members[0].env,
+        [
+            ("KEEP".to_string(), "1".to_string()),
+            ("MODE".into(), "slow".into())
+        ]
+    );
+    assert!(
+        matches!(&b.members[0].ready.check, Check::Http { url, .. } if url.ends_with("/--fast"))
+    );
+    assert_eq!(b.stop_timeout, Duration::from_secs(3));
+    // A chain: c is like b is like a, its own command winning.
+    assert_eq!(c.members[0].command, ["other", "{port}"]);
+    assert_eq!(c.stop_timeout, Duration::from_secs(3));
+    let shown = show(&format!("name = \"t\"\n[[contender]]\nname = \"a\"\nvars = {{ x = \"1\" }}\ncommand = [\"s{{x}}\"]\n[[contender]]\nname = \"b\"\nlike = \"a\"\n"));
+    assert!(
+        !shown.contains("like") && !shown.contains("vars"),
+        "{shown}"
+    );
+    assert_eq!(shown.matches("command = [\"s1\"]").count(), 2, "{shown}");
+}
+
+#[test]
+fn a_member_template_makes_n_members_and_join_makes_one_argument() {
+    let p = parse(
+        r#"
+name = "t"
+[[contender]]
+name = "x3"
+members = 3
+[[contender.member]]
+endpoint = "http://127.0.0.1:{port:c{index}}"
+command = ["srv", "--name", "{member}", "--peer", "{port:p{index}}",
+           "--cluster", "{join:,:{member}=http://127.0.0.1:{port:p{index}}}", "--me", "{index}"]
+"#,
+    )
+    .unwrap();
+    let m = &p.contenders[0].members;
+    assert_eq!(
+        m.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
+        ["m1", "m2", "m3"]
+    );
+    assert_eq!(m[1].endpoint, "http://127.0.0.1:{port:c2}");
+    assert_eq!(
+        m[2].command,
+        [
+            "srv",
+            "--name",
+            "{member}",
+            "--peer",
+            "{port:p3}",
+            "--cluster",
+            "m1=http://127.0.0.1:{port:p1},m2=http://127.0.0.1:{port:p2},m3=http://127.0.0.1:{port:p3}",
+            "--me",
+            "3"
+        ]
+    );
+    // Expanded before port names are collected: six ports, named per member.
+    let ports = crate::contender::ports_named(&p.contenders[0]);
+    assert_eq!(ports.len(), 6, "{ports:?}");
+}
+
+#[test]
+fn template_mistakes_are_pointed_at() {
+    let base = "name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"s\"]\n";
+    let e = err(&format!(
+        "{base}[[contender]]\nname = \"b\"\nlike = \"aa\"\n"
+    ));
+    assert!(
+        e.starts_with("plan.toml:7:8:") && e.contains("did you mean `a`"),
+        "{e}"
+    );
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\nlike = \"b\"\n[[contender]]\nname = \"b\"\nlike = \"a\"\n");
+    assert!(e.contains("circle") && e.contains("a → b → a"), "{e}");
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\nvars = { bin = \"x\" }\ncommand = [\"{bni}\"]\n");
+    assert!(
+        e.starts_with("plan.toml:5:11:")
+            && e.contains("`{bni}`")
+            && e.contains("did you mean `{bin}`"),
+        "{e}"
+    );
+    let e = err(
+        "name = \"t\"\n[[contender]]\nname = \"a\"\nvars = { port = \"x\" }\ncommand = [\"s\"]\n",
+    );
+    assert!(e.contains("cannot be a var"), "{e}");
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\ncommand = [\"s\"]\n[[contender.member]]\ncommand = [\"s\"]\n");
+    assert!(
+        e.starts_with("plan.toml:4:11:") && e.contains("exactly one"),
+        "{e}"
+    );
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 0\n[[contender.member]]\ncommand = [\"s\"]\n");
+    assert!(e.contains("from 1 to 100"), "{e}");
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\nname = \"same\"\ncommand = [\"s\"]\n");
+    assert!(e.contains("two members are named `same`"), "{e}");
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\ncommand = [\"{join:,:{member}\"]\n");
+    assert!(e.contains("not closed"), "{e}");
+    let e =
+        err("name = \"t\"\n[[contender]]\nname = \"a\"\n[[contender.member]]\ncommand = [\"s\"]\n");
+    assert!(e.contains("needs a `name`"), "{e}");
+    // The shell's own `${HOME}` is not a var.
+    parse("name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"sh\", \"-c\", \"exec srv ${HOME}\"]\n").unwrap();
+}
+
+#[test]
+fn after_names_members_and_never_goes_round() {
+    let two = |after1: &str, after2: &str| {
+        format!("name = \"t\"\n[[contender]]\nname = \"a\"\n[[contender.member]]\nname = \"node\"\ncommand = [\"n\"]\n{after1}\n[[contender.member]]\nname = \"indexer\"\ncommand = [\"i\"]\n{after2}\n")
+    };
+    let p = parse(&two("", "after = [\"node\"]")).unwrap();
+    assert_eq!(p.contenders[0].members[1].after, ["node"]);
+    let p = parse(&two("after = [\"indexer\"]", "")).unwrap();
+    assert_eq!(start_order(&p.contenders[0].members), Some(vec![1, 0]));
+    let e = err(&two("", "after = [\"nod\"]"));
+    assert!(
+        e.starts_with("plan.toml:11:9:") && e.contains("did you mean `node`"),
+        "{e}"
+    );
+    let e = err(&two("after = [\"indexer\"]", "after = [\"node\"]"));
+    assert!(
+        e.starts_with("plan.toml:7:9:") && e.contains("circle"),
+        "{e}"
+    );
+    let e = err(&two("after = [\"node\"]", ""));
+    assert!(e.contains("cannot wait for itself"), "{e}");
+}
+
+#[test]
+fn probes_check_their_answer_one_way() {
+    let probe = |p: &str| {
+        format!(
+            "name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"s\"]\nleader = {{ {p} }}\n"
+        )
+    };
+    let p = parse(&probe(r#"grpc = "etcdserverpb.Maintenance/Status", field = "leader", equals_field = "header.member_id""#)).unwrap();
+    assert_eq!(
+        p.contenders[0].leader.as_ref().unwrap().expect,
+        Some(Expect::SameAs {
+            field: "leader".into(),
+            other: "header.member_id".into()
+        })
+    );
+    let p = parse(&probe(
+        r#"http = "http://127.0.0.1:{port}/role", field = "role", equals = "leader""#,
+    ))
+    .unwrap();
+    assert!(
+        matches!(&p.contenders[0].leader.as_ref().unwrap().expect, Some(Expect::Equals { value, .. }) if value == "leader")
+    );
+    let e = err(&probe(r#"http = "http://x/", matches = "(""#));
+    assert!(
+        e.contains("`matches` is not a valid regular expression"),
+        "{e}"
+    );
+    let e = err(&probe(r#"tcp = "127.0.0.1:1", matches = "x""#));
+    assert!(e.contains("go with `http` or `grpc`"), "{e}");
+    let e = err(&probe(r#"http = "http://x/", field = "a""#));
+    assert!(e.contains("needs `equals"), "{e}");
+    let e = err(&probe(
+        r#"http = "http://x/", matches = "a", field = "b", equals = 1"#,
+    ));
+    assert!(e.contains("one way"), "{e}");
+}
