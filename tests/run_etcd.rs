@@ -80,13 +80,36 @@ fn the_etcd_example_plan_runs_end_to_end() {
         );
         assert!(x["startup"]["disk_after_start_bytes"].as_u64().unwrap() > 0);
         let points = x["points"].as_array().unwrap();
-        // 2 key sizes × 2 client counts, for the first member; clusters also for all members.
+        // 2 key sizes × 2 client counts, for the leader; clusters also for all members.
         assert_eq!(points.len(), if cluster { 16 } else { 8 }, "{name}");
         for p in points {
             let l = &p["load"];
             assert!(l["successes"].as_u64().unwrap() > 0, "{p}");
             assert_eq!(l["failures"], 0, "{p}");
             assert!(l["target"].as_str().unwrap().starts_with("gRPC"), "{l}");
+            // The leader is asked before every point: the member etcd itself made leader
+            // (its own log says it became leader), recorded for clusters only.
+            if p["target"] == "leader" && cluster {
+                let leader = p["leader"].as_str().unwrap_or_else(|| panic!("{p}"));
+                for m in ["m1", "m2", "m3"] {
+                    let log: String = x["logs"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|f| f.as_str().unwrap().contains(&format!(".{m}.std")))
+                        .map(|f| {
+                            std::fs::read_to_string(run.out_dir.join(f.as_str().unwrap())).unwrap()
+                        })
+                        .collect();
+                    assert_eq!(
+                        log.contains("became leader"),
+                        m == leader,
+                        "{m} (leader {leader})"
+                    );
+                }
+            } else {
+                assert!(p["leader"].is_null(), "{p}");
+            }
             if p["target"] == "all" {
                 assert!(
                     l["target"]
@@ -117,7 +140,7 @@ fn the_etcd_example_plan_runs_end_to_end() {
     assert!(out.contains("| 256 | 8 | all | etcd-3.5-x3 | "), "{out}");
     let row = out
         .lines()
-        .find(|l| l.starts_with("| 64 | 1 | first | etcd-3.5 |"))
+        .find(|l| l.starts_with("| 64 | 1 | leader | etcd-3.5 |"))
         .unwrap();
     assert!(
         row.contains("×) ") && row.contains("CPU per request"),

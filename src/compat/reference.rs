@@ -27,25 +27,7 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// The value at `path` (`result.hash`, `kvs[0].value`, `[2]`), if there is one.
-pub fn at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut cur = v;
-    for part in path.split('.').filter(|p| !p.is_empty()) {
-        let (name, mut rest) = match part.find('[') {
-            Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
-        };
-        if !name.is_empty() {
-            cur = cur.get(name)?;
-        }
-        while let Some(r) = rest.strip_prefix('[') {
-            let end = r.find(']')?;
-            cur = cur.get(r[..end].parse::<usize>().ok()?)?;
-            rest = &r[end + 1..];
-        }
-    }
-    Some(cur)
-}
+pub use crate::plan::at_path;
 
 /// Runs a transform chain; an error names the step that did not apply.
 pub fn apply(v: Val, chain: &[Transform]) -> Result<Val, String> {

@@ -44,6 +44,9 @@ pub fn kill_all_live() {
 
 pub(super) struct MemberProc {
     pub(super) name: String,
+    /// Its place in the plan's member list.
+    pub(super) index: usize,
+    pub(super) spawned: std::time::Instant,
     /// Kept for its handles; the process is reaped with `wait4` (see [`MemberProc::poll`]).
     pub(super) _child: Child,
     pub(super) pid: i32,

@@ -14,6 +14,7 @@ pub mod usage;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::load::INTERRUPTED;
 use crate::plan::{Check, Contender, Probe};
 pub use member::kill_all_live;
 use member::{describe_exit, log_tail, register_group, unregister_group, MemberProc};
@@ -61,10 +62,44 @@ pub enum StartError {
 }
 
 /// Start-up timings, from the spawn of the first member.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Startup {
     pub first_response: Duration,
     pub ready: Duration,
+    /// Each member, in plan order.
+    pub members: Vec<MemberStart>,
+}
+
+/// When a member was started (members with `after` wait for others) and how long after its
+/// own start it first answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberStart {
+    pub name: String,
+    pub started: Duration,
+    pub first_response: Duration,
+}
+
+/// A member whose command is filled in, ready to spawn.
+struct Prepared {
+    /// Its place in the plan's member list.
+    index: usize,
+    command: Vec<String>,
+    env: Vec<(String, String)>,
+    ready: Probe,
+    state: PathBuf,
+    logs: Vec<PathBuf>,
+    after: Vec<String>,
+}
+
+/// What a member spawned later needs to know about its contender.
+struct SpawnCtx {
+    dir: Option<PathBuf>,
+    cpus: Option<Vec<usize>>,
+    log_cpus: Option<Vec<usize>>,
+    log_limit: u64,
+    member_names: Vec<String>,
+    leader: Option<Probe>,
+    cluster: bool,
 }
 
 /// A started contender. Dropping it kills whatever is still running.
@@ -88,6 +123,9 @@ pub struct Running {
     ports: std::collections::BTreeMap<String, u16>,
     /// Where its members' guards are recorded (`leftovers`).
     results_dir: PathBuf,
+    /// Members that start once the members their `after` names are ready.
+    pending: Vec<Prepared>,
+    ctx: SpawnCtx,
 }
 
 /// Starts every member (after the setup commands). Does not wait for readiness.
@@ -152,15 +190,8 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
     }
 
     // Fill in every placeholder before spawning anything, so a mistake starts nothing.
-    struct Prepared {
-        command: Vec<String>,
-        env: Vec<(String, String)>,
-        ready: Probe,
-        state: PathBuf,
-        logs: Vec<PathBuf>,
-    }
     let mut prepared = Vec::new();
-    for m in &c.members {
+    for (index, m) in c.members.iter().enumerate() {
         let p = ph(&m.name);
         let env = m
             .env
@@ -175,6 +206,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
             l.logs.join(&l.log_prefix)
         };
         prepared.push(Prepared {
+            index,
             command: expand_all(&m.command, &p)?,
             env,
             ready: expand_probe(&m.ready, &p)?,
@@ -183,58 +215,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
                 .map(|ext| PathBuf::from(format!("{}.{ext}", base.display())))
                 .collect(),
             state: p.state,
-        });
-    }
-
-    let started = Instant::now();
-    let mut members: Vec<MemberProc> = Vec::new();
-    let mut all_logs = Vec::new();
-    for ((m, endpoint), p) in c.members.iter().zip(&endpoints).zip(prepared) {
-        let spawned = std::fs::create_dir_all(&p.state)
-            .map_err(|e| e.to_string())
-            .and_then(|()| {
-                spawn::spawn(&spawn::SpawnSpec {
-                    command: &p.command,
-                    env: &p.env,
-                    dir: c.dir.as_deref(),
-                    stdout: &p.logs[0],
-                    stderr: &p.logs[1],
-                    cpus: l.cpus.as_deref(),
-                    tag: &tag,
-                    log_limit: l.log_limit,
-                    log_cpus: l.log_cpus.as_deref(),
-                })
-            });
-        let (child, pumps) = match spawned {
-            Ok(spawned) => spawned,
-            Err(reason) => {
-                for m in &mut members {
-                    kill_group(m.pid, libc::SIGKILL);
-                    m.poll(true);
-                    unregister_group(m.pid);
-                    leftovers::forget(&results_dir, m.pid);
-                }
-                spawn::sweep(&tag);
-                return Err(StartError::Spawn {
-                    member: m.name.clone(),
-                    program: p.command[0].clone(),
-                    reason,
-                });
-            }
-        };
-        register_group(child.id() as i32);
-        leftovers::record(&results_dir, child.id() as i32);
-        all_logs.extend(p.logs.iter().cloned());
-        members.push(MemberProc {
-            name: m.name.clone(),
-            pid: child.id() as i32,
-            _child: child,
-            reaped_cpu: None,
-            exit: None,
-            ready: p.ready,
-            endpoint: endpoint.clone(),
-            logs: p.logs,
-            pumps,
+            after: m.after.clone(),
         });
     }
     let ready_when = c
@@ -247,15 +228,16 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         .iter()
         .map(|cmd| expand_all(cmd, &first))
         .collect::<Result<_, _>>()?;
-    let pgids = members.iter().map(|m| m.pid).collect();
-    Ok(Running {
+    let (now, later): (Vec<Prepared>, Vec<Prepared>) =
+        prepared.into_iter().partition(|p| p.after.is_empty());
+    let mut running = Running {
         name: c.name.clone(),
         endpoints,
         state: l.state.clone(),
-        logs: all_logs,
-        members,
-        sampler: Sampler::start(pgids),
-        started,
+        logs: Vec::new(),
+        members: Vec::new(),
+        sampler: Sampler::start(Vec::new()),
+        started: Instant::now(),
         tag,
         stop_timeout: c.stop_timeout,
         cleanup,
@@ -265,7 +247,21 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         stopped: false,
         ports: ports.clone(),
         results_dir,
-    })
+        pending: later,
+        ctx: SpawnCtx {
+            dir: c.dir.clone(),
+            cpus: l.cpus.clone(),
+            log_cpus: l.log_cpus.clone(),
+            log_limit: l.log_limit,
+            member_names: c.members.iter().map(|m| m.name.clone()).collect(),
+            leader: c.leader.clone(),
+            cluster,
+        },
+    };
+    for p in now {
+        running.spawn_member(p)?;
+    }
+    Ok(running)
 }
 
 fn expand_all(cmd: &[String], p: &Placeholders) -> Result<Vec<String>, StartError> {
@@ -276,7 +272,14 @@ fn expand_all(cmd: &[String], p: &Placeholders) -> Result<Vec<String>, StartErro
 }
 
 fn expand_probe(probe: &Probe, p: &Placeholders) -> Result<Probe, StartError> {
-    let e = |s: &str| expand(s, p).map_err(StartError::Placeholder);
+    expand_probe_with(probe, &|s| expand(s, p))
+}
+
+fn expand_probe_with(
+    probe: &Probe,
+    fill: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<Probe, StartError> {
+    let e = |s: &str| fill(s).map_err(StartError::Placeholder);
     let check = match &probe.check {
         Check::Tcp(a) => Check::Tcp(e(a)?),
         Check::Http { url, status } => Check::Http {
@@ -293,7 +296,7 @@ fn expand_probe(probe: &Probe, p: &Placeholders) -> Result<Probe, StartError> {
             endpoint: endpoint.as_deref().map(e).transpose()?,
         },
         Check::Log(r) => Check::Log(r.clone()),
-        Check::Command(c) => Check::Command(expand_all(c, p)?),
+        Check::Command(c) => Check::Command(c.iter().map(|a| e(a)).collect::<Result<_, _>>()?),
     };
     Ok(Probe {
         check,
@@ -302,20 +305,152 @@ fn expand_probe(probe: &Probe, p: &Placeholders) -> Result<Probe, StartError> {
 }
 
 impl Running {
-    /// Waits for every member's probe (the first response), then the contender's ready
-    /// condition. On failure, returns what was reached so far with the error.
+    /// Starts a prepared member: its state folder, its process (in its own group, under
+    /// its guard), its logs.
+    fn spawn_member(&mut self, p: Prepared) -> Result<(), StartError> {
+        let name = self.ctx.member_names[p.index].clone();
+        let spawned = std::fs::create_dir_all(&p.state)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                spawn::spawn(&spawn::SpawnSpec {
+                    command: &p.command,
+                    env: &p.env,
+                    dir: self.ctx.dir.as_deref(),
+                    stdout: &p.logs[0],
+                    stderr: &p.logs[1],
+                    cpus: self.ctx.cpus.as_deref(),
+                    tag: &self.tag,
+                    log_limit: self.ctx.log_limit,
+                    log_cpus: self.ctx.log_cpus.as_deref(),
+                })
+            });
+        let (child, pumps) = spawned.map_err(|reason| StartError::Spawn {
+            member: name.clone(),
+            program: p.command[0].clone(),
+            reason,
+        })?;
+        let pid = child.id() as i32;
+        register_group(pid);
+        leftovers::record(&self.results_dir, pid);
+        self.sampler.add(pid);
+        if self.members.is_empty() {
+            self.started = Instant::now();
+        }
+        self.logs.extend(p.logs.iter().cloned());
+        self.members.push(MemberProc {
+            name,
+            index: p.index,
+            spawned: Instant::now(),
+            pid,
+            _child: child,
+            reaped_cpu: None,
+            exit: None,
+            ready: p.ready,
+            endpoint: self.endpoints[p.index].clone(),
+            logs: p.logs,
+            pumps,
+        });
+        Ok(())
+    }
+
+    /// Waits for every member's probe (the first response), starting each member whose
+    /// `after` names others once those passed theirs, then the contender's ready
+    /// condition. Members' probes take turns, so each one's first answer is timed on its
+    /// own. On failure, returns what was reached so far with the error.
     pub fn wait_ready(
         &mut self,
         rt: &tokio::runtime::Runtime,
     ) -> Result<Startup, (Option<Duration>, ProbeError)> {
-        for i in 0..self.members.len() {
-            let probe = self.members[i].ready.clone();
-            let logs = self.members[i].logs.clone();
-            let endpoint = self.members[i].endpoint.clone();
-            self.wait_probe(&probe, &logs, &endpoint, rt)
-                .map_err(|e| (None, e))?;
+        let protos = self.protos.clone();
+        let state = self.state.clone();
+        let waiter = |m: &MemberProc| {
+            let env = probe::ProbeEnv {
+                logs: &m.logs,
+                protos: &protos,
+                endpoint: &m.endpoint,
+                state: &state,
+            };
+            probe::Waiter::new(&m.ready, &env)
+        };
+        // (position in `members`, its probe); the members that passed, with when.
+        let mut waiting = Vec::new();
+        for (k, m) in self.members.iter().enumerate() {
+            waiting.push((k, waiter(m).map_err(|e| (None, e))?));
+        }
+        let mut passed: Vec<(usize, Instant)> = Vec::new();
+        loop {
+            // Start the members whose `after` members have all answered.
+            let ready: Vec<String> = passed
+                .iter()
+                .map(|&(k, _)| self.members[k].name.clone())
+                .collect();
+            while let Some(i) = self
+                .pending
+                .iter()
+                .position(|p| p.after.iter().all(|a| ready.contains(a)))
+            {
+                let p = self.pending.remove(i);
+                self.spawn_member(p)
+                    .map_err(|e| (None, ProbeError::Exited(e.to_string())))?;
+                let k = self.members.len() - 1;
+                waiting.push((k, waiter(&self.members[k]).map_err(|e| (None, e))?));
+            }
+            if waiting.is_empty() {
+                break;
+            }
+            if let Some(e) = self.exited() {
+                return Err((None, ProbeError::Exited(e)));
+            }
+            if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err((None, ProbeError::Interrupted));
+            }
+            let now = Instant::now();
+            let mut i = 0;
+            while i < waiting.len() {
+                if waiting[i].1.next_at() > now {
+                    i += 1;
+                    continue;
+                }
+                let k = waiting[i].0;
+                match waiting[i].1.attempt(rt) {
+                    Ok(true) => {
+                        passed.push((k, Instant::now()));
+                        waiting.remove(i);
+                    }
+                    Ok(false) => i += 1,
+                    Err(e) => {
+                        let name = &self.members[k].name;
+                        let e = match e {
+                            ProbeError::Timeout { waited, last } if self.ctx.cluster => {
+                                ProbeError::Timeout {
+                                    waited,
+                                    last: format!("member `{name}`: {last}"),
+                                }
+                            }
+                            other => other,
+                        };
+                        return Err((None, e));
+                    }
+                }
+            }
+            if let Some(next) = waiting.iter().map(|(_, w)| w.next_at()).min() {
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
         }
         let first_response = self.started.elapsed();
+        let mut members: Vec<MemberStart> = passed
+            .iter()
+            .map(|&(k, at)| {
+                let m = &self.members[k];
+                MemberStart {
+                    name: m.name.clone(),
+                    started: m.spawned.saturating_duration_since(self.started),
+                    first_response: at.saturating_duration_since(m.spawned),
+                }
+            })
+            .collect();
+        let order = |n: &str| self.ctx.member_names.iter().position(|x| x == n);
+        members.sort_by_key(|m| order(&m.name));
         if let Some(probe) = self.ready_when.clone() {
             let logs = self.logs.clone();
             let endpoint = self.endpoints[0].clone();
@@ -325,7 +460,83 @@ impl Running {
         Ok(Startup {
             first_response,
             ready: self.started.elapsed(),
+            members,
         })
+    }
+
+    /// The member (its place in the plan) that passes the contender's `leader` probe now:
+    /// the probe is asked of each member in turn — `{member}` and `{index}` are that
+    /// member's, and a `grpc` probe without `endpoint` or an `http` probe given as a path
+    /// goes to that member's endpoint — until one passes or the probe's timeout.
+    pub fn leader(&mut self, rt: &tokio::runtime::Runtime) -> Result<usize, String> {
+        let ports = self.ports.clone();
+        let Some(probe) = self.ctx.leader.clone() else {
+            return if self.endpoints.len() == 1 {
+                Ok(0)
+            } else {
+                Err("`target = \"leader\"` needs a `leader` probe on the contender".into())
+            };
+        };
+        let start = Instant::now();
+        let protos = self.protos.clone();
+        loop {
+            let mut why = Vec::new();
+            for (i, name) in self.ctx.member_names.clone().iter().enumerate() {
+                let state = if self.ctx.cluster {
+                    self.state.join(name)
+                } else {
+                    self.state.clone()
+                };
+                let ph = Placeholders {
+                    ports: &ports,
+                    state: state.clone(),
+                    member: name.clone(),
+                };
+                let index = (i + 1).to_string();
+                let mut p =
+                    expand_probe_with(&probe, &|s| expand(&s.replace("{index}", &index), &ph))
+                        .map_err(|e| e.to_string())?;
+                if let Check::Http { url, .. } = &mut p.check {
+                    if url.starts_with('/') {
+                        *url = format!("{}{url}", self.endpoints[i].trim_end_matches('/'));
+                    }
+                }
+                let logs: Vec<PathBuf> = self
+                    .members
+                    .iter()
+                    .filter(|m| m.index == i)
+                    .flat_map(|m| m.logs.clone())
+                    .collect();
+                let env = probe::ProbeEnv {
+                    logs: &logs,
+                    protos: &protos,
+                    endpoint: &self.endpoints[i],
+                    state: &state,
+                };
+                match probe::ask(&p, &env, rt) {
+                    Ok(()) => return Ok(i),
+                    Err(e) => why.push(format!("{name}: {e}")),
+                }
+            }
+            if let Some(e) = self.exited() {
+                return Err(e);
+            }
+            if start.elapsed() >= probe.timeout
+                || INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
+            {
+                return Err(format!(
+                    "no member answered the `leader` probe as the leader within {:.1?} ({})",
+                    probe.timeout,
+                    why.join("; ")
+                ));
+            }
+            std::thread::sleep(probe.interval);
+        }
+    }
+
+    /// The member names, in plan order.
+    pub fn member_names(&self) -> &[String] {
+        &self.ctx.member_names
     }
 
     fn wait_probe(

@@ -54,8 +54,7 @@ pub fn wait(
     rt: &tokio::runtime::Runtime,
     exited: &mut dyn FnMut() -> Option<String>,
 ) -> Result<(), ProbeError> {
-    let prepared = prepare(probe, env).map_err(ProbeError::Setup)?;
-    let start = Instant::now();
+    let mut w = Waiter::new(probe, env)?;
     loop {
         if let Some(e) = exited() {
             return Err(ProbeError::Exited(e));
@@ -63,22 +62,84 @@ pub fn wait(
         if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(ProbeError::Interrupted);
         }
-        let last = match attempt(&prepared, probe.attempt_timeout, env.logs, rt) {
-            Ok(()) => return Ok(()),
+        if w.attempt(rt)? {
+            return Ok(());
+        }
+        std::thread::sleep(w.next_at().saturating_duration_since(Instant::now()));
+    }
+}
+
+/// One probe being waited for, an attempt at a time, so several members' probes can take
+/// turns. The pause between attempts starts at 1 ms and doubles up to the probe's
+/// `interval`, so a fast server's first answer is timed to about a millisecond, not to
+/// the interval.
+pub struct Waiter {
+    prepared: Prepared,
+    probe: Probe,
+    logs: Vec<PathBuf>,
+    start: Instant,
+    next: Instant,
+    pause: Duration,
+    /// When the attempt that passed began (the answer came at most its duration later).
+    pub passed_at: Option<Instant>,
+}
+
+impl Waiter {
+    pub fn new(probe: &Probe, env: &ProbeEnv) -> Result<Waiter, ProbeError> {
+        let now = Instant::now();
+        Ok(Waiter {
+            prepared: prepare(probe, env).map_err(ProbeError::Setup)?,
+            probe: probe.clone(),
+            logs: env.logs.to_vec(),
+            start: now,
+            next: now,
+            pause: Duration::from_millis(1).min(probe.interval),
+            passed_at: None,
+        })
+    }
+
+    /// When the next attempt is due.
+    pub fn next_at(&self) -> Instant {
+        self.next
+    }
+
+    /// Makes one attempt: `Ok(true)` once the probe passed, `Ok(false)` to try again at
+    /// [`Waiter::next_at`], an error once it has timed out.
+    pub fn attempt(&mut self, rt: &tokio::runtime::Runtime) -> Result<bool, ProbeError> {
+        if self.passed_at.is_some() {
+            return Ok(true);
+        }
+        let began = Instant::now();
+        let last = match attempt(&self.prepared, &self.probe, &self.logs, rt) {
+            Ok(()) => {
+                self.passed_at = Some(began);
+                return Ok(true);
+            }
             Err(e) => e,
         };
-        let waited = start.elapsed();
-        if waited >= probe.timeout {
+        let waited = self.start.elapsed();
+        if waited >= self.probe.timeout {
             return Err(ProbeError::Timeout { waited, last });
         }
-        std::thread::sleep(probe.interval.min(probe.timeout - waited));
+        let left = self.probe.timeout - waited;
+        self.next = Instant::now() + self.pause.min(left);
+        self.pause = (self.pause * 2).min(self.probe.interval);
+        Ok(false)
     }
+}
+
+/// Asks a probe once (for a contender's `leader` probe, of each member in turn).
+pub fn ask(probe: &Probe, env: &ProbeEnv, rt: &tokio::runtime::Runtime) -> Result<(), String> {
+    let prepared = prepare(probe, env)?;
+    attempt(&prepared, probe, env.logs, rt)
 }
 
 fn prepare(probe: &Probe, env: &ProbeEnv) -> Result<Prepared, String> {
     let opts = || -> Result<Options, String> {
         Ok(Options {
             tls: probe.tls.resolve(Some(env.state))?,
+            // A check on the answer needs its body.
+            keep_body: probe.expect.is_some(),
             ..Options::default()
         })
     };
@@ -131,10 +192,15 @@ fn client(
 
 fn attempt(
     p: &Prepared,
-    limit: Duration,
+    probe: &Probe,
     logs: &[PathBuf],
     rt: &tokio::runtime::Runtime,
 ) -> Result<(), String> {
+    let limit = probe.attempt_timeout;
+    let expect = |c: &Client, r: &crate::protocol::Reply| match &probe.expect {
+        None => Ok(()),
+        Some(e) => e.check(&c.messages(r)),
+    };
     match p {
         Prepared::Tcp(addr) => timed(rt, limit, async move {
             tokio::net::TcpStream::connect(addr.as_str())
@@ -145,8 +211,8 @@ fn attempt(
         Prepared::Http(c, want) => {
             let r = rt.block_on(c.once(limit)).map_err(|e| e.to_string())?;
             match (r.class, want) {
-                (Class::Http(s), Some(w)) if s == *w => Ok(()),
-                (Class::Http(s), None) if (200..300).contains(&s) => Ok(()),
+                (Class::Http(s), Some(w)) if s == *w => expect(c, &r),
+                (Class::Http(s), None) if (200..300).contains(&s) => expect(c, &r),
                 (c, Some(w)) => Err(format!("{c}, waiting for HTTP {w}")),
                 (c, None) => Err(c.to_string()),
             }
@@ -154,12 +220,12 @@ fn attempt(
         Prepared::GrpcReflected(how) => {
             let (call, ep, protos, opts) = &**how;
             let c = client(call, ep.clone(), protos, opts.clone())?;
-            attempt(&Prepared::Grpc(c), limit, logs, rt)
+            attempt(&Prepared::Grpc(c), probe, logs, rt)
         }
         Prepared::Grpc(c) => {
             let r = rt.block_on(c.once(limit)).map_err(|e| e.to_string())?;
             match r.class {
-                Class::Grpc(GrpcCode::Ok) => Ok(()),
+                Class::Grpc(GrpcCode::Ok) => expect(c, &r),
                 c => Err(format!(
                     "{c}{}",
                     r.detail.map(|d| format!(": {d}")).unwrap_or_default()

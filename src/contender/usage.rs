@@ -66,7 +66,7 @@ impl Cost {
 
 /// Samples the process groups `pgids` ten times a second until dropped.
 pub struct Sampler {
-    pgids: Arc<Vec<i32>>,
+    pgids: Arc<Mutex<Vec<i32>>>,
     seen: Arc<Mutex<Seen>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -74,7 +74,7 @@ pub struct Sampler {
 
 impl Sampler {
     pub fn start(pgids: Vec<i32>) -> Sampler {
-        let pgids = Arc::new(pgids);
+        let pgids = Arc::new(Mutex::new(pgids));
         let seen = Arc::new(Mutex::new(Seen::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -83,7 +83,7 @@ impl Sampler {
                 .name("bakeoff-sampler".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
-                        sample(&pgids, &seen);
+                        sample(&groups(&pgids), &seen);
                         std::thread::sleep(Duration::from_millis(100));
                     }
                 })
@@ -97,9 +97,14 @@ impl Sampler {
         }
     }
 
+    /// Adds a process group (a member started later, after the members it waits for).
+    pub fn add(&self, pgid: i32) {
+        self.pgids.lock().expect("sampler lock").push(pgid);
+    }
+
     /// Reads the groups now and returns the totals so far.
     pub fn now(&self) -> Usage {
-        sample(&self.pgids, &self.seen);
+        sample(&groups(&self.pgids), &self.seen);
         let seen = self.seen.lock().expect("sampler lock");
         let tick = clock_tick();
         let (u, s) = seen
@@ -122,7 +127,7 @@ impl Sampler {
     pub fn exact(&self) -> Cost {
         let mut pids = self.seen.lock().expect("sampler lock").pids.clone();
         if pids.is_empty() {
-            sample(&self.pgids, &self.seen); // no pass yet: make one now
+            sample(&groups(&self.pgids), &self.seen); // no pass yet: make one now
             pids = self.seen.lock().expect("sampler lock").pids.clone();
         }
         let threads = read_threads(&pids);
@@ -167,6 +172,10 @@ fn page_size() -> u64 {
 }
 
 /// One pass over `/proc`: CPU ticks per process and the summed RSS of the groups.
+fn groups(pgids: &Mutex<Vec<i32>>) -> Vec<i32> {
+    pgids.lock().expect("sampler lock").clone()
+}
+
 fn sample(pgids: &[i32], seen: &Mutex<Seen>) {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return;

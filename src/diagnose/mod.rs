@@ -440,7 +440,7 @@ fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
     let mut hit: Vec<(f64, String)> = Vec::new();
     for run in &r.runs {
         let who = format!("{} #{}", run.id.subject(), run.id.repetition);
-        if let Some(s) = run.startup.and_then(|s| s.steal) {
+        if let Some(s) = run.startup.as_ref().and_then(|s| s.steal) {
             startups_of += 1;
             if s >= limits.stolen {
                 startups += 1;

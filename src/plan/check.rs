@@ -138,6 +138,18 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         scenarios.push(s);
     }
 
+    // `target = "leader"` asks each cluster's `leader` probe before every point.
+    for (s, rs) in scenarios.iter().zip(&raw.scenarios) {
+        let wants_leader = s.points.iter().any(|p| p.target == Some(Spread::Leader));
+        let lacking = contenders
+            .iter()
+            .find(|k| k.members.len() > 1 && k.leader.is_none() && k.noise_of.is_none());
+        if let (true, Some(k)) = (wants_leader, lacking) {
+            let at = rs.get_ref().target.as_ref().expect("a leader target");
+            return Err(c.at(at, format!("`target = \"leader\"`: contender `{}` has {} members and no `leader` probe to tell which one leads (e.g. `leader = {{ grpc = \"etcdserverpb.Maintenance/Status\", field = \"leader\", equals_field = \"header.member_id\" }}`)", k.name, k.members.len())));
+        }
+    }
+
     let compat = c.compat_sets(&raw.compat, base, !protos.is_empty(), raw.seed.unwrap_or(0))?;
 
     // Paired by default wherever there is something to compare: two contenders that serve,
@@ -523,7 +535,11 @@ impl Checker<'_> {
                 .map(|v| match v.as_str() {
                     "first" => Ok(Some(Spread::First)),
                     "all" => Ok(Some(Spread::All)),
-                    o => Err(self.at(t, format!("`target` is `first` or `all`, not `{o}`"))),
+                    "leader" => Ok(Some(Spread::Leader)),
+                    o => Err(self.at(
+                        t,
+                        format!("`target` is `first`, `all` or `leader`, not `{o}`"),
+                    )),
                 })
                 .collect::<Res<Vec<_>>>()?,
         };

@@ -262,6 +262,67 @@ pub struct Probe {
     pub expect: Option<Expect>,
 }
 
+/// The value at `path` (`result.hash`, `kvs[0].value`, `[2]`), if there is one.
+pub fn at_path<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    let mut cur = v;
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (name, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !name.is_empty() {
+            cur = cur.get(name)?;
+        }
+        while let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            cur = cur.get(r[..end].parse::<usize>().ok()?)?;
+            rest = &r[end + 1..];
+        }
+    }
+    Some(cur)
+}
+
+impl Expect {
+    /// Whether an answer (its messages as JSON; text bodies as strings) passes; why not.
+    pub fn check(&self, messages: &[serde_json::Value]) -> Result<(), String> {
+        let first = messages.first().ok_or("the answer has no body")?;
+        let get = |path: &str| {
+            at_path(first, path).ok_or_else(|| format!("the answer has no field `{path}`"))
+        };
+        match self {
+            Expect::Equals { field, value } => {
+                let got = get(field)?;
+                // A number written in the plan matches the same number sent as text
+                // (proto3 JSON writes 64-bit integers as strings).
+                let same = got == value
+                    || matches!((got, value), (serde_json::Value::String(s), v) if *s == v.to_string());
+                same.then_some(())
+                    .ok_or_else(|| format!("`{field}` is {got}, not {value}"))
+            }
+            Expect::SameAs { field, other } => {
+                let (a, b) = (get(field)?, get(other)?);
+                (a == b)
+                    .then_some(())
+                    .ok_or_else(|| format!("`{field}` is {a}, `{other}` is {b}"))
+            }
+            Expect::Matches(re) => {
+                let re = regex_lite::Regex::new(re).map_err(|e| e.to_string())?;
+                let text: Vec<String> = messages
+                    .iter()
+                    .map(|m| match m {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect();
+                text.iter()
+                    .any(|t| re.is_match(t))
+                    .then_some(())
+                    .ok_or_else(|| format!("the answer does not match `{}`", re.as_str()))
+            }
+        }
+    }
+}
+
 /// A check on a probe's answer, beyond its status.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expect {
@@ -341,10 +402,12 @@ impl Point {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Spread {
-    /// The first member only (the leader, for a freshly started etcd cluster).
+    /// The first member listed.
     First,
     /// Clients spread round-robin over every member.
     All,
+    /// The member the contender's `leader` probe finds leading, asked before each point.
+    Leader,
 }
 
 impl Spread {
@@ -352,6 +415,7 @@ impl Spread {
         match self {
             Spread::First => "first",
             Spread::All => "all",
+            Spread::Leader => "leader",
         }
     }
 }

@@ -14,6 +14,8 @@ pub struct Analysis<'a> {
     /// One line per answer: same answers?, start-up, serving, findings.
     pub summary: Vec<String>,
     pub startup: Table,
+    /// Each cluster member's own start (when some contender has several members).
+    pub members: Option<Table>,
     pub scenarios: Vec<ScenarioTables>,
     pub compat: Vec<CompatReport>,
     pub findings: Vec<Finding>,
@@ -58,6 +60,7 @@ impl<'a> Analysis<'a> {
             results: r,
             summary: super::tables::summary(r, &compat, &findings, &verdicts),
             startup: super::tables::startup(r),
+            members: super::tables::members(r),
             scenarios,
             compat,
             findings,
@@ -68,6 +71,7 @@ impl<'a> Analysis<'a> {
     /// Every table in reading order: start-up, then each scenario's serving and scaling.
     pub fn tables(&self) -> Vec<&Table> {
         let mut t = vec![&self.startup];
+        t.extend(&self.members);
         for s in &self.scenarios {
             t.push(&s.serving);
             t.extend(&s.scaling);

@@ -32,6 +32,9 @@ pub fn render(a: &Analysis) -> String {
         out.push('\n');
     }
     out.push_str(&a.startup.markdown());
+    if let Some(t) = &a.members {
+        out.push_str(&t.markdown());
+    }
     out.push_str(&super::compat::markdown(&a.compat));
     for s in &a.scenarios {
         out.push_str(&s.serving.markdown());

@@ -133,7 +133,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                     .collect(),
             );
             let mut row = axes.cells(id);
-            row.push(c.name.clone());
+            row.push(super::tables::contender_cell(&c.name, &pts));
             // Figures of failures would read as a fast contender.
             if let Some(none) = super::tables::mostly_failed_cell(&loads) {
                 let failed: u64 = loads.iter().map(|l| l.failures).sum();

@@ -168,7 +168,7 @@ pub(super) fn startup(r: &Results) -> Table {
     let mut rows = Vec::new();
     for c in &r.contenders {
         let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.contender == c.name).collect();
-        let started: Vec<_> = runs.iter().filter_map(|x| x.startup).collect();
+        let started: Vec<_> = runs.iter().filter_map(|x| x.startup.as_ref()).collect();
         let pick = |f: &dyn Fn(&Run) -> Option<f64>| -> Vec<f64> {
             runs.iter().filter_map(|x| f(x)).collect()
         };
@@ -220,6 +220,44 @@ pub(super) fn startup(r: &Results) -> Table {
         .to_vec(),
         rows,
     }
+}
+
+/// Each member of a cluster: when it was started (a member with `after` waits for others)
+/// and its own first response; none when no contender has several members.
+pub(super) fn members(r: &Results) -> Option<Table> {
+    let mut rows = Vec::new();
+    for c in &r.contenders {
+        let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.contender == c.name).collect();
+        for m in &c.members {
+            let of = |f: &dyn Fn(&crate::results::MemberStartup) -> f64| -> Vec<f64> {
+                runs.iter()
+                    .filter_map(|x| x.startup.as_ref())
+                    .flat_map(|s| &s.members)
+                    .filter(|x| x.member == m.name)
+                    .map(f)
+                    .collect()
+            };
+            let first = of(&|x| x.first_response_s);
+            if first.is_empty() {
+                continue;
+            }
+            let secs = |s: f64| fmt_us(s * 1e6);
+            rows.push(vec![
+                c.name.clone(),
+                m.name.clone(),
+                format!("+{}", med(&of(&|x| x.started_s), &secs)),
+                med(&first, &secs),
+            ]);
+        }
+    }
+    (!rows.is_empty()).then(|| Table {
+        id: "members".into(),
+        title: "Members (median of the repetitions, min–max): started after the first member, first response after its own start".into(),
+        head: ["contender", "member", "started", "first response"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    })
 }
 
 pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
@@ -274,7 +312,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             let failed: u64 = loads.iter().map(|l| l.failures).sum();
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
             let mut row = axes.cells(id);
-            row.push(c.name.clone());
+            row.push(contender_cell(&c.name, &pts));
             // A point where most calls failed measured failures: no figure, no delta.
             if let Some(none) = mostly_failed_cell(&loads) {
                 row.extend([
@@ -321,6 +359,22 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
         head,
         rows,
     })
+}
+
+/// The contender's name, with the member that led at a `target = "leader"` point (each
+/// different one once, in the order the repetitions found them).
+pub(super) fn contender_cell(name: &str, pts: &[&crate::results::PointRun]) -> String {
+    let mut leaders: Vec<&str> = Vec::new();
+    for l in pts.iter().filter_map(|p| p.leader.as_deref()) {
+        if !leaders.contains(&l) {
+            leaders.push(l);
+        }
+    }
+    if leaders.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} (leader {})", leaders.join(", "))
+    }
 }
 
 /// The leading columns of a serving table: the point's axes (variables in plan order,

@@ -194,7 +194,7 @@ pub struct Run {
     pub block: Option<u32>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Startup {
     /// From spawning the first member until every member's readiness probe passed.
     pub first_response_s: f64,
@@ -205,6 +205,19 @@ pub struct Startup {
     /// ready, 0..1.
     #[serde(default)]
     pub steal: Option<f64>,
+    /// Each member of a cluster, in plan order: when it was started (members with `after`
+    /// wait for others) and its own first response.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberStartup>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemberStartup {
+    pub member: String,
+    /// Seconds after the contender's first member was started.
+    pub started_s: f64,
+    /// Seconds from its own start to its probe's first success.
+    pub first_response_s: f64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
@@ -235,6 +248,9 @@ pub struct PointRun {
     /// Paired order: this contender's slice of each round, in round order.
     #[serde(default)]
     pub slices: Vec<Slice>,
+    /// `target = "leader"`: the member the `leader` probe found leading before the point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<String>,
 }
 
 impl PointRun {
@@ -249,6 +265,7 @@ impl PointRun {
             error: None,
             cost: None,
             slices: Vec::new(),
+            leader: None,
         }
     }
 }
@@ -326,11 +343,11 @@ impl Results {
     /// Median time to first response and to ready (seconds) over a contender's repetitions
     /// that started; `None` when none did.
     pub fn startup_medians(&self, contender: &str) -> Option<(f64, f64)> {
-        let s: Vec<Startup> = self
+        let s: Vec<&Startup> = self
             .runs
             .iter()
             .filter(|x| x.id.contender == contender)
-            .filter_map(|x| x.startup)
+            .filter_map(|x| x.startup.as_ref())
             .collect();
         let median = |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
         Some((

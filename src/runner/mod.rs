@@ -279,9 +279,21 @@ impl Ctx<'_> {
                         &crate::sys::cpu_ticks(),
                         &self.busy_cpus(),
                     ),
+                    members: if s.members.len() > 1 {
+                        s.members
+                            .iter()
+                            .map(|m| results::MemberStartup {
+                                member: m.name.clone(),
+                                started_s: m.started.as_secs_f64(),
+                                first_response_s: m.first_response.as_secs_f64(),
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
                 };
                 rep.contender_ready(&c.name, &startup);
-                results.runs[idx].startup = Some(startup);
+                results.runs[idx].startup = Some(startup.clone());
                 save(results)?;
                 // Parsed and resolved once; every client of this repetition uses them.
                 match client::endpoints(&running.endpoints) {
@@ -318,6 +330,7 @@ impl Ctx<'_> {
             running,
             endpoints,
             state,
+            leader: None,
         }))
     }
 
@@ -427,6 +440,13 @@ impl Ctx<'_> {
 
     fn point(&self, live: &mut Live, s: &Scenario, p: &Point, rep: &mut dyn Reporter) -> PointRun {
         let mut out = PointRun::new(results::point_id(s, p));
+        match live.find_leader(p, self.rt) {
+            Ok(leader) => out.leader = leader,
+            Err(e) => {
+                out.error = Some(e);
+                return out;
+            }
+        }
         if let Err(e) = self.setup_steps(live, s, p) {
             out.error = Some(e);
             return out;
@@ -518,9 +538,28 @@ struct Live {
     running: Running,
     endpoints: Vec<Endpoint>,
     state: PathBuf,
+    /// The member the `leader` probe found leading before the current point.
+    leader: Option<usize>,
 }
 
 impl Live {
+    /// For a `target = "leader"` point: asks the contender's `leader` probe which member
+    /// leads now (leadership can move between points) and returns its name.
+    fn find_leader(
+        &mut self,
+        p: &Point,
+        rt: &tokio::runtime::Runtime,
+    ) -> Result<Option<String>, String> {
+        if p.spread() != Spread::Leader {
+            return Ok(None);
+        }
+        let i = self.running.leader(rt)?;
+        self.leader = Some(i);
+        // A single process leads itself: nothing to record.
+        let names = self.running.member_names();
+        Ok((names.len() > 1).then(|| names[i].clone()))
+    }
+
     /// Whether it is to serve scenarios: ready, still running, and not a noise instance.
     fn serves(&self, plan: &Plan, results: &Results) -> bool {
         plan.contenders[self.ci].noise_of.is_none()
@@ -533,6 +572,10 @@ impl Live {
         match p.spread() {
             Spread::First => &self.endpoints[..1],
             Spread::All => &self.endpoints,
+            Spread::Leader => {
+                let i = self.leader.unwrap_or(0);
+                &self.endpoints[i..i + 1]
+            }
         }
     }
 

@@ -128,22 +128,28 @@ impl Ctx<'_> {
         // the warm-up. One that fails them sits the rounds out.
         let mut sessions: Vec<Option<Box<dyn Runs>>> = Vec::new();
         for (k, &i) in active.iter().enumerate() {
-            let opened = self.setup_steps(&lives[i], s, p).and_then(|()| {
-                let cfg = self.config(s, p, slice_stop)?;
-                let mut session = self
-                    .client(&lives[i], s, p)?
-                    .open(&cfg)
-                    .map_err(|e| e.to_string())?;
-                if !s.warmup.is_zero() {
-                    let warm = Stop::Duration(s.warmup);
-                    measure(&mut lives[i].running, rep, |pr| {
-                        session.run(warm, Duration::ZERO, pr)
-                    })
-                    .load
-                    .map_err(|e| e.to_string())?;
-                }
-                Ok(session)
-            });
+            let leader = lives[i].find_leader(p, self.rt);
+            if let Ok(l) = &leader {
+                outs[k].leader = l.clone();
+            }
+            let opened = leader
+                .and_then(|_| self.setup_steps(&lives[i], s, p))
+                .and_then(|()| {
+                    let cfg = self.config(s, p, slice_stop)?;
+                    let mut session = self
+                        .client(&lives[i], s, p)?
+                        .open(&cfg)
+                        .map_err(|e| e.to_string())?;
+                    if !s.warmup.is_zero() {
+                        let warm = Stop::Duration(s.warmup);
+                        measure(&mut lives[i].running, rep, |pr| {
+                            session.run(warm, Duration::ZERO, pr)
+                        })
+                        .load
+                        .map_err(|e| e.to_string())?;
+                    }
+                    Ok(session)
+                });
             match opened {
                 Ok(session) => sessions.push(Some(session)),
                 Err(e) => {

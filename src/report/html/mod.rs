@@ -49,6 +49,9 @@ pub fn render(a: &Analysis) -> String {
         }
     }
     out.push_str(&table_html(&a.startup));
+    if let Some(t) = &a.members {
+        out.push_str(&table_html(t));
+    }
     out.push_str(&charts::startup(r));
     for rep in &a.compat {
         compat_html(rep, &mut out);
