@@ -171,7 +171,7 @@ fn stolen_cpu_time_is_recorded_per_point_and_reported() {
             .points
             .iter()
             .map(|p| p.steal)
-            .chain([run.startup.unwrap().steal])
+            .chain([run.startup.as_ref().unwrap().steal])
         {
             let s = s.expect("steal measured");
             assert!((0.0..=1.0).contains(&s), "{s}");
