@@ -48,7 +48,7 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
             .runs
             .iter()
             .filter(|x| x.id.contender == c)
-            .filter_map(|x| x.startup.map(|s| s.ready_s))
+            .filter_map(|x| x.startup.as_ref().map(|s| s.ready_s))
             .collect();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
