@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 pub use pacing::{Dispenser, Pacing, Stop, INTERRUPTED};
 use recorder::Recorder;
-pub use result::LoadResult;
+pub use result::{Latency, LoadResult};
 pub use session::{Runs, Session};
 
 use crate::protocol::{CallError, Protocol};

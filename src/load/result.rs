@@ -280,7 +280,7 @@ pub struct Generator {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -299,7 +299,8 @@ mod tests {
         assert!(back.histogram.starts_with("HISTF") || back.histogram.starts_with("HIST"));
     }
 
-    fn part(values: &[u64], requests: u64, secs: f64) -> LoadResult {
+    /// A result of `requests` calls over `secs` with these latencies, for tests.
+    pub(crate) fn part(values: &[u64], requests: u64, secs: f64) -> LoadResult {
         let mut h = Histogram::<u64>::new(3).unwrap();
         for v in values {
             h.record(*v).unwrap();

@@ -602,7 +602,50 @@ impl Checker<'_> {
         for st in &r.setup {
             setup.push(self.step(st, has_protos, &var_names)?);
         }
+        let capacity = r.capacity.as_ref().map(|c| self.capacity(c)).transpose()?;
+        let stages = r
+            .stages
+            .iter()
+            .map(|st| self.stage(st))
+            .collect::<Res<Vec<_>>>()?;
+        if let Some(c) = &r.capacity {
+            if let Some(q) = &r.rate {
+                return Err(self.at(
+                    q,
+                    "a `capacity` search chooses the rates itself: leave out `rate`",
+                ));
+            }
+            if let Some(n) = &r.requests {
+                return Err(self.at(n, "a `capacity` search measures each step for `capacity.step`: leave out `requests`"));
+            }
+            if !r.stages.is_empty() {
+                return Err(self.at(c, "give `capacity` or `stages`, not both"));
+            }
+        }
+        if let Some(st) = r.stages.first() {
+            if let Some(n) = &r.requests {
+                return Err(self.at(
+                    n,
+                    "each stage runs for its own `duration`: leave out `requests`",
+                ));
+            }
+            if let Some(q) = rate_list
+                .as_ref()
+                .filter(|(q, _)| matches!(q.get_ref(), super::raw::OneOrMany::Many(_)))
+            {
+                return Err(self.at(q.0, "a rate list is an axis of points; `stages` ramp within one point — give one of them"));
+            }
+            let open = stages.iter().filter(|x| x.rate.is_some()).count();
+            if open != 0 && open != stages.len() {
+                return Err(self.at(
+                    st,
+                    "stages are all open loop (`rate`) or all closed (`clients`), not a mix",
+                ));
+            }
+        }
         Ok(Scenario {
+            capacity,
+            stages,
             name,
             call,
             points: expand(&targets, &axes, &rates, &clients),
@@ -615,6 +658,114 @@ impl Checker<'_> {
             timeout: self.duration(r.timeout.as_ref(), "timeout", Duration::from_secs(20))?,
             setup,
             tls: self.tls(r.tls.as_ref())?,
+        })
+    }
+
+    fn capacity(&self, s: &Spanned<super::raw::RawCapacity>) -> Res<Capacity> {
+        let r = s.get_ref();
+        let goals: Vec<(Percentile, &Spanned<String>)> = [
+            (Percentile::P50, &r.p50),
+            (Percentile::P90, &r.p90),
+            (Percentile::P99, &r.p99),
+            (Percentile::P99_9, &r.p99_9),
+        ]
+        .into_iter()
+        .filter_map(|(p, v)| v.as_ref().map(|v| (p, v)))
+        .collect();
+        let [(percentile, goal)] = goals[..] else {
+            return Err(self.at(s, "`capacity` needs one latency goal: `p50`, `p90`, `p99` or `p99_9`, e.g. `p99 = \"10ms\"`"));
+        };
+        let goal = self.duration(Some(goal), percentile.as_str(), Duration::ZERO)?;
+        let rate = |v: &Spanned<f64>, key: &str| -> Res<f64> {
+            let x = *v.get_ref();
+            if x.is_finite() && x > 0.0 && x <= 1e9 {
+                Ok(x)
+            } else {
+                Err(self.at(
+                    v,
+                    format!("`capacity.{key}` is a rate in requests per second, above 0"),
+                ))
+            }
+        };
+        let max_rate = rate(&r.max_rate, "max_rate")?;
+        let min_rate = match &r.min_rate {
+            Some(m) => rate(m, "min_rate")?,
+            None => (max_rate / 1024.0).max(1.0).min(max_rate),
+        };
+        if min_rate > max_rate {
+            return Err(self.at(
+                r.min_rate.as_ref().expect("given"),
+                "`capacity.min_rate` is above `max_rate`",
+            ));
+        }
+        let step = self.duration(r.step.as_ref(), "capacity.step", Duration::from_secs(2))?;
+        let step_warmup = match &r.step_warmup {
+            None => Duration::from_millis(200),
+            Some(w) => self.duration(Some(w), "capacity.step_warmup", Duration::ZERO)?,
+        };
+        let precision =
+            match &r.precision {
+                None => 0.05,
+                Some(p) => match parse_share(p.get_ref()) {
+                    Some(x) if x > 0.0 && x < 1.0 => x,
+                    _ => return Err(self.at(
+                        p,
+                        "`capacity.precision` is a percentage above 0 and below 100%, like \"5%\"",
+                    )),
+                },
+            };
+        let max_steps = match &r.max_steps {
+            None => 20,
+            Some(n) if (2..=200).contains(n.get_ref()) => *n.get_ref() as u32,
+            Some(n) => return Err(self.at(n, "`capacity.max_steps` is between 2 and 200")),
+        };
+        let every = 1.0 / min_rate;
+        if every > step.as_secs_f64() {
+            return Err(self.at(s, format!("`capacity`: at the lowest rate, {min_rate} req/s, one request every {every:.2} s does not fit in a {step:?} step; raise `min_rate` or lengthen `step`")));
+        }
+        Ok(Capacity {
+            percentile,
+            goal,
+            min_rate,
+            max_rate,
+            step,
+            step_warmup,
+            precision,
+            max_steps,
+        })
+    }
+
+    fn stage(&self, s: &Spanned<super::raw::RawStage>) -> Res<Stage> {
+        let r = s.get_ref();
+        let duration = self.duration(Some(&r.duration), "duration", Duration::ZERO)?;
+        let rate = match &r.rate {
+            None => None,
+            Some(q) if q.get_ref().is_finite() && *q.get_ref() > 0.0 => {
+                if 1.0 / q.get_ref() > duration.as_secs_f64() {
+                    return Err(self.at(
+                        q,
+                        "at this rate not one request fits in the stage's `duration`",
+                    ));
+                }
+                Some(*q.get_ref())
+            }
+            Some(q) => return Err(self.at(q, "a stage's `rate` is requests per second, above 0")),
+        };
+        let clients = match &r.clients {
+            None => None,
+            Some(n) if (1..=100_000).contains(n.get_ref()) => Some(*n.get_ref() as usize),
+            Some(n) => return Err(self.at(n, "a stage's `clients` is from 1 to 100000")),
+        };
+        if rate.is_none() && clients.is_none() {
+            return Err(self.at(
+                s,
+                "a stage needs a `rate` (open loop) or `clients` (closed loop)",
+            ));
+        }
+        Ok(Stage {
+            rate,
+            clients,
+            duration,
         })
     }
 

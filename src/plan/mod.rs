@@ -295,7 +295,7 @@ impl Expect {
                 // A number written in the plan matches the same number sent as text
                 // (proto3 JSON writes 64-bit integers as strings).
                 let same = got == value
-                    || matches!((got, value), (serde_json::Value::String(s), v) if *s == v.to_string());
+                    || matches!((got, value), (serde_json::Value::String(s), v @ serde_json::Value::Number(_)) if s.parse::<serde_json::Number>().is_ok_and(|n| serde_json::Value::Number(n) == *v));
                 same.then_some(())
                     .ok_or_else(|| format!("`{field}` is {got}, not {value}"))
             }
@@ -366,6 +366,66 @@ pub struct Scenario {
     pub timeout: Duration,
     pub setup: Vec<Step>,
     pub tls: TlsSpec,
+    /// Each point is a search for the highest rate under a latency goal.
+    pub capacity: Option<Capacity>,
+    /// Each point is a ramp of these stages, one after another.
+    pub stages: Vec<Stage>,
+}
+
+/// A capacity search: open loop, the rate doubled from `min_rate` until a step fails (or
+/// `max_rate` passes), then bisected (geometric midpoints) until the highest passing and the
+/// lowest failing rate are within `precision`, or `max_steps`. A step passes when every
+/// call succeeded, none was left unsent or unfinished, and the latency at `percentile`
+/// (measured from when each call was due) is within `goal`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capacity {
+    pub percentile: Percentile,
+    pub goal: Duration,
+    pub min_rate: f64,
+    pub max_rate: f64,
+    pub step: Duration,
+    pub step_warmup: Duration,
+    pub precision: f64,
+    pub max_steps: u32,
+}
+
+/// A latency percentile a goal is set on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Percentile {
+    P50,
+    P90,
+    P99,
+    P99_9,
+}
+
+impl Percentile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Percentile::P50 => "p50",
+            Percentile::P90 => "p90",
+            Percentile::P99 => "p99",
+            Percentile::P99_9 => "p99.9",
+        }
+    }
+
+    /// This percentile of a load's latency, in microseconds.
+    pub fn of(self, l: &crate::load::Latency) -> u64 {
+        match self {
+            Percentile::P50 => l.p50,
+            Percentile::P90 => l.p90,
+            Percentile::P99 => l.p99,
+            Percentile::P99_9 => l.p99_9,
+        }
+    }
+}
+
+/// One stage of a ramp: its own open-loop rate or number of clients, for its duration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stage {
+    pub rate: Option<f64>,
+    pub clients: Option<usize>,
+    pub duration: Duration,
 }
 
 /// One point of a scenario's matrix.
@@ -643,6 +703,16 @@ impl Plan {
             s.points.truncate(1);
             s.stop = Stop::Duration(Duration::from_secs(1));
             s.warmup = Duration::ZERO;
+            if let Some(c) = &mut s.capacity {
+                c.step = c.step.min(Duration::from_millis(500));
+                c.step_warmup = Duration::ZERO;
+                c.max_steps = c.max_steps.min(4);
+            }
+            // The whole ramp in about a second, each stage's rate and clients kept.
+            let n = s.stages.len().max(1) as u32;
+            for st in &mut s.stages {
+                st.duration = st.duration.min(Duration::from_secs(1) / n);
+            }
         }
         self
     }

@@ -256,6 +256,39 @@ pub struct RawScenario {
     pub timeout: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "is_empty")]
     pub setup: Vec<Spanned<RawStep>>,
+    /// Search for the highest rate each contender sustains under a latency goal.
+    pub capacity: Option<Spanned<RawCapacity>>,
+    /// A ramp: stages run one after another, each with its own rate or clients.
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub stages: Vec<Spanned<RawStage>>,
+}
+
+/// `capacity = { p99 = "10ms", max_rate = 200000 }`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCapacity {
+    pub p50: Option<Spanned<String>>,
+    pub p90: Option<Spanned<String>>,
+    pub p99: Option<Spanned<String>>,
+    pub p99_9: Option<Spanned<String>>,
+    pub max_rate: Spanned<f64>,
+    pub min_rate: Option<Spanned<f64>>,
+    /// How long each step of the search measures.
+    pub step: Option<Spanned<String>>,
+    /// Load sent before each step is measured.
+    pub step_warmup: Option<Spanned<String>>,
+    /// Stop once the highest passing and lowest failing rates are this close.
+    pub precision: Option<Spanned<String>>,
+    pub max_steps: Option<Spanned<i64>>,
+}
+
+/// `{ rate = 1000, duration = "10s" }` or `{ clients = 64, duration = "30s" }`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStage {
+    pub rate: Option<Spanned<f64>>,
+    pub clients: Option<Spanned<i64>>,
+    pub duration: Spanned<String>,
 }
 
 /// A call made before a scenario point is measured (e.g. write the key a read scenario reads).

@@ -481,7 +481,7 @@ command = ["other", "{port}"]
     // A chain: c is like b is like a, its own command winning.
     assert_eq!(c.members[0].command, ["other", "{port}"]);
     assert_eq!(c.stop_timeout, Duration::from_secs(3));
-    let shown = show(&format!("name = \"t\"\n[[contender]]\nname = \"a\"\nvars = {{ x = \"1\" }}\ncommand = [\"s{{x}}\"]\n[[contender]]\nname = \"b\"\nlike = \"a\"\n"));
+    let shown = show("name = \"t\"\n[[contender]]\nname = \"a\"\nvars = { x = \"1\" }\ncommand = [\"s{x}\"]\n[[contender]]\nname = \"b\"\nlike = \"a\"\n");
     assert!(
         !shown.contains("like") && !shown.contains("vars"),
         "{shown}"
@@ -628,4 +628,87 @@ fn probes_check_their_answer_one_way() {
         r#"http = "http://x/", matches = "a", field = "b", equals = 1"#,
     ));
     assert!(e.contains("one way"), "{e}");
+}
+
+#[test]
+fn an_answer_check_reads_fields_numbers_sent_as_text_and_bodies() {
+    let answer = serde_json::json!({"header": {"member_id": "42"}, "leader": "42", "role": "follower", "term": "7"});
+    let same = Expect::SameAs {
+        field: "leader".into(),
+        other: "header.member_id".into(),
+    };
+    assert_eq!(same.check(std::slice::from_ref(&answer)), Ok(()));
+    let eq = |field: &str, value: serde_json::Value| Expect::Equals {
+        field: field.into(),
+        value,
+    };
+    assert_eq!(
+        eq("term", serde_json::json!(7)).check(std::slice::from_ref(&answer)),
+        Ok(())
+    );
+    let e = eq("role", serde_json::json!("leader"))
+        .check(std::slice::from_ref(&answer))
+        .unwrap_err();
+    assert!(e.contains("\"follower\""), "{e}");
+    let e = eq("nope", serde_json::json!(1))
+        .check(std::slice::from_ref(&answer))
+        .unwrap_err();
+    assert!(e.contains("no field `nope`"), "{e}");
+    let m = Expect::Matches("\"role\":\"follower\"".into());
+    assert_eq!(m.check(std::slice::from_ref(&answer)), Ok(()));
+    assert!(m.check(&[]).is_err());
+}
+
+#[test]
+fn capacity_and_stages_are_checked_where_written() {
+    let base = "name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"s\"]\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n";
+    let p = parse(&format!(
+        "{base}capacity = {{ p99 = \"10ms\", max_rate = 2000 }}\n"
+    ))
+    .unwrap();
+    let c = p.scenarios[0].capacity.as_ref().unwrap();
+    assert_eq!(
+        (c.percentile, c.goal, c.max_rate),
+        (Percentile::P99, Duration::from_millis(10), 2000.0)
+    );
+    assert!(c.min_rate >= 1.0 && c.min_rate < 2000.0);
+    let e = err(&format!("{base}capacity = {{ max_rate = 2000 }}\n"));
+    assert!(
+        e.starts_with("plan.toml:8:12:") && e.contains("one latency goal"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{base}capacity = {{ p99 = \"10ms\", p50 = \"1ms\", max_rate = 2000 }}\n"
+    ));
+    assert!(e.contains("one latency goal"), "{e}");
+    let e = err(&format!(
+        "{base}rate = 5\ncapacity = {{ p99 = \"10ms\", max_rate = 2000 }}\n"
+    ));
+    assert!(
+        e.starts_with("plan.toml:8:8:") && e.contains("leave out `rate`"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{base}capacity = {{ p99 = \"10ms\", max_rate = 2000, min_rate = 5000 }}\n"
+    ));
+    assert!(e.contains("above `max_rate`"), "{e}");
+    let e = err(&format!(
+        "{base}capacity = {{ p99 = \"10ms\", max_rate = 2000, min_rate = 0.1 }}\n"
+    ));
+    assert!(e.contains("does not fit"), "{e}");
+    let p = parse(&format!("{base}stages = [{{ rate = 100, duration = \"2s\" }}, {{ rate = 500, duration = \"5s\" }}]\n")).unwrap();
+    assert_eq!(p.scenarios[0].stages.len(), 2);
+    assert_eq!(p.scenarios[0].stages[1].rate, Some(500.0));
+    let e = err(&format!("{base}stages = [{{ duration = \"2s\" }}]\n"));
+    assert!(e.contains("needs a `rate`"), "{e}");
+    let e = err(&format!("{base}stages = [{{ rate = 1, duration = \"2s\" }}, {{ clients = 4, duration = \"1s\" }}]\n"));
+    assert!(e.contains("not a mix"), "{e}");
+    let e = err(&format!(
+        "{base}requests = 5\nstages = [{{ rate = 100, duration = \"2s\" }}]\n"
+    ));
+    assert!(e.contains("leave out `requests`"), "{e}");
+    let e = err(&format!("{base}stages = [{{ rate = 100, duration = \"2s\" }}]\ncapacity = {{ p99 = \"10ms\", max_rate = 2000 }}\n"));
+    assert!(e.contains("not both"), "{e}");
+    let e = err(&format!("{base}target = \"leader\"\n[[contender]]\nname = \"b\"\n[[contender.member]]\nname = \"x\"\ncommand = [\"s\"]\n[[contender.member]]\nname = \"y\"\ncommand = [\"s\"]\n"));
+    assert!(e.contains("no `leader` probe"), "{e}");
 }

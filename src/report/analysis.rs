@@ -44,7 +44,9 @@ impl<'a> Analysis<'a> {
             .scenarios
             .iter()
             .filter_map(|s| {
-                let serving = if verdicts.iter().any(|v| v.point.scenario == s.name) {
+                let serving = if s.capacity.is_some() {
+                    super::capacity::table(r, &s.name, &s.call)?
+                } else if verdicts.iter().any(|v| v.point.scenario == s.name) {
                     super::paired::table(r, &s.name, &s.call, &verdicts)?
                 } else {
                     super::tables::scenario(r, &s.name, &s.call)?

@@ -1,6 +1,7 @@
 //! Turning measurements into text for people: the `load` summary and the progress bar.
 
 pub mod analysis;
+mod capacity;
 pub mod compare_table;
 pub mod compat;
 pub mod export;

@@ -86,7 +86,8 @@ pub(super) fn summary(
         // Throughput deltas (%) at the points where it was faster and where it was slower.
         let (mut faster, mut slower): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
         let (mut significant, mut points) = (0, 0);
-        for s in &r.scenarios {
+        // Capacity scenarios have their own line (below).
+        for s in r.scenarios.iter().filter(|s| s.capacity.is_none()) {
             for p in &s.points {
                 let rate = |who: &str| median(&r.rates(who, p));
                 let (Some(a), Some(b)) = (rate(base), rate(&c.name)) else {
@@ -115,6 +116,7 @@ pub(super) fn summary(
             ));
         }
     }
+    out.extend(super::capacity::summary(r));
     if !found.is_empty() {
         out.push(format!(
             "**Findings:** {} (details below); first: {}",
@@ -383,6 +385,7 @@ pub(super) struct Axes {
     vars: Vec<String>,
     target: bool,
     rate: bool,
+    stage: bool,
 }
 
 impl Axes {
@@ -395,11 +398,15 @@ impl Axes {
                 .unwrap_or_default(),
             target: info.points.iter().any(|p| p.target.is_some()),
             rate: info.points.iter().any(|p| p.rate.is_some()),
+            stage: info.points.iter().any(|p| p.stage.is_some()),
         }
     }
 
     pub(super) fn head(&self) -> Vec<String> {
         let mut head = self.vars.clone();
+        if self.stage {
+            head.push("stage".into());
+        }
         head.push("clients".into());
         if self.target {
             head.push("target".into());
@@ -412,6 +419,9 @@ impl Axes {
 
     pub(super) fn cells(&self, id: &PointId) -> Vec<String> {
         let mut row: Vec<String> = id.vars.0.iter().map(|(_, v)| v.clone()).collect();
+        if self.stage {
+            row.push(id.stage.map_or("—".into(), |k| k.to_string()));
+        }
         row.push(id.clients.to_string());
         if self.target {
             row.push(id.spread().as_str().into());

@@ -160,8 +160,11 @@ pub struct ScenarioInfo {
     pub name: String,
     /// e.g. `etcdserverpb.KV/Range` or `GET /`.
     pub call: String,
-    /// Every point of the scenario's matrix, in plan order.
+    /// Every point of the scenario's matrix, in plan order (a staged point: each stage).
     pub points: Vec<PointId>,
+    /// Set when each point is a capacity search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityGoal>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -251,6 +254,62 @@ pub struct PointRun {
     /// `target = "leader"`: the member the `leader` probe found leading before the point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<String>,
+    /// A capacity search: every step, and the rate found. `load` is then the step at the
+    /// rate found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityRun>,
+}
+
+/// What a capacity search found for one contender in one repetition.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CapacityRun {
+    /// The highest rate (requests/s) that passed; `None` when not even the lowest did.
+    pub rate: Option<f64>,
+    /// The lowest rate that failed; `None` when `max_rate` passed (the capacity is at least
+    /// that).
+    pub failed_at: Option<f64>,
+    /// Every step, in the order run.
+    pub steps: Vec<CapacityStep>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CapacityStep {
+    /// Offered rate, requests/s.
+    pub rate: f64,
+    pub achieved_rps: f64,
+    /// Latency at the goal's percentile (from when each call was due), microseconds.
+    pub latency_us: u64,
+    pub failures: u64,
+    /// Calls the generator could not send on time (left unsent) or that did not finish.
+    pub unsent: u64,
+    pub passed: bool,
+    /// Why it failed, e.g. `p99 14.2 ms > 10 ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// A scenario's capacity goal, as the run used it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CapacityGoal {
+    pub percentile: crate::plan::Percentile,
+    pub goal_us: f64,
+    pub min_rate: f64,
+    pub max_rate: f64,
+    pub step_s: f64,
+    pub precision: f64,
+}
+
+impl From<&crate::plan::Capacity> for CapacityGoal {
+    fn from(c: &crate::plan::Capacity) -> CapacityGoal {
+        CapacityGoal {
+            percentile: c.percentile,
+            goal_us: c.goal.as_secs_f64() * 1e6,
+            min_rate: c.min_rate,
+            max_rate: c.max_rate,
+            step_s: c.step.as_secs_f64(),
+            precision: c.precision,
+        }
+    }
 }
 
 impl PointRun {
@@ -266,6 +325,7 @@ impl PointRun {
             cost: None,
             slices: Vec::new(),
             leader: None,
+            capacity: None,
         }
     }
 }
@@ -294,6 +354,34 @@ pub fn slug(name: &str) -> String {
             }
         })
         .collect()
+}
+
+/// The identities a plan's scenario point is recorded under: the point itself, or for a
+/// staged ramp one per stage (its clients and rate those of the stage).
+pub fn point_ids(s: &crate::plan::Scenario, p: &crate::plan::Point) -> Vec<PointId> {
+    if s.stages.is_empty() {
+        return vec![point_id(s, p)];
+    }
+    s.stages
+        .iter()
+        .enumerate()
+        .map(|(k, st)| stage_id(s, p, k, st))
+        .collect()
+}
+
+/// Stage `k` (from 0) of a staged point.
+pub fn stage_id(
+    s: &crate::plan::Scenario,
+    p: &crate::plan::Point,
+    k: usize,
+    st: &crate::plan::Stage,
+) -> PointId {
+    PointId {
+        clients: st.clients.unwrap_or(p.clients),
+        rate: st.rate.or(p.rate),
+        stage: Some(k as u32 + 1),
+        ..point_id(s, p)
+    }
 }
 
 /// The identity of a plan's scenario point.

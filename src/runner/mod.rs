@@ -8,6 +8,7 @@
 pub mod events;
 mod paired;
 mod preflight;
+mod ramps;
 mod setup;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use crate::plan::{Order, Plan, Point, Scenario, Spread};
 use crate::protocol::target::Endpoint;
 use crate::results::{self, PointRun, Results, Run};
 pub use events::Reporter;
+use ramps::Shape;
 use setup::{ask_references, fresh, pinning, resume, schedule};
 
 /// Per compat call: a server that holds a request longer is recorded as timed out.
@@ -426,9 +428,10 @@ impl Ctx<'_> {
                     continue; // "all members" of a single process is "first"; not run twice.
                 }
                 rep.point_started(&name, &s.name, &p.label);
-                let point = self.point(live, s, p, rep);
-                report_point(rep, &name, s, p, &point);
-                results.runs[live.idx].points.push(point);
+                for point in self.points_of(live, s, p, rep) {
+                    report_point(rep, &name, s, p, &point);
+                    results.runs[live.idx].points.push(point);
+                }
                 results.save(self.dir).context("writing results.json")?;
                 if live.died("during", s, p, results, rep) {
                     return Ok(());
@@ -438,19 +441,64 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn point(&self, live: &mut Live, s: &Scenario, p: &Point, rep: &mut dyn Reporter) -> PointRun {
-        let mut out = PointRun::new(results::point_id(s, p));
+    /// What a point records: one measured load, a capacity search, or a ramp's stages.
+    fn points_of(
+        &self,
+        live: &mut Live,
+        s: &Scenario,
+        p: &Point,
+        rep: &mut dyn Reporter,
+    ) -> Vec<PointRun> {
+        if s.capacity.is_some() {
+            vec![self.capacity_point(live, s, p, rep)]
+        } else if !s.stages.is_empty() {
+            self.stage_points(live, s, p, rep)
+        } else {
+            vec![self.point(live, s, p, rep)]
+        }
+    }
+
+    /// The leader (for a `target = "leader"` point) and the setup steps, before a point's
+    /// load; the error is the point's.
+    fn prepare_point(&self, live: &mut Live, s: &Scenario, p: &Point, out: &mut PointRun) -> bool {
         match live.find_leader(p, self.rt) {
             Ok(leader) => out.leader = leader,
             Err(e) => {
                 out.error = Some(e);
-                return out;
+                return false;
             }
         }
         if let Err(e) = self.setup_steps(live, s, p) {
             out.error = Some(e);
-            return out;
+            return false;
         }
+        true
+    }
+
+    fn point(&self, live: &mut Live, s: &Scenario, p: &Point, rep: &mut dyn Reporter) -> PointRun {
+        let mut out = PointRun::new(results::point_id(s, p));
+        if self.prepare_point(live, s, p, &mut out) {
+            let how = Shape {
+                pacing: p.pacing(s.pacing),
+                stop: s.stop,
+                warmup: s.warmup,
+                clients: p.clients,
+            };
+            self.load_once(live, s, p, how, &mut out, rep);
+        }
+        out
+    }
+
+    /// One measured load of a point, shaped by `how`, recorded in `out`.
+    fn load_once(
+        &self,
+        live: &mut Live,
+        s: &Scenario,
+        p: &Point,
+        how: Shape,
+        out: &mut PointRun,
+        rep: &mut dyn Reporter,
+    ) {
         let endpoints = live.targets(p);
         let built = s
             .tls
@@ -466,11 +514,11 @@ impl Ctx<'_> {
             });
         let threads = self.load_cpus.len();
         let cfg = LoadConfig::new(
-            p.pacing(s.pacing),
-            s.stop,
-            p.clients,
+            how.pacing,
+            how.stop,
+            how.clients,
             threads,
-            s.warmup,
+            how.warmup,
             s.timeout,
         )
         .map(|c| c.pin_to(self.load_cpus.clone()));
@@ -478,11 +526,11 @@ impl Ctx<'_> {
             (Ok(d), Ok(c)) => (d, c),
             (Err(e), _) => {
                 out.error = Some(format!("{e:#}"));
-                return out;
+                return;
             }
             (_, Err(e)) => {
                 out.error = Some(e.to_string());
-                return out;
+                return;
             }
         };
         let cpu0 = live.running.usage().cpu_s();
@@ -495,7 +543,6 @@ impl Ctx<'_> {
             Ok(r) => out.load = Some(r),
             Err(e) => out.error = Some(e.to_string()),
         }
-        out
     }
 
     /// A scenario's setup steps against the point's first endpoint; every call must succeed.

@@ -89,6 +89,20 @@ impl Ctx<'_> {
                     let name = &self.plan.contenders[lives[i].ci].name;
                     rep.point_started(name, &s.name, &p.label);
                 }
+                // A capacity search and a ramp follow each contender's own answers: one
+                // contender at a time, compared afterwards by ratio like any other figure.
+                if s.capacity.is_some() || !s.stages.is_empty() {
+                    for &i in &active {
+                        let name = self.plan.contenders[lives[i].ci].name.clone();
+                        for point in self.points_of(&mut lives[i], s, p, rep) {
+                            super::report_point(rep, &name, s, p, &point);
+                            results.runs[lives[i].idx].points.push(point);
+                        }
+                        results.save(self.dir).context("writing results.json")?;
+                        lives[i].died("during", s, p, results, rep);
+                    }
+                    continue;
+                }
                 let points = self.paired_point(lives, &active, repetition, s, p, rep);
                 for (&i, point) in active.iter().zip(points) {
                     let name = self.plan.contenders[lives[i].ci].name.clone();

@@ -110,7 +110,12 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
             .map(|s| results::ScenarioInfo {
                 name: s.name.clone(),
                 call: s.call.describe(),
-                points: s.points.iter().map(|p| results::point_id(s, p)).collect(),
+                points: s
+                    .points
+                    .iter()
+                    .flat_map(|p| results::point_ids(s, p))
+                    .collect(),
+                capacity: s.capacity.as_ref().map(results::CapacityGoal::from),
             })
             .collect(),
         runs: Vec::new(),
