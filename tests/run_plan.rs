@@ -241,4 +241,16 @@ fn a_rate_sweep_runs_each_point_at_its_rate() {
         "{md}"
     );
     assert!(md.contains("| 2 | 200 | a |"), "{md}");
+    // The HTML report draws latency against the offered rate, with what was achieved.
+    let html = std::fs::read_to_string(r.out_dir.join("report/report.html")).unwrap();
+    let chart = html
+        .split("<svg")
+        .find(|c| c.contains("latency by offered rate"))
+        .unwrap_or_else(|| panic!("no rate chart"));
+    assert_eq!(
+        chart.matches("<polyline").count(),
+        2,
+        "p50 and p99 of one contender"
+    );
+    assert!(chart.contains("a, offered 200 req/s: achieved "), "{chart}");
 }

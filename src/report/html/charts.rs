@@ -309,3 +309,134 @@ fn legend(out: &mut String, names: &[&str], x: f64, y: f64) {
         let _ = write!(out, "<rect x=\"{x:.0}\" y=\"{:.0}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{:.0}\" y=\"{:.0}\" font-size=\"11\">{}</text>", yy - 9.0, COLORS[i % COLORS.len()], x + 14.0, yy, esc(n));
     }
 }
+
+/// Latency against offered rate (a `rate = [..]` axis, or a ramp's stages): p50 (solid) and
+/// p99 (dashed) per contender on a log scale, one chart per group of points that differ only
+/// in rate, each dot's tooltip with the rate the contender actually achieved.
+pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
+    let (points, names) = points_and_contenders(r, scenario);
+    // Groups of points that differ only in rate (and stage), in plan order.
+    let mut groups: Vec<(String, Vec<&PointId>)> = Vec::new();
+    for p in points.iter().filter(|p| p.rate.is_some()) {
+        let key = PointId {
+            rate: None,
+            stage: None,
+            ..(*p).clone()
+        }
+        .label();
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(p),
+            None => groups.push((key, vec![p])),
+        }
+    }
+    let median = |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
+    let mut out = String::new();
+    for (key, mut group) in groups.into_iter().filter(|(_, g)| g.len() > 1) {
+        group.sort_by(|a, b| {
+            a.rate
+                .partial_cmp(&b.rate)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        group.dedup_by(|a, b| a.rate == b.rate);
+        // Per contender and point: (p50 ms, p99 ms, achieved req/s).
+        let curves: Vec<(usize, Vec<(usize, f64, f64, f64)>)> = names
+            .iter()
+            .enumerate()
+            .map(|(ci, c)| {
+                let pts = group
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, p)| {
+                        let loads: Vec<_> =
+                            r.point_runs(c, p).filter_map(|x| x.load.as_ref()).collect();
+                        let m = |f: &dyn Fn(&crate::load::LoadResult) -> f64| {
+                            median(loads.iter().map(|l| f(l)).collect())
+                        };
+                        Some((
+                            i,
+                            m(&|l| l.latency_us.p50 as f64 / 1e3)?,
+                            m(&|l| l.latency_us.p99 as f64 / 1e3)?,
+                            m(&|l| l.requests_per_s)?,
+                        ))
+                    })
+                    .collect();
+                (ci, pts)
+            })
+            .filter(|(_, pts): &(usize, Vec<_>)| !pts.is_empty())
+            .collect();
+        if curves.is_empty() {
+            continue;
+        }
+        let all = || {
+            curves
+                .iter()
+                .flat_map(|(_, p)| p.iter().flat_map(|x| [x.1, x.2]))
+        };
+        let lo = all().fold(f64::MAX, f64::min).max(1e-3).log10().floor();
+        let hi = all()
+            .fold(0.0, f64::max)
+            .max(1e-3)
+            .log10()
+            .ceil()
+            .max(lo + 1.0);
+        let (w, h, left, bottom) = (460.0, 260.0, 50.0, 40.0);
+        let n = group.len();
+        let x = |i: usize| left + 10.0 + i as f64 * (w - left - 150.0) / (n - 1).max(1) as f64;
+        let y =
+            |ms: f64| h - bottom - (ms.max(1e-3).log10() - lo) / (hi - lo) * (h - bottom - 30.0);
+        let title = format!("{scenario} — {key}");
+        let _ = write!(
+            out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"latency by offered rate\"><text x=\"10\" y=\"18\" font-size=\"12\">{}: p50 — and p99 - - (ms, log) by offered req/s</text>",
+            esc(&title)
+        );
+        for d in (lo as i32)..=(hi as i32) {
+            let v = 10f64.powi(d);
+            let _ = write!(out, "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{1}\" y2=\"{0:.1}\" stroke=\"#eee\"/><text x=\"4\" y=\"{2:.1}\" font-size=\"9\">{v}</text>", y(v), w - 140.0, y(v) + 3.0);
+        }
+        for (i, p) in group.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.0}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                x(i),
+                h - bottom + 14.0,
+                crate::report::fmt_rate(p.rate.unwrap_or(0.0))
+            );
+        }
+        let _ = write!(
+            out,
+            "<text x=\"{:.0}\" y=\"{:.0}\" font-size=\"10\" text-anchor=\"middle\">offered req/s</text>",
+            (left + w - 140.0) / 2.0,
+            h - 6.0
+        );
+        for (ci, pts) in &curves {
+            let color = COLORS[ci % COLORS.len()];
+            for (dash, pick) in [("", 1usize), (" stroke-dasharray=\"5,3\"", 2)] {
+                let line: Vec<String> = pts
+                    .iter()
+                    .map(|p| format!("{:.1},{:.1}", x(p.0), y(if pick == 1 { p.1 } else { p.2 })))
+                    .collect();
+                let _ = write!(
+                    out,
+                    "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash} points=\"{}\"/>",
+                    line.join(" ")
+                );
+            }
+            for (i, p50, p99, achieved) in pts {
+                let _ = write!(
+                    out,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{}, offered {} req/s: achieved {} req/s, p50 {p50:.2} ms, p99 {p99:.2} ms</title></circle>",
+                    x(*i),
+                    y(*p99),
+                    esc(names[*ci]),
+                    crate::report::fmt_rate(group[*i].rate.unwrap_or(0.0)),
+                    crate::report::fmt_rate(*achieved),
+                );
+            }
+        }
+        let shown: Vec<&str> = curves.iter().map(|(i, _)| names[*i]).collect();
+        legend(&mut out, &shown, w - 130.0, 44.0);
+        out.push_str("</svg>");
+    }
+    out
+}

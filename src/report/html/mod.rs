@@ -68,6 +68,7 @@ pub fn render(a: &Analysis) -> String {
         } else {
             out.push_str(&scaling);
         }
+        out.push_str(&charts::rate_curves(r, &s.name));
         out.push_str(&charts::latency(r, &s.name));
         out.push_str("</div>\n");
     }
