@@ -74,3 +74,72 @@ fn without_after_the_same_member_starts_too_early_and_says_why() {
         "{error}"
     );
 }
+
+/// A compat reference that is a member bakeoff starts (seed 000 checked each indexer against
+/// the node it runs beside): its answers are asked in the repetition where compat runs, and
+/// recorded as coming from that member.
+#[test]
+fn a_reference_can_be_a_member_of_a_running_contender() {
+    let dir = TempDir::new("member-ref");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/after/member.py");
+    let s = script.display();
+    // The node knows block 5 by hash "aa"; v1's indexer agrees, v2's does not.
+    for (folder, hash) in [("node", "aa"), ("v1", "aa"), ("v2", "bb")] {
+        let d = dir.path().join(folder);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("5.json"),
+            format!(r#"{{"height": 5, "hash": "{hash}"}}"#),
+        )
+        .unwrap();
+    }
+    let root = dir.path().display();
+    let plan = format!(
+        r#"
+name = "reference member"
+repetitions = 1
+baseline = "v1"
+[[contender]]
+name = "v1"
+# Listed first, so compat and load go to it; started after the node.
+[[contender.member]]
+name = "indexer"
+after = ["node"]
+endpoint = "http://127.0.0.1:{{port:idx}}"
+command = ["python3", "{s}", "{{port:idx}}", "--root", "{root}/v1", "--needs", "{{port:node}}"]
+ready = {{ http = "http://127.0.0.1:{{port:idx}}/5.json", status = 200 }}
+[[contender.member]]
+name = "node"
+endpoint = "http://127.0.0.1:{{port:node}}"
+command = ["python3", "{s}", "{{port:node}}", "--root", "{root}/node"]
+ready = {{ http = "http://127.0.0.1:{{port:node}}/5.json", status = 200 }}
+[[contender]]
+name = "v2"
+command = ["python3", "{s}", "{{port}}", "--root", "{root}/v2"]
+ready = {{ http = "http://127.0.0.1:{{port}}/5.json", status = 200 }}
+[[compat]]
+name = "block"
+http = "GET /{{case}}.json"
+requests = ["5"]
+reference = {{ contender = "v1", member = "node", http = "GET /{{case}}.json", fields = [{{ ours = "hash", theirs = "hash" }}] }}
+"#
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    let r = &run.results;
+    assert_eq!(r["status"], "complete", "{}", run.stderr());
+    let refs = r["compat_reference"].as_array().unwrap();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(refs[0]["messages"][0]["hash"], "aa", "{refs:?}");
+    assert_eq!(r["compat"][0]["reference"]["member"]["member"], "node");
+    let out = run.stdout();
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| block | v1/node |"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        row.contains("1/1") && row.contains("0/1"),
+        "v1 agrees with the node, v2 does not: {row}"
+    );
+    assert!(out.contains("differs from the reference at hash"), "{out}");
+}

@@ -311,7 +311,12 @@ fn check_reference<'a>(
     }
     ReferenceReport {
         contender: contender.to_string(),
-        endpoint: info.endpoint.clone(),
+        // Who answered as the reference: the outside server, or the member bakeoff started.
+        endpoint: match &info.member {
+            Some(m) if info.endpoint.is_empty() => format!("{}/{}", m.contender, m.member),
+            Some(m) => format!("{}/{} ({})", m.contender, m.member, info.endpoint),
+            None => info.endpoint.clone(),
+        },
         matched,
         checked,
         classes: groups

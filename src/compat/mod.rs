@@ -70,14 +70,37 @@ pub fn ask_reference(
     rt: &tokio::runtime::Runtime,
 ) -> Option<CompatAnswer> {
     let r = set.reference.as_ref()?;
+    Some(ask_reference_at(
+        set,
+        index,
+        &r.endpoint,
+        None,
+        protos,
+        timeout,
+        rt,
+    ))
+}
+
+/// As [`ask_reference`], at `endpoint` (a member reference's, its placeholders filled in),
+/// with `{state}` in its TLS settings the contender's.
+pub fn ask_reference_at(
+    set: &CompatSet,
+    index: usize,
+    endpoint: &str,
+    state: Option<&std::path::Path>,
+    protos: &Descriptors,
+    timeout: Duration,
+    rt: &tokio::runtime::Runtime,
+) -> CompatAnswer {
+    let r = set.reference.as_ref().expect("a set with a reference");
     let call = r
         .call
         .with_vars(&[("case".to_string(), set.cases[index].request.clone())]);
-    let built = crate::client::endpoints(std::slice::from_ref(&r.endpoint)).and_then(|eps| {
-        let tls = r.tls.resolve(None).map_err(anyhow::Error::msg)?;
+    let built = crate::client::endpoints(&[endpoint.to_string()]).and_then(|eps| {
+        let tls = r.tls.resolve(state).map_err(anyhow::Error::msg)?;
         Client::build(&call, &eps, protos, keep(tls))
     });
-    Some(record(set, index, built, timeout, rt))
+    record(set, index, built, timeout, rt)
 }
 
 /// Makes the one call of a case with a client built for it, and records the answer.

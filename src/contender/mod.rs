@@ -539,6 +539,31 @@ impl Running {
         &self.ctx.member_names
     }
 
+    /// `text` with one member's placeholders filled in (its ports, state, name); its own
+    /// endpoint when `text` is empty.
+    pub fn fill_for(&self, member: &str, text: &str) -> Result<String, String> {
+        let i = self
+            .ctx
+            .member_names
+            .iter()
+            .position(|m| m == member)
+            .ok_or_else(|| format!("no member `{member}`"))?;
+        if text.is_empty() {
+            return Ok(self.endpoints[i].clone());
+        }
+        let state = if self.ctx.cluster {
+            self.state.join(member)
+        } else {
+            self.state.clone()
+        };
+        let ph = Placeholders {
+            ports: &self.ports,
+            state,
+            member: member.to_string(),
+        };
+        expand(&text.replace("{index}", &(i + 1).to_string()), &ph)
+    }
+
     fn wait_probe(
         &mut self,
         probe: &Probe,

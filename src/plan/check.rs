@@ -150,7 +150,46 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         }
     }
 
-    let compat = c.compat_sets(&raw.compat, base, !protos.is_empty(), raw.seed.unwrap_or(0))?;
+    let mut compat = c.compat_sets(&raw.compat, base, !protos.is_empty(), raw.seed.unwrap_or(0))?;
+    // A reference that is a member: of a contender of this plan, a member it has.
+    for (set, rs) in compat.iter_mut().zip(&raw.compat) {
+        let Some(reference) = &mut set.reference else {
+            continue;
+        };
+        let Some((who, member)) = &mut reference.member else {
+            continue;
+        };
+        let rr = rs
+            .get_ref()
+            .reference
+            .as_ref()
+            .expect("a reference")
+            .get_ref();
+        let at = rr.contender.as_ref().expect("a member reference");
+        let Some(k) = contenders.iter().find(|k| k.name == *who) else {
+            let hint = nearest(who, names.iter().map(String::as_str))
+                .map(|n| format!("; did you mean `{n}`?"))
+                .unwrap_or_default();
+            return Err(c.at(
+                at,
+                format!("reference: no contender is named `{who}`{hint}"),
+            ));
+        };
+        if member.is_empty() {
+            *member = k.members[0].name.clone();
+        }
+        if !k.members.iter().any(|m| m.name == *member) {
+            let listed: Vec<&str> = k.members.iter().map(|m| m.name.as_str()).collect();
+            let at = rr.member.as_ref().unwrap_or(at);
+            return Err(c.at(
+                at,
+                format!(
+                    "reference: contender `{who}` has no member `{member}` (its members: {})",
+                    listed.join(", ")
+                ),
+            ));
+        }
+    }
 
     // Paired by default wherever there is something to compare: two contenders that serve,
     // one of them against the other.

@@ -159,9 +159,32 @@ impl Checker<'_> {
 impl Checker<'_> {
     fn reference(&self, s: &Spanned<RawReference>, has_protos: bool) -> Res<Reference> {
         let r = s.get_ref();
-        let endpoint = r.endpoint.get_ref().clone();
-        crate::protocol::target::Endpoint::parse(&endpoint)
-            .map_err(|e| self.at(&r.endpoint, e.to_string()))?;
+        let (endpoint, member) = match (&r.endpoint, &r.contender) {
+            (Some(e), None) => {
+                if let Some(m) = &r.member {
+                    return Err(self.at(m, "`member` goes with `contender`: the reference is then that member of a running contender"));
+                }
+                crate::protocol::target::Endpoint::parse(e.get_ref())
+                    .map_err(|x| self.at(e, x.to_string()))?;
+                (e.get_ref().clone(), None)
+            }
+            (e, Some(c)) => {
+                if let Some(e) = e {
+                    if !(e.get_ref().starts_with("http://") || e.get_ref().starts_with("https://")) {
+                        return Err(self.at(e, format!("`{}` is not an http:// or https:// endpoint", e.get_ref())));
+                    }
+                }
+                // The member is checked against the contenders once they are known.
+                let m = r.member.as_ref().map_or(String::new(), |m| m.get_ref().clone());
+                (
+                    e.as_ref().map_or(String::new(), |e| e.get_ref().clone()),
+                    Some((c.get_ref().clone(), m)),
+                )
+            }
+            (None, None) => {
+                return Err(self.at(s, "a reference needs an `endpoint` (a server bakeoff does not start) or a `contender` (and `member`) it starts"))
+            }
+        };
         let fields = CallFields {
             grpc: r.grpc.as_ref(),
             http: r.http.as_ref(),
@@ -211,6 +234,7 @@ impl Checker<'_> {
         Ok(Reference {
             tls: self.tls(r.tls.as_ref())?,
             endpoint,
+            member,
             call,
             fields,
         })
@@ -249,6 +273,18 @@ pub(super) fn check_cases_file(path: &Path, text: &str) -> Res<CasesFile> {
     let compat = c.compat_sets(&raw.compat, base, !protos.is_empty(), seed)?;
     if compat.is_empty() {
         return Err(loc.at(0..0, "a cases file needs at least one [[compat]] section"));
+    }
+    for (set, rs) in compat.iter().zip(&raw.compat) {
+        if set.reference.as_ref().is_some_and(|r| r.member.is_some()) {
+            let rr = rs
+                .get_ref()
+                .reference
+                .as_ref()
+                .expect("a reference")
+                .get_ref();
+            let at = rr.contender.as_ref().expect("a member reference");
+            return Err(c.at(at, "`bakeoff diff` starts no contender: its reference needs an `endpoint`, not a `contender`"));
+        }
     }
     Ok(CasesFile {
         seed,

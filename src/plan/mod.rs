@@ -65,7 +65,12 @@ pub struct CompatSet {
 /// An outside server (any protocol) some fields of every answer are checked against.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reference {
+    /// Where it is asked. For a member reference it may hold that member's placeholders
+    /// (`{port:rpc}`); empty means the member's own endpoint.
     pub endpoint: String,
+    /// `(contender, member)` when the reference is a member of a running contender: asked in
+    /// the repetition where compat runs, from that contender's start.
+    pub member: Option<(String, String)>,
     /// Its call; `{case}` in it is replaced by the case's request.
     pub call: Call,
     pub fields: Vec<FieldMap>,

@@ -98,7 +98,12 @@ pub struct RawCompat {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawReference {
-    pub endpoint: Spanned<String>,
+    /// An outside server; or, with `contender`, that member's endpoint with its ports.
+    pub endpoint: Option<Spanned<String>>,
+    /// The reference is a member of this running contender …
+    pub contender: Option<Spanned<String>>,
+    /// … this one (its first member by default).
+    pub member: Option<Spanned<String>>,
     pub grpc: Option<Spanned<String>>,
     pub http: Option<Spanned<String>>,
     pub jsonrpc: Option<Spanned<String>>,

@@ -712,3 +712,34 @@ fn capacity_and_stages_are_checked_where_written() {
     let e = err(&format!("{base}target = \"leader\"\n[[contender]]\nname = \"b\"\n[[contender.member]]\nname = \"x\"\ncommand = [\"s\"]\n[[contender.member]]\nname = \"y\"\ncommand = [\"s\"]\n"));
     assert!(e.contains("no `leader` probe"), "{e}");
 }
+
+#[test]
+fn a_reference_member_names_a_contender_and_its_member() {
+    let plan = |reference: &str| {
+        format!("name = \"t\"\n[[contender]]\nname = \"zaino\"\n[[contender.member]]\nname = \"node\"\ncommand = [\"n\"]\n[[contender.member]]\nname = \"indexer\"\ncommand = [\"i\"]\n[[compat]]\nhttp = \"GET /{{case}}\"\nrequests = [\"a\"]\nreference = {{ {reference}, http = \"GET /{{case}}\", fields = [{{ ours = \"x\", theirs = \"x\" }}] }}\n")
+    };
+    let p = parse(&plan("contender = \"zaino\", member = \"node\"")).unwrap();
+    let r = p.compat[0].reference.as_ref().unwrap();
+    assert_eq!(r.member, Some(("zaino".into(), "node".into())));
+    let p = parse(&plan("contender = \"zaino\"")).unwrap();
+    assert_eq!(
+        p.compat[0].reference.as_ref().unwrap().member,
+        Some(("zaino".into(), "node".into()))
+    );
+    let e = err(&plan("contender = \"zain\", member = \"node\""));
+    assert!(
+        e.starts_with("plan.toml:13:27:") && e.contains("did you mean `zaino`"),
+        "{e}"
+    );
+    let e = err(&plan("contender = \"zaino\", member = \"nod\""));
+    assert!(
+        e.contains("has no member `nod`") && e.contains("node, indexer"),
+        "{e}"
+    );
+    let e = err(&plan(
+        "endpoint = \"http://127.0.0.1:1\", member = \"node\"",
+    ));
+    assert!(e.contains("`member` goes with `contender`"), "{e}");
+    let e = err(&plan("http2 = 1").replace("http2 = 1, ", ""));
+    assert!(e.contains("needs an `endpoint`"), "{e}");
+}

@@ -103,9 +103,19 @@ pub struct CompatSetInfo {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ReferenceInfo {
+    /// Where it was asked (a member reference: as written, empty for the member's endpoint).
     pub endpoint: String,
+    /// A member reference: `member` of `contender`, asked where compat ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<MemberRef>,
     pub call: String,
     pub fields: Vec<crate::plan::FieldMap>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemberRef {
+    pub contender: String,
+    pub member: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -415,6 +425,10 @@ impl From<&crate::plan::CompatSet> for CompatSetInfo {
                 .collect(),
             reference: s.reference.as_ref().map(|r| ReferenceInfo {
                 endpoint: r.endpoint.clone(),
+                member: r.member.as_ref().map(|(c, m)| MemberRef {
+                    contender: c.clone(),
+                    member: m.clone(),
+                }),
                 call: r.call.describe(),
                 fields: r.fields.clone(),
             }),

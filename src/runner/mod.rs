@@ -302,6 +302,7 @@ impl Ctx<'_> {
                     Ok(eps) => {
                         if repetition == 1 && !self.plan.compat.is_empty() {
                             self.compat(&eps, &state, results, idx, rep)?;
+                            self.member_references(&running, &state, results, rep)?;
                         }
                         endpoints = eps;
                     }
@@ -362,6 +363,59 @@ impl Ctx<'_> {
         let _ = std::fs::remove_dir_all(&live.state);
         let _ = std::fs::remove_dir(self.dir.join("state")); // only when empty
         results.save(self.dir).context("writing results.json")
+    }
+
+    /// The compat references that are members of this running contender: each asked every
+    /// case of its set, at that member, its answers kept as the reference's.
+    fn member_references(
+        &self,
+        running: &Running,
+        state: &std::path::Path,
+        results: &mut Results,
+        rep: &mut dyn Reporter,
+    ) -> anyhow::Result<()> {
+        for set in &self.plan.compat {
+            let Some(r) = &set.reference else { continue };
+            let Some((who, member)) = &r.member else {
+                continue;
+            };
+            if *who != running.name || results.compat_reference.iter().any(|a| a.set == set.name) {
+                continue;
+            }
+            let answers = match running.fill_for(member, &r.endpoint) {
+                Ok(at) => (0..set.cases.len())
+                    .map(|i| {
+                        crate::compat::ask_reference_at(
+                            set,
+                            i,
+                            &at,
+                            Some(state),
+                            self.protos,
+                            COMPAT_TIMEOUT,
+                            self.rt,
+                        )
+                    })
+                    .collect(),
+                Err(e) => {
+                    let w = format!(
+                        "compat `{}`: cannot ask the reference, member `{member}` of `{who}`: {e}",
+                        set.name
+                    );
+                    rep.warning(&w);
+                    results.warnings.push(w);
+                    continue;
+                }
+            };
+            setup::record_reference(
+                set,
+                &format!("member `{member}` of `{who}`"),
+                answers,
+                results,
+                rep,
+            );
+            results.save(self.dir).context("writing results.json")?;
+        }
+        Ok(())
     }
 
     /// Every compat case against the contender's first member; answers kept in the run.

@@ -22,25 +22,41 @@ pub(super) fn ask_references(
     results: &mut Results,
     rep: &mut dyn Reporter,
 ) {
-    for set in plan.compat.iter().filter(|s| s.reference.is_some()) {
+    // A member reference is asked when its contender runs compat (`Ctx::compat`).
+    let outside = plan
+        .compat
+        .iter()
+        .filter(|s| s.reference.as_ref().is_some_and(|r| r.member.is_none()));
+    for set in outside {
         let answers: Vec<_> = (0..set.cases.len())
             .filter_map(|i| crate::compat::ask_reference(set, i, protos, COMPAT_TIMEOUT, rt))
             .collect();
-        if !answers.iter().any(|a| a.success) {
-            let first = answers.first().map_or(String::new(), |a| {
-                format!("{} {}", a.outcome, a.detail.clone().unwrap_or_default())
-            });
-            let w = format!(
-                "compat `{}`: the reference {} answered none of {} cases (first: {first})",
-                set.name,
-                set.reference.as_ref().map_or("", |r| r.endpoint.as_str()),
-                answers.len(),
-            );
-            rep.warning(&w);
-            results.warnings.push(w);
-        }
-        results.compat_reference.extend(answers);
+        let at = set.reference.as_ref().map_or("", |r| r.endpoint.as_str());
+        record_reference(set, at, answers, results, rep);
     }
+}
+
+/// Keeps a reference's answers, with a warning when it answered none of the cases.
+pub(super) fn record_reference(
+    set: &crate::plan::CompatSet,
+    who: &str,
+    answers: Vec<results::CompatAnswer>,
+    results: &mut Results,
+    rep: &mut dyn Reporter,
+) {
+    if !answers.iter().any(|a| a.success) {
+        let first = answers.first().map_or(String::new(), |a| {
+            format!("{} {}", a.outcome, a.detail.clone().unwrap_or_default())
+        });
+        let w = format!(
+            "compat `{}`: the reference {who} answered none of {} cases (first: {first})",
+            set.name,
+            answers.len(),
+        );
+        rep.warning(&w);
+        results.warnings.push(w);
+    }
+    results.compat_reference.extend(answers);
 }
 
 pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, PathBuf, Results)> {

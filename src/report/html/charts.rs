@@ -310,6 +310,9 @@ fn legend(out: &mut String, names: &[&str], x: f64, y: f64) {
     }
 }
 
+/// A point of a rate curve: its place on the axis, p50 and p99 (ms), the rate achieved.
+type RatePoint = (usize, f64, f64, f64);
+
 /// Latency against offered rate (a `rate = [..]` axis, or a ramp's stages): p50 (solid) and
 /// p99 (dashed) per contender on a log scale, one chart per group of points that differ only
 /// in rate, each dot's tooltip with the rate the contender actually achieved.
@@ -338,8 +341,8 @@ pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
         group.dedup_by(|a, b| a.rate == b.rate);
-        // Per contender and point: (p50 ms, p99 ms, achieved req/s).
-        let curves: Vec<(usize, Vec<(usize, f64, f64, f64)>)> = names
+        // Per contender: (point, p50 ms, p99 ms, achieved req/s).
+        let curves: Vec<(usize, Vec<RatePoint>)> = names
             .iter()
             .enumerate()
             .map(|(ci, c)| {
