@@ -115,3 +115,31 @@ stages = [{{ rate = 100, duration = "1s" }}, {{ rate = 400, duration = "1s" }}, 
     let out = run.stdout();
     assert!(out.contains("| stage | clients | offered req/s |"), "{out}");
 }
+
+#[test]
+fn a_rate_sweep_across_a_known_limit_shows_where_it_breaks() {
+    let Some(nginx) = nginx_bin() else { return };
+    let dir = TempDir::new("sweep-limit");
+    let plan = format!(
+        r#"
+name = "sweep"
+repetitions = 1
+{}
+[[scenario]]
+name = "get"
+http = "GET /index.html"
+clients = 4
+rate = [150, 600]
+duration = "1s"
+"#,
+        limited("web", &nginx, dir.path(), 300),
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    let points = run.run("web", 1)["points"].as_array().unwrap().clone();
+    assert_eq!(points.len(), 2, "{}", run.stderr());
+    let failures = |i: usize| points[i]["load"]["failures"].as_u64().unwrap();
+    // Below the 300 req/s limit every call is served; at twice it, about half are refused.
+    assert_eq!(failures(0), 0, "{}", points[0]);
+    let share = failures(1) as f64 / points[1]["load"]["requests"].as_f64().unwrap();
+    assert!((0.3..0.7).contains(&share), "{share}: {}", points[1]);
+}

@@ -308,3 +308,65 @@ fn every_kind_of_finding_fits_the_report_schema() {
         assert!(errors.is_empty(), "{v}: {errors:?}");
     }
 }
+
+/// The keys the plan features add — each member's start, the leader of a point, a capacity
+/// search, a ramp's stages, a reference that is a member — are in the committed schema too.
+#[test]
+fn results_of_clusters_leaders_capacity_stages_and_member_references_fit_the_schema() {
+    let dir = common::TempDir::new("schema-plan-features");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/after/member.py");
+    for (m, role) in [("m1", "follower"), ("m2", "leader")] {
+        let d = dir.path().join(m);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("role.json"), format!(r#"{{"role": "{role}"}}"#)).unwrap();
+    }
+    let (s, root) = (script.display(), dir.path().display());
+    let plan = format!(
+        r#"name = "features"
+repetitions = 1
+[[contender]]
+name = "pair"
+members = 2
+leader = {{ http = "/role.json", field = "role", equals = "leader" }}
+[[contender.member]]
+endpoint = "http://127.0.0.1:{{port:m{{index}}}}"
+command = ["python3", "{s}", "{{port:m{{index}}}}", "--root", "{root}/{{member}}"]
+ready = {{ http = "http://127.0.0.1:{{port:m{{index}}}}/role.json", status = 200 }}
+
+[[scenario]]
+name = "leader"
+http = "GET /role.json"
+target = "leader"
+requests = 10
+
+[[scenario]]
+name = "capacity"
+http = "GET /role.json"
+capacity = {{ p99 = "1s", min_rate = 20, max_rate = 40, step = "300ms", max_steps = 3 }}
+
+[[scenario]]
+name = "ramp"
+http = "GET /role.json"
+stages = [{{ rate = 20, duration = "300ms" }}, {{ rate = 40, duration = "300ms" }}]
+
+[[compat]]
+http = "GET /{{case}}"
+requests = ["role.json"]
+reference = {{ contender = "pair", member = "m2", http = "GET /{{case}}", fields = [{{ ours = "role", theirs = "role" }}] }}
+"#
+    );
+    let run = common::run_plan(dir.path(), &plan, &[]);
+    let r = &run.results;
+    assert_eq!(r["status"], "complete", "{}", run.stderr());
+    let x = &r["runs"][0];
+    assert_eq!(x["startup"]["members"].as_array().unwrap().len(), 2, "{x}");
+    assert_eq!(x["points"][0]["leader"], "m2", "{x}");
+    assert!(
+        x["points"][1]["capacity"]["steps"].as_array().is_some(),
+        "{x}"
+    );
+    assert_eq!(x["points"][2]["stage"], 1);
+    assert_eq!(r["compat"][0]["reference"]["member"]["member"], "m2");
+    assert_fits_schema(RESULTS_SCHEMA, r);
+}
