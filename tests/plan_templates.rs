@@ -33,6 +33,10 @@ fn the_etcd_example_expands_to_the_plan_it_replaced() {
     assert_eq!(format!("{:?}", pa.scenarios), format!("{:?}", pb.scenarios));
     assert_eq!(pa.contenders.len(), 4);
     assert_eq!(pa.contenders[3].members.len(), 3);
+    // Members are expanded before port names are collected: c1..c3 and p1..p3.
+    let ports = bakeoff::contender::ports_named(&pa.contenders[3]);
+    assert_eq!(ports.len(), 6, "{ports:?}");
+    assert!(ports.contains("p3") && ports.contains("c1"), "{ports:?}");
     // A fraction of its size: lines that are not comments or blank.
     let lines = |t: &str| {
         t.lines()
