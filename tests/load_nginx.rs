@@ -31,12 +31,60 @@ fn counts_statuses_bytes_and_histogram_agree() {
 }
 
 #[test]
-fn a_missing_path_is_counted_as_404() {
+fn a_missing_path_is_counted_as_404_and_exits_2() {
     let Some(ng) = start_nginx() else { return };
-    let v = bakeoff_json(&["load", "-n", "300", "-c", "3", &ng.url("/missing")]);
+    let out = bakeoff(&[
+        "load",
+        "-n",
+        "300",
+        "-c",
+        "3",
+        "--json",
+        &ng.url("/missing"),
+    ]);
+    // No call succeeded: the result is printed, and the exit code says so.
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no call succeeded (300 failed)"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(outcomes(&v), [("HTTP 404".to_string(), 300)]);
     assert_eq!(u(&v, "failures"), 300);
     assert_eq!(u(&v, "successes"), 0);
+}
+
+#[test]
+fn fail_on_error_and_max_failures_set_the_exit_code_for_ci() {
+    let Some(ng) = start_nginx() else { return };
+    let dir = TempDir::new("load-exit");
+    let paths = dir.path().join("paths");
+    // One request in four asks for a page that is not there.
+    std::fs::write(&paths, "index.html\nindex.html\nindex.html\nmissing\n").unwrap();
+    let url = ng.url(&format!("/{{line:{}}}", paths.display()));
+    let code = |extra: &[&str]| {
+        let mut args = vec!["load", "-n", "200", "-c", "1", &url];
+        args.extend(extra);
+        let out = bakeoff(&args);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(code(&[]).0, Some(0), "some calls succeeded");
+    let (c, err) = code(&["--fail-on-error"]);
+    assert_eq!(c, Some(2));
+    assert!(
+        err.contains("50 of 200 calls failed (--fail-on-error)"),
+        "{err}"
+    );
+    let (c, err) = code(&["--max-failures", "10%"]);
+    assert_eq!(c, Some(2));
+    assert!(
+        err.contains("25.00% of calls failed, more than --max-failures 10.00%"),
+        "{err}"
+    );
+    assert_eq!(code(&["--max-failures", "30%"]).0, Some(0));
+    let (c, err) = code(&["--max-failures", "lots"]);
+    assert_eq!(c, Some(2), "clap's usage error");
+    assert!(err.contains("not a percentage"), "{err}");
 }
 
 #[test]

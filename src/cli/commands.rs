@@ -27,7 +27,50 @@ pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     } else {
         emit(&report::load_summary::render(&result))?;
     }
-    Ok(if result.interrupted { 130 } else { 0 })
+    if result.interrupted {
+        return Ok(130);
+    }
+    match load_verdict(&result, args.fail_on_error, args.max_failures) {
+        Some(why) => {
+            eprintln!("bakeoff: {why}");
+            Ok(2)
+        }
+        None => Ok(0),
+    }
+}
+
+/// Why `bakeoff load` exits 2, if it does: no call succeeded; or, as asked, any call failed
+/// or more than the given share did.
+pub(super) fn load_verdict(
+    r: &crate::load::LoadResult,
+    fail_on_error: bool,
+    max_failures: Option<f64>,
+) -> Option<String> {
+    let share = r.failures as f64 / r.requests.max(1) as f64;
+    if r.successes == 0 {
+        let unfinished = if r.unfinished > 0 {
+            format!(", {} unfinished at the deadline", r.unfinished)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "no call succeeded ({} failed{unfinished})",
+            r.failures
+        ))
+    } else if fail_on_error && r.failures > 0 {
+        Some(format!(
+            "{} of {} calls failed (--fail-on-error)",
+            r.failures, r.requests
+        ))
+    } else if let Some(max) = max_failures.filter(|m| share > *m) {
+        Some(format!(
+            "{:.2}% of calls failed, more than --max-failures {:.2}%",
+            share * 100.0,
+            max * 100.0
+        ))
+    } else {
+        None
+    }
 }
 
 /// Says before a run when its connections cannot all be opened under the open-files limit

@@ -313,6 +313,20 @@ pub struct LoadArgs {
     /// Print the result as JSON (schema version inside) instead of a summary.
     #[arg(long = "json")]
     pub json: bool,
+    /// Exit 2 if any call failed (without it: only when no call succeeded).
+    #[arg(long = "fail-on-error", conflicts_with = "max_failures")]
+    pub fail_on_error: bool,
+    /// Exit 2 if more than this share of calls failed, e.g. 1% (for CI, like k6's
+    /// `http_req_failed: rate<0.01`).
+    #[arg(long = "max-failures", value_name = "SHARE", value_parser = parse_share_arg)]
+    pub max_failures: Option<f64>,
+}
+
+/// `1%` or `0.5%` → a share of calls.
+fn parse_share_arg(s: &str) -> Result<f64, String> {
+    crate::plan::parse_share(s)
+        .filter(|x| *x < 1.0)
+        .ok_or_else(|| format!("`{s}` is not a percentage below 100%, like 1%"))
 }
 
 #[derive(Debug, Args)]

@@ -33,7 +33,9 @@ pub fn render(r: &LoadResult) -> String {
         fmt_bytes(r.bytes_per_s),
         if r.interrupted { " (interrupted)" } else { "" }
     );
-    if r.items != r.requests {
+    // Items are messages of a stream from the server: a unary call's one answer is no item.
+    let streams = r.target.ends_with("(server-streaming)") || r.target.ends_with("(bidi)");
+    if streams {
         let _ = writeln!(
             s,
             "Items      {} streamed messages: {} items/s",
@@ -115,4 +117,23 @@ fn latency_line(l: &Latency) -> String {
         fmt_us(l.max as f64),
         fmt_us(l.mean)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_are_shown_for_streams_from_the_server_only() {
+        let mut r = crate::load::result::tests::part(&[100, 200], 10, 1.0);
+        r.target = "gRPC http://127.0.0.1:1 /a.B/C (unary)".into();
+        r.items = 0;
+        assert!(!render(&r).contains("Items"), "{}", render(&r));
+        r.target = "gRPC http://127.0.0.1:1 /a.B/C (server-streaming)".into();
+        r.items = 1200;
+        assert!(render(&r).contains("Items      1200 streamed messages"));
+        r.target = "HTTP/1.1 GET http://127.0.0.1:1/".into();
+        r.items = 3;
+        assert!(!render(&r).contains("Items"));
+    }
 }

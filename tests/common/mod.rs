@@ -308,6 +308,21 @@ pub fn bakeoff(args: &[&str]) -> Output {
 }
 
 /// Runs bakeoff with `--json`, asserts success, and parses stdout.
+/// As [`bakeoff_json`], for a run that is to exit with `code` (2: no call succeeded).
+pub fn bakeoff_json_exit(args: &[&str], code: i32) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = bakeoff(&all);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "bakeoff {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
 pub fn bakeoff_json(args: &[&str]) -> serde_json::Value {
     let mut all = args.to_vec();
     all.push("--json");
