@@ -174,3 +174,102 @@ fn plan_check_runs_every_check_without_starting_anything() {
         &["plan.toml:2:1: unknown key `repetitons`; did you mean `repetitions`?"],
     );
 }
+
+#[test]
+fn a_plan_that_cannot_start_leaves_no_results_folder_and_says_how_to_fix_it() {
+    let d = dir_with(
+        "plan.toml",
+        "# export BAKEOFF_TEST_UNSET_BIN=/usr/bin/true\nname = \"p\"\n[[contender]]\nname = \"a\"\ncommand = [\"{env:BAKEOFF_TEST_UNSET_BIN}\"]\n",
+    );
+    let p = d.path().join("plan.toml");
+    let out_dir = d.path().join("out");
+    fails_with(
+        &["run", p.to_str().unwrap(), "--out", out_dir.to_str().unwrap()],
+        &[
+            "plan.toml:5:13:",
+            "BAKEOFF_TEST_UNSET_BIN is not set",
+            "set it first, as the plan's comment says: `export BAKEOFF_TEST_UNSET_BIN=/usr/bin/true`",
+        ],
+    );
+    assert!(
+        !out_dir.exists(),
+        "a results folder was made for a plan that could not start"
+    );
+    // `dir` is relative to the plan: the error says so, and where it pointed.
+    let d = dir_with(
+        "plan.toml",
+        "name = \"p\"\n[[contender]]\nname = \"a\"\ndir = \"gone\"\ncommand = [\"true\"]\n",
+    );
+    let p = d.path().join("plan.toml");
+    fails_with(
+        &["plan", "check", p.to_str().unwrap()],
+        &["`dir` is relative to the plan file's folder", "gone"],
+    );
+}
+
+#[test]
+fn overrides_try_a_plan_without_editing_it() {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/after/member.py");
+    let contender = |name: &str| {
+        format!("[[contender]]\nname = \"{name}\"\ncommand = [\"python3\", \"{}\", \"{{port}}\"]\nready = {{ http = \"http://127.0.0.1:{{port}}/\", status = 200 }}\n", script.display())
+    };
+    let plan = format!(
+        "name = \"p\"\nrepetitions = 3\nbaseline = \"a\"\n{}{}{}[[scenario]]\nname = \"one\"\nhttp = \"/\"\nrequests = 5\n[[scenario]]\nname = \"two\"\nhttp = \"/\"\nrequests = 5\n",
+        contender("a"),
+        contender("b"),
+        contender("c")
+    );
+    let d = dir_with("plan.toml", &plan);
+    let p = d.path().join("plan.toml");
+    let out_dir = d.path().join("out");
+    let out = bakeoff(&[
+        "run",
+        p.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--repetitions",
+        "1",
+        "--only",
+        "b,c",
+        "--scenario",
+        "two",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(r["repetitions"], 1);
+    let runs: Vec<&str> = r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["contender"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs, ["b", "c"]);
+    // Its baseline left out, b is compared with nothing.
+    assert!(
+        r["contenders"][0]["baseline"].is_null(),
+        "{}",
+        r["contenders"]
+    );
+    let scenarios: Vec<&str> = r["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(scenarios, ["two"]);
+    fails_with(
+        &["run", p.to_str().unwrap(), "--only", "bb"],
+        &["--only bb: the plan has no such name; did you mean `b`?"],
+    );
+    fails_with(
+        &["run", p.to_str().unwrap(), "--scenario", "three"],
+        &["--scenario three", "it has one, two"],
+    );
+}

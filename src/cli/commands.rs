@@ -98,6 +98,9 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         out: args.out.clone(),
         resume: args.resume.clone(),
         smoke: args.smoke,
+        repetitions: args.repetitions,
+        only: args.only.clone(),
+        scenarios: args.scenarios.clone(),
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;

@@ -192,6 +192,25 @@ pub struct RunArgs {
     /// Exit with status 3 when a must-match compat case differs (for CI).
     #[arg(long = "fail-on-diff")]
     pub fail_on_diff: bool,
+    /// Run this many repetitions instead of the plan's.
+    #[arg(long = "repetitions", value_name = "N", conflicts_with = "resume")]
+    pub repetitions: Option<u32>,
+    /// Run only these contenders (comma-separated or repeated; their noise instances too).
+    #[arg(
+        long = "only",
+        value_name = "CONTENDER",
+        value_delimiter = ',',
+        conflicts_with = "resume"
+    )]
+    pub only: Vec<String>,
+    /// Run only these scenarios (comma-separated or repeated).
+    #[arg(
+        long = "scenario",
+        value_name = "NAME",
+        value_delimiter = ',',
+        conflicts_with = "resume"
+    )]
+    pub scenarios: Vec<String>,
 }
 
 /// What to call and how: shared by `load` and `call`.

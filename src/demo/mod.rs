@@ -64,8 +64,7 @@ pub fn run(out: Option<PathBuf>, rep: &mut dyn Reporter) -> anyhow::Result<Finis
     std::fs::write(&plan, text)?;
     let opts = RunOptions {
         out,
-        resume: None,
-        smoke: false,
+        ..RunOptions::default()
     };
     let done = runner::run(Some(Path::new(&plan)), &opts, rep);
     let _ = std::fs::remove_dir_all(&dir);

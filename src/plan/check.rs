@@ -408,8 +408,9 @@ impl Checker<'_> {
             return Err(self.at(
                 &r.name,
                 format!(
-                    "contender `{name}`: its `dir` `{}` is not a folder",
-                    d.display()
+                    "contender `{name}`: its `dir` `{}` is not a folder (`dir` is relative to the plan file's folder, {})",
+                    d.display(),
+                    if base.as_os_str().is_empty() { Path::new(".") } else { base }.display()
                 ),
             ));
         }

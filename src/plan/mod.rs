@@ -700,6 +700,66 @@ impl Plan {
         c.baseline.as_deref().filter(|b| *b != name)
     }
 
+    /// The plan with the command line's overrides: `repetitions`, only the contenders in
+    /// `only` (with their noise instances; a baseline left out is no longer compared
+    /// against), only the scenarios in `scenarios`. Empty lists keep everything. A name
+    /// the plan does not have is an error with the nearest one.
+    pub fn overridden(
+        mut self,
+        repetitions: Option<u32>,
+        only: &[String],
+        scenarios: &[String],
+    ) -> Result<Plan, String> {
+        if let Some(n) = repetitions {
+            if !(1..=1000).contains(&n) {
+                return Err(format!("--repetitions {n}: give 1 to 1000"));
+            }
+            self.repetitions = n;
+        }
+        let unknown = |flag: &str, name: &str, known: Vec<&str>| {
+            let hint = error::nearest(name, known.iter().copied())
+                .map(|n| format!("; did you mean `{n}`?"))
+                .unwrap_or_default();
+            format!(
+                "{flag} {name}: the plan has no such name{hint} (it has {})",
+                known.join(", ")
+            )
+        };
+        if !only.is_empty() {
+            let names: Vec<&str> = self.contenders.iter().map(|c| c.name.as_str()).collect();
+            if let Some(n) = only.iter().find(|n| !names.contains(&n.as_str())) {
+                return Err(unknown("--only", n, names));
+            }
+            self.contenders.retain(|c| {
+                only.contains(&c.name) || c.noise_of.as_ref().is_some_and(|t| only.contains(t))
+            });
+            let kept: Vec<String> = self.contenders.iter().map(|c| c.name.clone()).collect();
+            for c in &mut self.contenders {
+                if c.baseline.as_ref().is_some_and(|b| !kept.contains(b)) {
+                    c.baseline = None;
+                }
+            }
+            for set in &mut self.compat {
+                if set
+                    .reference
+                    .as_ref()
+                    .and_then(|r| r.member.as_ref())
+                    .is_some_and(|(who, _)| !kept.contains(who))
+                {
+                    set.reference = None;
+                }
+            }
+        }
+        if !scenarios.is_empty() {
+            let names: Vec<&str> = self.scenarios.iter().map(|s| s.name.as_str()).collect();
+            if let Some(n) = scenarios.iter().find(|n| !names.contains(&n.as_str())) {
+                return Err(unknown("--scenario", n, names));
+            }
+            self.scenarios.retain(|s| scenarios.contains(&s.name));
+        }
+        Ok(self)
+    }
+
     /// The plan cut down to check it in seconds: one repetition, each scenario at its
     /// smallest point for about a second.
     pub fn smoke(mut self) -> Plan {

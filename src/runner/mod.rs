@@ -37,6 +37,12 @@ pub struct RunOptions {
     pub resume: Option<PathBuf>,
     /// One repetition, each scenario at its smallest point for about a second.
     pub smoke: bool,
+    /// `--repetitions N`: instead of the plan's.
+    pub repetitions: Option<u32>,
+    /// `--only A,B`: these contenders (and their noise instances) only.
+    pub only: Vec<String>,
+    /// `--scenario S`: these scenarios only.
+    pub scenarios: Vec<String>,
 }
 
 /// What a finished (or interrupted) bake-off leaves: its directory and results.
@@ -58,9 +64,12 @@ pub fn run(
             fresh(path, opts)?
         }
     };
-    // Compiled once here; every client and probe of the run shares it.
+    // Compiled once here; every client and probe of the run shares it. A fresh run was
+    // checked before its folder was made.
     let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
-    preflight::check(&plan, &protos)?;
+    if opts.resume.is_some() {
+        preflight::check(&plan, &protos)?;
+    }
     let (contender_cpus, load_cpus) = pinning(&plan, &mut results.warnings);
     for w in &results.warnings {
         rep.warning(w);

@@ -21,8 +21,10 @@ pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
                 state: PathBuf::from("/state"),
                 member: m.name.clone(),
             };
-            let at =
-                |e: String| anyhow::anyhow!("contender `{}`, member `{}`: {e}", c.name, m.name);
+            let at = |e: String| {
+                let e = format!("contender `{}`, member `{}`: {e}", c.name, m.name);
+                anyhow::anyhow!(unset_env_hint(plan, e))
+            };
             for arg in m.command.iter().chain(m.env.iter().map(|(_, v)| v)) {
                 expand(arg, &ph).map_err(at)?;
             }
@@ -77,4 +79,31 @@ fn program_exists(program: &str, dir: Option<&Path>) -> bool {
     std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
         .unwrap_or(false)
+}
+
+/// A `{env:NAME}` that is not set: where the plan uses it (file:line:column) and how to set
+/// it — the plan's own `export NAME=…` comment when it has one.
+fn unset_env_hint(plan: &Plan, message: String) -> String {
+    let Some(name) = message
+        .split("the environment variable ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" is not set"))
+        .map(str::to_string)
+    else {
+        return message;
+    };
+    let Some(at) = plan.text.find(&format!("{{env:{name}")) else {
+        return message;
+    };
+    let here = crate::plan::error::Locator::new(&plan.path, &plan.text).at(at..at, message.clone());
+    let export = format!("export {name}=");
+    let how = plan
+        .text
+        .lines()
+        .map(|l| l.trim_start_matches(['#', ' ']))
+        .find(|l| l.starts_with(&export))
+        .map_or(format!("set it first: `{export}…`"), |l| {
+            format!("set it first, as the plan's comment says: `{l}`")
+        });
+    format!("{here}; {how}")
 }

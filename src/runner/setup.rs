@@ -66,6 +66,14 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
     if opts.smoke {
         plan = plan.smoke();
     }
+    plan = plan
+        .overridden(opts.repetitions, &opts.only, &opts.scenarios)
+        .map_err(anyhow::Error::msg)?;
+    // Every check before the results folder exists: a plan that cannot start leaves none.
+    super::preflight::check(
+        &plan,
+        &Descriptors::new(plan.protos.clone(), plan.includes.clone()),
+    )?;
     let started_at = results::now_utc();
     let dir = match &opts.out {
         Some(d) => d.clone(),
@@ -166,6 +174,12 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
     if results.smoke {
         plan = plan.smoke();
     }
+    // What `--repetitions`, `--only` and `--scenario` chose is what the results hold.
+    let contenders: Vec<String> = results.contenders.iter().map(|c| c.name.clone()).collect();
+    let scenarios: Vec<String> = results.scenarios.iter().map(|s| s.name.clone()).collect();
+    plan = plan
+        .overridden(Some(results.repetitions), &contenders, &scenarios)
+        .map_err(anyhow::Error::msg)?;
     results
         .runs
         .retain(|r| r.status == "complete" || r.status == "failed");
