@@ -285,6 +285,14 @@ pub fn pair(mut sets: Vec<BenchSet>, how: &Pairing) -> Result<(Vec<BenchSet>, St
 /// change with the machine.
 fn environment_differs(sets: &[BenchSet]) -> Vec<String> {
     let mut out = Vec::new();
+    for s in sets {
+        if s.config.iter().any(|(k, v)| k == "run" && v == "smoke") {
+            out.push(format!(
+                "`{}` is a --smoke run (one repetition, one request per client): its figures check a plan, they are not for comparing",
+                s.label
+            ));
+        }
+    }
     for key in ["cpu", "cpus", "goos", "goarch", "kernel"] {
         let values: Vec<(&str, &str)> = sets
             .iter()

@@ -362,7 +362,16 @@ fn bakeoff_results_compare_per_contender_and_point() {
         table(&v, "first response s")["rows"][0]["name"],
         "a/start-up"
     );
+    // CPU until ready and CPU over the whole repetition are two rows, named apart.
+    let cpu: Vec<&str> = table(&v, "CPU s")["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cpu, ["a/start-up", "a/repetition"]);
     let warnings = v["warnings"].to_string();
+    assert!(!warnings.contains("--smoke"), "{warnings}");
     if cpus.len() > 1 {
         assert!(warnings.contains("different `cpus`"), "{warnings}");
         for n in [cpus.len(), cpus.len() - 1] {
@@ -371,6 +380,14 @@ fn bakeoff_results_compare_per_contender_and_point() {
     } else {
         assert!(!warnings.contains("`cpus`"), "{warnings}");
     }
+    // A --smoke run checks a plan: compared, it is said so.
+    let d = dir.path().join("smoke");
+    std::fs::create_dir_all(&d).unwrap();
+    let smoke = run_plan(&d, &plan, &["--smoke"]);
+    assert!(smoke.output.status.success(), "{}", smoke.stderr());
+    let (_, v) = compare_json(&[&outs[0], &smoke.out_dir.join("results.json")], &[]);
+    let warnings = v["warnings"].to_string();
+    assert!(warnings.contains("is a --smoke run"), "{warnings}");
 }
 
 /// hyperfine as people run it: `hyperfine 'old/foo' 'new/foo' --export-json r.json` puts both

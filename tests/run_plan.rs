@@ -116,7 +116,7 @@ requests = 2000
 }
 
 #[test]
-fn smoke_runs_one_repetition_of_the_smallest_point() {
+fn smoke_runs_one_repetition_of_every_point_at_a_request_per_client() {
     let Some(nginx) = nginx_bin() else { return };
     let dir = TempDir::new("run-smoke");
     let plan = format!(
@@ -130,10 +130,16 @@ fn smoke_runs_one_repetition_of_the_smallest_point() {
     assert_eq!(run.results["smoke"], true);
     assert_eq!(run.runs().len(), 1);
     let points = run.runs()[0]["points"].as_array().unwrap();
-    assert_eq!(points.len(), 1);
-    assert_eq!(points[0]["clients"], 1);
-    let secs = points[0]["load"]["stop_duration_s"].as_f64().unwrap();
-    assert!((secs - 1.0).abs() < 1e-9);
+    // Every point is tried, each with a handful of requests (one per client of the widest).
+    let clients: Vec<u64> = points
+        .iter()
+        .map(|p| p["clients"].as_u64().unwrap())
+        .collect();
+    assert_eq!(clients, [1, 2, 8]);
+    for p in points {
+        assert_eq!(p["load"]["requests"], 8, "{p}");
+        assert_eq!(p["load"]["successes"], 8, "{p}");
+    }
 }
 
 #[test]

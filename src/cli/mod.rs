@@ -185,8 +185,8 @@ pub struct RunArgs {
     /// Continue an interrupted run in DIR (repetitions that finished are kept).
     #[arg(long = "resume", value_name = "DIR", conflicts_with_all = ["plan", "smoke"])]
     pub resume: Option<PathBuf>,
-    /// Check the plan in seconds: one repetition, each scenario at its smallest point for
-    /// about a second.
+    /// Check the plan in seconds: one repetition, every point of every scenario at one
+    /// request per client.
     #[arg(long = "smoke")]
     pub smoke: bool,
     /// Exit with status 3 when a must-match compat case differs (for CI).

@@ -21,6 +21,9 @@ pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
             r.environment.cpus_allowed.len()
         ),
     ));
+    if r.smoke {
+        set.config.push(("run".into(), "smoke".into()));
+    }
     for run in &r.runs {
         let c = run.id.subject();
         if let Some(s) = &run.startup {
@@ -30,15 +33,19 @@ pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
                 s.first_response_s,
             );
             set.push(&format!("{c}/start-up"), "ready s", s.ready_s);
+            if let Some(cpu) = s.cpu_s {
+                set.push(&format!("{c}/start-up"), "CPU s", cpu);
+            }
         }
+        // The whole repetition's (start-up and every scenario), named for what it is.
         if let Some(u) = &run.usage {
             set.push(
-                &format!("{c}/start-up"),
+                &format!("{c}/repetition"),
                 "CPU s",
                 u.cpu_user_s + u.cpu_system_s,
             );
             set.push(
-                &format!("{c}/start-up"),
+                &format!("{c}/repetition"),
                 "peak RSS B",
                 u.peak_rss_bytes as f64,
             );

@@ -760,13 +760,22 @@ impl Plan {
         Ok(self)
     }
 
-    /// The plan cut down to check it in seconds: one repetition, each scenario at its
-    /// smallest point for about a second.
+    /// The plan cut down to check it in seconds: one repetition, and every point of every
+    /// scenario (every target, key size and file it names is tried) at one request per
+    /// client — an open-loop point at a rate that sends them within its second.
     pub fn smoke(mut self) -> Plan {
         self.repetitions = 1;
         for s in &mut self.scenarios {
-            s.points.truncate(1);
-            s.stop = Stop::Duration(Duration::from_secs(1));
+            let most = s.points.iter().map(|p| p.clients).max().unwrap_or(1);
+            s.stop = Stop::Count(most as u64);
+            if let Pacing::Open { rate } = s.pacing {
+                s.pacing = Pacing::Open {
+                    rate: rate.max(most as f64),
+                };
+            }
+            for p in &mut s.points {
+                p.rate = p.rate.map(|r| r.max(most as f64));
+            }
             s.warmup = Duration::ZERO;
             if let Some(c) = &mut s.capacity {
                 c.step = c.step.min(Duration::from_millis(500));

@@ -191,6 +191,10 @@ pub(super) fn startup(r: &Results) -> Table {
                 &secs,
             ),
             med(
+                &started.iter().filter_map(|s| s.cpu_s).collect::<Vec<_>>(),
+                &secs,
+            ),
+            med(
                 &pick(&|x| x.usage.map(|u| u.cpu_user_s + u.cpu_system_s)),
                 &secs,
             ),
@@ -213,7 +217,8 @@ pub(super) fn startup(r: &Results) -> Table {
             "started",
             "first response",
             "ready",
-            "CPU time",
+            "start-up CPU",
+            "repetition CPU",
             "peak RSS",
             "disk after start",
             "disk at end",

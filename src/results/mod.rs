@@ -222,6 +222,10 @@ pub struct Startup {
     /// wait for others) and its own first response.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<MemberStartup>,
+    /// CPU seconds the contender's process tree used until it was ready (the start-up's
+    /// own; `Run::usage` is the whole repetition's). Not in results written before 0.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -35,7 +35,7 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     /// Continue the run in this results directory.
     pub resume: Option<PathBuf>,
-    /// One repetition, each scenario at its smallest point for about a second.
+    /// One repetition, every point at one request per client.
     pub smoke: bool,
     /// `--repetitions N`: instead of the plan's.
     pub repetitions: Option<u32>,
@@ -290,6 +290,7 @@ impl Ctx<'_> {
                         &crate::sys::cpu_ticks(),
                         &self.busy_cpus(),
                     ),
+                    cpu_s: Some(running.usage().cpu_s()),
                     members: if s.members.len() > 1 {
                         s.members
                             .iter()
