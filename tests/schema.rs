@@ -135,7 +135,16 @@ fn closed_and_open_loop_output_fit_the_committed_schema() {
     ]));
     // Every call fails (404): exit 2, the result printed all the same.
     let open = common::bakeoff_json_exit(
-        &["load", "-q", "400", "-n", "100", "-c", "2", &ng.url("/missing")],
+        &[
+            "load",
+            "-q",
+            "400",
+            "-n",
+            "100",
+            "-c",
+            "2",
+            &ng.url("/missing"),
+        ],
         2,
     );
     assert!(open["service_time_us"].is_object());
@@ -236,6 +245,15 @@ fields = [{{ ours = "", theirs = "", transform = ["string"], ours_transform = ["
         s.starts_with("# earlier step\n# schema") && s.contains("## Start-up"),
         "{s}"
     );
+    // The results file itself is taken too, as `compare` takes it.
+    let file = run.out_dir.join("results.json");
+    let out = common::bakeoff(&["report", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("## Start-up"));
 }
 
 #[test]

@@ -115,6 +115,11 @@ pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
 }
 
 pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
+    // The folder, or its results.json (as `compare` takes it).
+    let dir = match dir.file_name() {
+        Some(f) if f == "results.json" && dir.is_file() => dir.parent().unwrap_or(dir),
+        _ => dir,
+    };
     let r = crate::results::Results::load(dir)?;
     let analysis = report::analysis::Analysis::of(&r);
     let files = report::export::write_all(dir, &analysis)?;

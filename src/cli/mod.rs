@@ -40,10 +40,10 @@ pub enum Command {
     /// A whole bake-off with built-in contenders, in under a minute: start-up, compat,
     /// latency, a small concurrency sweep, 3 repetitions, findings.
     Demo(DemoArgs),
-    /// Write the reports of a results directory again (report.md, CSV per table,
-    /// report.json) and print the Markdown summary.
+    /// Write the reports of a results directory again into DIR/report/ (report.md,
+    /// report.html with its charts, a CSV per table, report.json) and print the Markdown.
     Report {
-        /// A results directory (holding results.json).
+        /// A results directory, or its results.json.
         dir: PathBuf,
     },
     /// Check a plan without running it (every check `run` makes before it starts

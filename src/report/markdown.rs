@@ -85,8 +85,14 @@ pub fn render(a: &Analysis) -> String {
     };
     let _ = writeln!(
         out,
-        "## Environment\n\n{} · {} · {} CPUs{pinned} · {} · {} repetitions, {}{method} · started {}\n",
-        e.cpu_model, e.kernel, e.cpus_online, r.tool, r.repetitions, r.order, r.started_at
+        "## Environment\n\n{} · {} · {} CPUs{pinned} · {} · {}, {}{method} · started {}\n",
+        e.cpu_model,
+        e.kernel,
+        e.cpus_online,
+        r.tool,
+        super::count(r.repetitions, "repetition"),
+        r.order,
+        r.started_at
     );
     // Once per contender and what its handshakes negotiated (the same for every point, as
     // a rule; a change shows as a second entry).

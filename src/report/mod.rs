@@ -29,6 +29,28 @@ pub fn fmt_us(us: f64) -> String {
     }
 }
 
+/// `1 repetition`, `3 repetitions`: a count with its noun, singular for one.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else if let Some(stem) = noun.strip_suffix('y') {
+        format!("{n} {stem}ies")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A relative change in whole percent, `+12%`, `-5%`; a change that rounds to nothing is
+/// `±0%`, never `-0%`.
+pub fn fmt_delta(share_percent: f64) -> String {
+    if share_percent.abs() < 0.5 {
+        "±0%".into()
+    } else {
+        format!("{share_percent:+.0}%")
+    }
+}
+
 /// Formats a count per second with thousands grouped by magnitude.
 pub fn fmt_rate(r: f64) -> String {
     if r >= 100.0 {

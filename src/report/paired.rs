@@ -73,8 +73,8 @@ pub fn summary(verdicts: &[PointVerdicts]) -> Vec<String> {
         }
         if let Some(r) = mine.iter().find_map(|v| v.main()).map(|v| v.ratio) {
             out.push(format!(
-                "**Serving:** {name} against {base}, paired over {} repetitions, {} points: {}",
-                r.repetitions,
+                "**Serving:** {name} against {base}, paired over {}, {} points: {}",
+                super::count(r.repetitions as u64, "repetition"),
                 mine.len(),
                 parts.join("; ")
             ));

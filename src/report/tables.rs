@@ -499,7 +499,9 @@ pub fn with_delta(v: Option<f64>, base: Option<f64>, fmt: &dyn Fn(f64) -> String
                 }
             )
         }
-        (Some(v), Some(b)) if b > 0.0 => format!("{} ({:+.0}%)", fmt(v), (v - b) / b * 100.0),
+        (Some(v), Some(b)) if b > 0.0 => {
+            format!("{} ({})", fmt(v), super::fmt_delta((v - b) / b * 100.0))
+        }
         (Some(v), _) => fmt(v),
     }
 }

@@ -100,6 +100,9 @@ impl Reporter for Terminal {
         ));
     }
     fn compat_done(&mut self, set: &str, cases: usize) {
-        say(&format!("  compat {set}: {cases} cases answered"));
+        say(&format!(
+            "  compat {set}: {} answered",
+            super::count(cases as u64, "case")
+        ));
     }
 }
