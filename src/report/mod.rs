@@ -89,3 +89,17 @@ mod tests {
         assert_eq!(fmt_rate(23_753.4), "23753");
     }
 }
+
+#[cfg(test)]
+mod words {
+    #[test]
+    fn counts_and_deltas_read_as_people_write_them() {
+        assert_eq!(super::count(1u64, "repetition"), "1 repetition");
+        assert_eq!(super::count(3u64, "repetition"), "3 repetitions");
+        assert_eq!(super::count(2u64, "entry"), "2 entries");
+        assert_eq!(super::fmt_delta(-0.3), "±0%");
+        assert_eq!(super::fmt_delta(0.2), "±0%");
+        assert_eq!(super::fmt_delta(-5.4), "-5%");
+        assert_eq!(super::fmt_delta(12.0), "+12%");
+    }
+}
