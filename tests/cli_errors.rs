@@ -155,7 +155,7 @@ fn plan_check_runs_every_check_without_starting_anything() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
-        err.contains("OK — 1 contenders, 1 scenarios (2 points)"),
+        err.contains("OK — 1 contender, 1 scenario (2 points)"),
         "{err}"
     );
     let bad = dir_with(

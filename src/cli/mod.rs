@@ -559,13 +559,16 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             let p = crate::runner::check_plan(&plan)?;
             let points: usize = p.scenarios.iter().map(|s| s.points.len()).sum();
             let cases: usize = p.compat.iter().map(|c| c.cases.len()).sum();
+            use crate::report::count;
             eprintln!(
-                "{}: OK — {} contenders, {} scenarios ({points} points), {} compat sets ({cases} cases), {} repetitions",
+                "{}: OK — {}, {} ({}), {} ({}), {}",
                 plan.display(),
-                p.contenders.len(),
-                p.scenarios.len(),
-                p.compat.len(),
-                p.repetitions
+                count(p.contenders.len() as u64, "contender"),
+                count(p.scenarios.len() as u64, "scenario"),
+                count(points as u64, "point"),
+                count(p.compat.len() as u64, "compat set"),
+                count(cases as u64, "case"),
+                count(p.repetitions, "repetition")
             );
             Ok(0)
         }
