@@ -362,6 +362,11 @@ fn bakeoff_results_compare_per_contender_and_point() {
         table(&v, "first response s")["rows"][0]["name"],
         "a/start-up"
     );
+    // Columns are named by what tells the inputs apart, not by their whole paths.
+    assert_eq!(v["inputs"][0]["label"], "run0");
+    assert_eq!(v["inputs"][1]["label"], "run1");
+    let (_, named) = compare_json(&[&outs[0], &outs[1]], &["--names", "before,after"]);
+    assert_eq!(named["inputs"][1]["label"], "after");
     // CPU until ready and CPU over the whole repetition are two rows, named apart.
     let cpu: Vec<&str> = table(&v, "CPU s")["rows"]
         .as_array()

@@ -201,11 +201,26 @@ pub(super) fn run_compare(args: &CompareArgs) -> anyhow::Result<u8> {
     if args.noise >= 100.0 {
         bail!("--noise {}%: a noise band is below 100%", args.noise);
     }
-    let sets = args
+    let mut sets = args
         .inputs
         .iter()
         .map(|p| crate::import::load(p))
         .collect::<Result<Vec<_>, _>>()?;
+    // Errors above named the files in full; the table's columns need only tell them apart.
+    let names = if args.names.is_empty() {
+        short_names(&args.inputs)
+    } else if args.names.len() == args.inputs.len() {
+        args.names.clone()
+    } else {
+        bail!(
+            "--names gives {} names for {} inputs",
+            args.names.len(),
+            args.inputs.len()
+        );
+    };
+    for (s, n) in sets.iter_mut().zip(names) {
+        s.label = n;
+    }
     // Benchmarks of one kind compare with each other; Go's ns/op against a bake-off's
     // requests/s would pair rows that only share a name.
     if let Some(other) = sets.iter().find(|s| s.format != sets[0].format) {
@@ -347,5 +362,72 @@ pub(super) fn install_handler(handler: extern "C" fn(libc::c_int), flags: libc::
         sa.sa_flags = flags;
         libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// The shortest names that tell paths apart: what is left when the path components they all
+/// share at the start and at the end are dropped (`run0`, `run1` for `…/run0/out/results.json`
+/// and `…/run1/out/results.json`); the paths as given when that leaves nothing.
+pub(super) fn short_names(paths: &[std::path::PathBuf]) -> Vec<String> {
+    let parts: Vec<Vec<String>> = paths
+        .iter()
+        .map(|p| {
+            p.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect()
+        })
+        .collect();
+    let full = || paths.iter().map(|p| p.display().to_string()).collect();
+    if parts.len() < 2 {
+        return full();
+    }
+    let shortest = parts.iter().map(Vec::len).min().unwrap_or(0);
+    let same = |f: &dyn Fn(&Vec<String>) -> &String| parts.iter().all(|p| f(p) == f(&parts[0]));
+    let mut head = 0;
+    while head < shortest && same(&|p| &p[head]) {
+        head += 1;
+    }
+    let mut tail = 0;
+    while tail < shortest - head && same(&|p| &p[p.len() - 1 - tail]) {
+        tail += 1;
+    }
+    let names: Vec<String> = parts
+        .iter()
+        .map(|p| p[head..p.len() - tail].join("/"))
+        .collect();
+    let distinct = names.iter().all(|n| !n.is_empty())
+        && names
+            .iter()
+            .enumerate()
+            .all(|(i, n)| !names[..i].contains(n));
+    if distinct {
+        names
+    } else {
+        full()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    #[test]
+    fn inputs_are_named_by_what_tells_them_apart() {
+        let names =
+            |ps: &[&str]| super::short_names(&ps.iter().map(PathBuf::from).collect::<Vec<_>>());
+        assert_eq!(
+            names(&[
+                "/tmp/x/run0/out/results.json",
+                "/tmp/x/run1/out/results.json"
+            ]),
+            ["run0", "run1"]
+        );
+        assert_eq!(names(&["old.txt", "new.txt"]), ["old.txt", "new.txt"]);
+        assert_eq!(
+            names(&["a/bench.txt", "a/b/bench.txt"]),
+            ["a/bench.txt", "a/b/bench.txt"]
+        );
+        assert_eq!(names(&["r.json"]), ["r.json"]);
+        assert_eq!(names(&["same.txt", "same.txt"]), ["same.txt", "same.txt"]);
     }
 }

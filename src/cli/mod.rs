@@ -138,6 +138,10 @@ pub struct CompareArgs {
     /// Pair rows with the baseline's by position instead of by name.
     #[arg(long = "by-position", conflicts_with = "rename")]
     pub by_position: bool,
+    /// Column names for the inputs, in order (e.g. --names old,new) [default: the shortest
+    /// part of their paths that tells them apart].
+    #[arg(long = "names", value_name = "A,B", value_delimiter = ',')]
+    pub names: Vec<String>,
     /// Output: text (terminal), md, csv or json.
     #[arg(long = "format", value_enum, default_value = "text")]
     pub format: report::compare_table::Format,
