@@ -60,6 +60,25 @@ fn the_html_report_renders_in_headless_chromium() {
     );
     assert!(!html.contains("https://") && !html.contains(" src=") && !html.contains("<link"));
     assert!(html.contains("html &lt;report&gt;"));
+    // Headings set the Markdown's code spans as code, not as backticks.
+    for h2 in html.split("<h2>").skip(1) {
+        let h2 = h2.split("</h2>").next().unwrap();
+        assert!(!h2.contains('`'), "{h2}");
+    }
+    assert!(
+        html.contains("<h2>index (<code>GET /index.html</code>)"),
+        "{html}"
+    );
+    // The environment line says what the Markdown's says: pinning, repetitions, order.
+    let env = html.split("<h2>Environment</h2><p>").nth(1).unwrap();
+    assert!(
+        env.contains("2 repetitions, paired") && env.contains(" CPUs"),
+        "{env}"
+    );
+    assert!(
+        env.contains("contenders on CPUs") || env.contains("not pinned"),
+        "{env}"
+    );
     assert!(
         html.matches("<svg").count() >= 4,
         "start-up, throughput and two latency charts"

@@ -64,36 +64,7 @@ pub fn render(a: &Analysis) -> String {
         }
         out.push('\n');
     }
-    let e = &r.environment;
-    let pinned = match (&e.contender_cpus, &e.load_cpus) {
-        (Some(c), Some(l)) => format!(", contenders on CPUs {c:?}, load on {l:?}"),
-        _ => ", not pinned".into(),
-    };
-    let method = match &r.paired {
-        Some(p) => {
-            let rounds = match (p.max_rounds, p.precision) {
-                (Some(m), Some(x)) => format!("rounds until ±{:.0}% (at most {m})", x * 100.0),
-                _ => format!("{} rounds", p.rounds),
-            };
-            format!(
-                " ({} s slices, {rounds}, noise band {:.0}%)",
-                p.slice_s,
-                p.noise * 100.0
-            )
-        }
-        None => String::new(),
-    };
-    let _ = writeln!(
-        out,
-        "## Environment\n\n{} · {} · {} CPUs{pinned} · {} · {}, {}{method} · started {}\n",
-        e.cpu_model,
-        e.kernel,
-        e.cpus_online,
-        r.tool,
-        super::count(r.repetitions, "repetition"),
-        r.order,
-        r.started_at
-    );
+    let _ = writeln!(out, "## Environment\n\n{}\n", environment_line(r));
     // Once per contender and what its handshakes negotiated (the same for every point, as
     // a rule; a change shows as a second entry).
     let mut tls = std::collections::BTreeSet::new();
@@ -116,4 +87,38 @@ pub fn render(a: &Analysis) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The machine, pinning, tool, repetitions and order of a run, on one line (the Markdown's
+/// and the HTML's Environment).
+pub(super) fn environment_line(r: &crate::results::Results) -> String {
+    let e = &r.environment;
+    let pinned = match (&e.contender_cpus, &e.load_cpus) {
+        (Some(c), Some(l)) => format!(", contenders on CPUs {c:?}, load on {l:?}"),
+        _ => ", not pinned".into(),
+    };
+    let method = match &r.paired {
+        Some(p) => {
+            let rounds = match (p.max_rounds, p.precision) {
+                (Some(m), Some(x)) => format!("rounds until ±{:.0}% (at most {m})", x * 100.0),
+                _ => format!("{} rounds", p.rounds),
+            };
+            format!(
+                " ({} s slices, {rounds}, noise band {:.0}%)",
+                p.slice_s,
+                p.noise * 100.0
+            )
+        }
+        None => String::new(),
+    };
+    format!(
+        "{} · {} · {} CPUs{pinned} · {} · {}, {}{method} · started {}",
+        e.cpu_model,
+        e.kernel,
+        e.cpus_online,
+        r.tool,
+        super::count(r.repetitions, "repetition"),
+        r.order,
+        r.started_at
+    )
 }

@@ -290,7 +290,9 @@ impl Ctx<'_> {
                         &crate::sys::cpu_ticks(),
                         &self.busy_cpus(),
                     ),
-                    cpu_s: Some(running.usage().cpu_s()),
+                    // On the scheduler's clock (nanoseconds): a start-up of a few
+                    // milliseconds is below the sampled ticks' 10 ms.
+                    cpu_s: Some(running.cost().cpu_ns as f64 / 1e9),
                     members: if s.members.len() > 1 {
                         s.members
                             .iter()

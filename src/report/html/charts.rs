@@ -86,8 +86,9 @@ pub(super) fn throughput(r: &Results, scenario: &str) -> String {
     if max <= 0.0 {
         return String::new();
     }
-    let (w, h, left, bottom) = (520.0, 300.0, 60.0, 60.0);
-    let group = (w - left - 10.0) / points.len().max(1) as f64;
+    // The legend gets its own column on the right, so it never covers a bar.
+    let (w, h, left, bottom, key) = (520.0, 300.0, 60.0, 60.0, 140.0);
+    let group = (w - left - key) / points.len().max(1) as f64;
     let bw = (group - 8.0) / names.len().max(1) as f64;
     let y = |v: f64| h - bottom - v / max * (h - bottom - 30.0);
     let mut out = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"throughput\"><text x=\"10\" y=\"18\" font-size=\"13\">{}: requests/s (median, min–max)</text><text x=\"4\" y=\"{:.0}\" font-size=\"10\">{max:.0}</text><line x1=\"{left}\" y1=\"{:.0}\" x2=\"{w}\" y2=\"{:.0}\" stroke=\"#888\"/>", esc(scenario), y(max) + 4.0, h - bottom, h - bottom);
@@ -109,7 +110,7 @@ pub(super) fn throughput(r: &Results, scenario: &str) -> String {
         }
         let _ = write!(out, "<text x=\"{gx:.1}\" y=\"{:.0}\" font-size=\"9\" transform=\"rotate(20 {gx:.1},{:.0})\">{}</text>", h - bottom + 14.0, h - bottom + 14.0, esc(&p.label()));
     }
-    legend(&mut out, &names, w - 150.0, 30.0);
+    legend(&mut out, &names, w - key + 10.0, 30.0);
     out.push_str("</svg>");
     out
 }
@@ -250,7 +251,7 @@ pub(super) fn latency(r: &Results, scenario: &str) -> String {
         if curves.is_empty() {
             continue;
         }
-        let (w, h, left, bottom) = (380.0, 240.0, 50.0, 40.0);
+        let (w, h, left, bottom) = (400.0, 240.0, 50.0, 40.0);
         let lo = curves
             .iter()
             .flat_map(|c| c.1.iter().copied())
@@ -268,7 +269,8 @@ pub(super) fn latency(r: &Results, scenario: &str) -> String {
             .max(lo + 1.0);
         let y =
             |ms: f64| h - bottom - (ms.max(1e-3).log10() - lo) / (hi - lo) * (h - bottom - 30.0);
-        let x = |i: usize| left + i as f64 * (w - left - 20.0) / (Q.len() - 1) as f64;
+        // The last label (p99.99) is centred on its tick: leave it room on the right.
+        let x = |i: usize| left + i as f64 * (w - left - 40.0) / (Q.len() - 1) as f64;
         let _ = write!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"latency\"><text x=\"10\" y=\"18\" font-size=\"12\">latency (ms, log) by percentile — {}</text>", esc(&p.label()));
         for d in (lo as i32)..=(hi as i32) {
             let v = 10f64.powi(d);
@@ -277,8 +279,8 @@ pub(super) fn latency(r: &Results, scenario: &str) -> String {
         for (i, q) in Q.iter().enumerate() {
             let _ = write!(
                 out,
-                "<text x=\"{:.1}\" y=\"{:.0}\" font-size=\"9\">p{}</text>",
-                x(i) - 8.0,
+                "<text x=\"{:.1}\" y=\"{:.0}\" font-size=\"9\" text-anchor=\"middle\">p{}</text>",
+                x(i),
                 h - bottom + 14.0,
                 q * 100.0
             );

@@ -37,7 +37,9 @@ pub fn render(a: &Analysis) -> String {
     if !a.summary.is_empty() {
         out.push_str("<h2>Summary</h2><ul>");
         for b in &a.summary {
-            let html = esc(b).replacen("**", "<b>", 1).replacen("**", "</b>", 1);
+            let html = code_spans(b)
+                .replacen("**", "<b>", 1)
+                .replacen("**", "</b>", 1);
             let _ = write!(out, "<li>{html}</li>");
         }
         out.push_str("</ul>\n");
@@ -74,17 +76,28 @@ pub fn render(a: &Analysis) -> String {
     }
     let _ = write!(
         out,
-        "<h2>Environment</h2><p>{} · {} · {} CPUs · {}</p>\n</body></html>\n",
-        esc(&r.environment.cpu_model),
-        esc(&r.environment.kernel),
-        r.environment.cpus_online,
-        esc(&r.tool)
+        "<h2>Environment</h2><p>{}</p>\n</body></html>\n",
+        esc(&super::markdown::environment_line(r))
     );
     out
 }
 
+/// Text with its `code spans` set as code, the rest escaped (titles are written for the
+/// Markdown, whose backticks would show as they are).
+fn code_spans(text: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{}</code>", esc(part));
+        } else {
+            out.push_str(&esc(part));
+        }
+    }
+    out
+}
+
 fn table_html(t: &Table) -> String {
-    let mut out = format!("<h2>{}</h2>\n<table><tr>", esc(&t.title));
+    let mut out = format!("<h2>{}</h2>\n<table><tr>", code_spans(&t.title));
     for h in &t.head {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
