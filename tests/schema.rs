@@ -213,11 +213,32 @@ fields = [{{ ours = "", theirs = "", transform = ["string"], ours_transform = ["
     let report_dir = run.out_dir.join("report");
     let md = std::fs::read_to_string(report_dir.join("report.md")).unwrap();
     assert!(md.contains("## Start-up"), "{md}");
+    // CSV is for tools: one number per cell in base units, the unit in the column's name.
     let csv = std::fs::read_to_string(report_dir.join("startup.csv")).unwrap();
     assert!(
-        csv.starts_with("contender,started,first response,"),
+        csv.starts_with("contender,started,runs,first_response_median_s,first_response_min_s,first_response_max_s,"),
         "{csv}"
     );
+    let good = csv.lines().find(|l| l.starts_with("good,")).unwrap();
+    let first: f64 = good.split(',').nth(3).unwrap().parse().unwrap();
+    assert!(first > 0.0 && first < 30.0, "{good}");
+    let serving = std::fs::read_to_string(report_dir.join("serving-index.csv")).unwrap();
+    let head = serving.lines().next().unwrap();
+    assert!(
+        head.contains("throughput_median_rps") && head.contains("p99_median_s"),
+        "{head}"
+    );
+    for line in serving.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let at = head
+            .split(',')
+            .position(|h| h == "throughput_median_rps")
+            .unwrap();
+        assert!(
+            cells[at].parse::<f64>().is_ok(),
+            "a number, not display text: {line}"
+        );
+    }
     assert!(report_dir.join("serving-index.csv").is_file());
     let json: Value =
         serde_json::from_slice(&std::fs::read(report_dir.join("report.json")).unwrap()).unwrap();

@@ -62,14 +62,14 @@ pub(super) fn load_verdict(
             "{} of {} calls failed (--fail-on-error)",
             r.failures, r.requests
         ))
-    } else if let Some(max) = max_failures.filter(|m| share > *m) {
-        Some(format!(
-            "{:.2}% of calls failed, more than --max-failures {:.2}%",
-            share * 100.0,
-            max * 100.0
-        ))
     } else {
-        None
+        max_failures.filter(|m| share > *m).map(|max| {
+            format!(
+                "{:.2}% of calls failed, more than --max-failures {:.2}%",
+                share * 100.0,
+                max * 100.0
+            )
+        })
     }
 }
 

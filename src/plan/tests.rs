@@ -63,11 +63,9 @@ fn the_matrix_expands_target_then_variables_then_clients() {
     assert!(matches!(call, Call::Http { path, .. } if path == "/k/256"));
     let smoke = p.smoke();
     assert_eq!(smoke.repetitions, 1);
-    assert_eq!(smoke.scenarios[0].points.len(), 1);
-    assert_eq!(
-        smoke.scenarios[0].stop,
-        Stop::Duration(Duration::from_secs(1))
-    );
+    // Every point is tried, at one request per client of the widest point.
+    assert_eq!(smoke.scenarios[0].points.len(), 8);
+    assert_eq!(smoke.scenarios[0].stop, Stop::Count(64));
 }
 
 #[test]

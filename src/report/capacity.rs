@@ -32,11 +32,47 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
     );
     let noise = r.paired.as_ref().map_or(0.01, |p| p.noise);
     let mut rows = Vec::new();
+    let mut data = super::table::Data::default();
     for id in &info.points {
         for c in r.compared() {
             let found = capacities(r, &c.name, id);
             if found.is_empty() {
                 continue;
+            }
+            {
+                let rates: Vec<f64> = found.iter().filter_map(|(_, x)| x.rate).collect();
+                let at: Vec<f64> = r
+                    .point_runs(&c.name, id)
+                    .filter_map(|p| p.load.as_ref())
+                    .map(|l| goal.percentile.of(&l.latency_us) as f64 / 1e6)
+                    .collect();
+                let x = c
+                    .baseline
+                    .as_deref()
+                    .filter(|b| *b != c.name)
+                    .and_then(|b| paired_ratio(r, id, b, &c.name));
+                let mut d = data.row();
+                axes.data(&mut d, id);
+                d.cell("contender", c.name.as_str())
+                    .stats("capacity", "rps", &rates)
+                    .cell(
+                        "at_least_max_rate",
+                        found
+                            .iter()
+                            .any(|(_, c)| c.failed_at.is_none() && c.rate.is_some()),
+                    )
+                    .num("capacity_ratio", x.map(|x| x.ratio))
+                    .num("capacity_ratio_lo", x.map(|x| x.lo))
+                    .num("capacity_ratio_hi", x.map(|x| x.hi))
+                    .stats(
+                        &format!("{}_at_capacity", goal.percentile.as_str().replace('.', "_")),
+                        "s",
+                        &at,
+                    )
+                    .cell(
+                        "steps",
+                        found.iter().map(|(_, c)| c.steps.len()).sum::<usize>(),
+                    );
             }
             let mut row = axes.cells(id);
             row.push(super::tables::contender_cell(
@@ -68,6 +104,7 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
         ),
         head,
         rows,
+        data: Some(data),
     })
 }
 
@@ -156,15 +193,7 @@ fn capacity_cell(found: &[(u32, &CapacityRun)], max_rate: f64) -> String {
 /// The contender's capacity over its baseline's, paired by repetition:
 /// `1.85× (1.70×–2.02×) more capacity`, or `~ …` when the interval does not clear the band.
 fn versus(r: &Results, id: &PointId, baseline: &str, contender: &str, noise: f64) -> String {
-    let base = capacities(r, baseline, id);
-    let pairs: Vec<Vec<(f64, f64)>> = capacities(r, contender, id)
-        .iter()
-        .filter_map(|(rep, c)| {
-            let (_, b) = base.iter().find(|(k, _)| k == rep)?;
-            Some(vec![(b.rate?, c.rate?)])
-        })
-        .collect();
-    let Some(x) = ratio(&pairs, 0) else {
+    let Some(x) = paired_ratio(r, id, baseline, contender) else {
         return "—".into();
     };
     let span = format!(
@@ -183,6 +212,24 @@ fn versus(r: &Results, id: &PointId, baseline: &str, contender: &str, noise: f64
         Call::Lower => format!("{span} less capacity{tail}"),
         Call::Same => format!("~ {span} capacity{tail}"),
     }
+}
+
+/// The contender's capacities over its baseline's, repetition by repetition, pooled.
+fn paired_ratio(
+    r: &Results,
+    id: &PointId,
+    baseline: &str,
+    contender: &str,
+) -> Option<crate::stats::paired::Ratio> {
+    let base = capacities(r, baseline, id);
+    let pairs: Vec<Vec<(f64, f64)>> = capacities(r, contender, id)
+        .iter()
+        .filter_map(|(rep, c)| {
+            let (_, b) = base.iter().find(|(k, _)| k == rep)?;
+            Some(vec![(b.rate?, c.rate?)])
+        })
+        .collect();
+    ratio(&pairs, 0)
 }
 
 /// `100 ✓ · 200 ✓ · 400 ✗ (p99 14 ms > 10 ms) · 283 ✓`.

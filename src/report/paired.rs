@@ -119,6 +119,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
     head.extend(order.iter().map(|f| format!("{} ×", f.name())));
     head.push("rounds".into());
     let mut rows = Vec::new();
+    let mut data = super::table::Data::default();
     for id in &info.points {
         for c in &r.contenders {
             let pts: Vec<_> = r.point_runs(&c.name, id).collect();
@@ -132,6 +133,63 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                     .filter_map(|p| p.cost?.cpu_us_per(p.load.as_ref()?.requests))
                     .collect(),
             );
+            let v = verdicts
+                .iter()
+                .find(|v| v.contender == c.name && v.point == *id);
+            {
+                let mostly = loads.iter().any(|l| l.mostly_failed());
+                let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Vec<f64> {
+                    if mostly {
+                        Vec::new()
+                    } else {
+                        loads.iter().map(|l| f(l)).collect()
+                    }
+                };
+                let cpus: Vec<f64> = if mostly {
+                    Vec::new()
+                } else {
+                    pts.iter()
+                        .filter_map(|p| p.cost?.cpu_us_per(p.load.as_ref()?.requests))
+                        .map(|us| us / 1e6)
+                        .collect()
+                };
+                let mut d = data.row();
+                axes.data(&mut d, id);
+                d.cell("contender", c.name.as_str())
+                    .cell("leaders", super::tables::leaders(&pts).join(" "))
+                    .stats("throughput", "rps", &of(&|l| l.requests_per_s))
+                    .stats("cpu_per_request", "s", &cpus)
+                    .stats("p50", "s", &of(&|l| l.latency_us.p50 as f64 / 1e6))
+                    .stats("p99", "s", &of(&|l| l.latency_us.p99 as f64 / 1e6))
+                    .cell("failed", loads.iter().map(|l| l.failures).sum::<u64>())
+                    .cell(
+                        "points_not_run",
+                        pts.iter().filter(|p| p.error.is_some()).count(),
+                    );
+                for f in &order {
+                    let x = v.and_then(|v| v.get(*f)).filter(|_| !mostly);
+                    let key = f.name().replace(' ', "_");
+                    d.num(&format!("{key}_ratio"), x.map(|x| x.ratio.ratio))
+                        .num(&format!("{key}_ratio_lo"), x.map(|x| x.ratio.lo))
+                        .num(&format!("{key}_ratio_hi"), x.map(|x| x.ratio.hi))
+                        .cell(
+                            &format!("{key}_call"),
+                            x.map_or("", |x| match x.call {
+                                crate::stats::paired::Call::Higher => "higher",
+                                crate::stats::paired::Call::Lower => "lower",
+                                crate::stats::paired::Call::Same => "same",
+                            }),
+                        );
+                }
+                let n: Vec<usize> = pts
+                    .iter()
+                    .map(|p| p.slices.len())
+                    .filter(|n| *n > 0)
+                    .collect();
+                d.cell("repetitions", n.len())
+                    .num("rounds_min", n.iter().min().map(|x| *x as f64))
+                    .num("rounds_max", n.iter().max().map(|x| *x as f64));
+            }
             let mut row = axes.cells(id);
             row.push(super::tables::contender_cell(&c.name, &pts));
             // Figures of failures would read as a fast contender.
@@ -163,9 +221,6 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                 0 => failed.to_string(),
                 e => format!("{failed} ({e} points did not run)"),
             });
-            let v = verdicts
-                .iter()
-                .find(|v| v.contender == c.name && v.point == *id);
             for f in &order {
                 row.push(
                     v.and_then(|v| v.get(*f))
@@ -186,6 +241,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
         title: format!("{name} (`{call}`), paired: ratio to the baseline (95% interval)"),
         head,
         rows,
+        data: Some(data),
     })
 }
 

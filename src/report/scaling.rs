@@ -69,8 +69,29 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
         n => format!("{n} clients"),
     }));
     let mut rows = Vec::new();
+    let mut data = super::table::Data::default();
     for s in &series {
         for c in r.compared() {
+            let rates: Vec<Option<f64>> = clients
+                .iter()
+                .map(|n| {
+                    s.points
+                        .iter()
+                        .find(|p| p.clients == *n)
+                        .and_then(|p| rate(r, &c.name, p))
+                        .map(|x| x.0)
+                })
+                .collect();
+            if rates.iter().any(Option::is_some) {
+                let mut d = data.row();
+                if keyed {
+                    d.cell("point", s.key.as_str());
+                }
+                d.cell("contender", c.name.as_str());
+                for (n, v) in clients.iter().zip(&rates) {
+                    d.num(&format!("throughput_median_rps_at_{n}_clients"), *v);
+                }
+            }
             let mut row = Vec::new();
             if keyed {
                 row.push(s.key.clone());
@@ -108,5 +129,6 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
         title: format!("{scenario}: requests/s by clients (median; × the fewest clients)"),
         head,
         rows,
+        data: Some(data),
     })
 }

@@ -3,7 +3,7 @@
 //! in the style of seed 003 — `QPS (delta vs baseline)` and `p90 (delta)` per point — with
 //! medians over the repetitions.
 
-use super::table::Table;
+use super::table::{Data, Row, Table};
 use super::{fmt_bytes, fmt_rate, fmt_us};
 use crate::compat::CompatReport;
 use crate::diagnose::Finding;
@@ -168,12 +168,43 @@ fn median(values: &[f64]) -> Option<f64> {
 
 pub(super) fn startup(r: &Results) -> Table {
     let mut rows = Vec::new();
+    let mut data = Data::default();
     for c in &r.contenders {
         let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.contender == c.name).collect();
         let started: Vec<_> = runs.iter().filter_map(|x| x.startup.as_ref()).collect();
         let pick = |f: &dyn Fn(&Run) -> Option<f64>| -> Vec<f64> {
             runs.iter().filter_map(|x| f(x)).collect()
         };
+        let of = |f: &dyn Fn(&crate::results::Startup) -> Option<f64>| -> Vec<f64> {
+            started.iter().filter_map(|s| f(s)).collect()
+        };
+        data.row()
+            .cell("contender", c.name.as_str())
+            .cell("started", started.len())
+            .cell("runs", runs.len())
+            .stats("first_response", "s", &of(&|s| Some(s.first_response_s)))
+            .stats("ready", "s", &of(&|s| Some(s.ready_s)))
+            .stats("startup_cpu", "s", &of(&|s| s.cpu_s))
+            .stats(
+                "repetition_cpu",
+                "s",
+                &pick(&|x| x.usage.map(|u| u.cpu_user_s + u.cpu_system_s)),
+            )
+            .stats(
+                "peak_rss",
+                "bytes",
+                &pick(&|x| x.usage.map(|u| u.peak_rss_bytes as f64)),
+            )
+            .stats(
+                "disk_after_start",
+                "bytes",
+                &of(&|s| Some(s.disk_after_start_bytes as f64)),
+            )
+            .stats(
+                "disk_at_end",
+                "bytes",
+                &pick(&|x| x.disk_end_bytes.map(|d| d as f64)),
+            );
         let secs = |s: f64| fmt_us(s * 1e6);
         let bytes = |b: f64| fmt_bytes(b);
         rows.push(vec![
@@ -226,6 +257,7 @@ pub(super) fn startup(r: &Results) -> Table {
         .map(String::from)
         .to_vec(),
         rows,
+        data: Some(data),
     }
 }
 
@@ -233,6 +265,7 @@ pub(super) fn startup(r: &Results) -> Table {
 /// and its own first response; none when no contender has several members.
 pub(super) fn members(r: &Results) -> Option<Table> {
     let mut rows = Vec::new();
+    let mut data = Data::default();
     for c in &r.contenders {
         let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.contender == c.name).collect();
         for m in &c.members {
@@ -249,6 +282,11 @@ pub(super) fn members(r: &Results) -> Option<Table> {
                 continue;
             }
             let secs = |s: f64| fmt_us(s * 1e6);
+            data.row()
+                .cell("contender", c.name.as_str())
+                .cell("member", m.name.as_str())
+                .stats("started", "s", &of(&|x| x.started_s))
+                .stats("first_response", "s", &first);
             rows.push(vec![
                 c.name.clone(),
                 m.name.clone(),
@@ -264,12 +302,14 @@ pub(super) fn members(r: &Results) -> Option<Table> {
             .map(String::from)
             .to_vec(),
         rows,
+        data: Some(data),
     })
 }
 
 pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
     let info = r.scenarios.iter().find(|s| s.name == name)?;
     let mut rows = Vec::new();
+    let mut data = Data::default();
     let axes = Axes::of(info);
     let mut head = axes.head();
     head.extend(
@@ -318,6 +358,33 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             let bp = base_of(&|l| l.latency_us.p90 as f64);
             let failed: u64 = loads.iter().map(|l| l.failures).sum();
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
+            {
+                let mostly = loads.iter().any(|l| l.mostly_failed());
+                let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Vec<f64> {
+                    if mostly {
+                        Vec::new()
+                    } else {
+                        loads.iter().map(|l| f(l)).collect()
+                    }
+                };
+                let mut d = data.row();
+                axes.data(&mut d, id);
+                d.cell("contender", c.name.as_str())
+                    .cell("leaders", leaders(&pts).join(" "))
+                    .stats("throughput", "rps", &of(&|l| l.requests_per_s))
+                    .num("baseline_throughput_median_rps", bq.filter(|_| !mostly))
+                    .stats("p50", "s", &of(&|l| l.latency_us.p50 as f64 / 1e6))
+                    .stats("p90", "s", &of(&|l| l.latency_us.p90 as f64 / 1e6))
+                    .stats("p99", "s", &of(&|l| l.latency_us.p99 as f64 / 1e6))
+                    .num(
+                        "baseline_p90_median_s",
+                        bp.filter(|_| !mostly).map(|v| v / 1e6),
+                    )
+                    .cell("verdict", verdict.as_str())
+                    .cell("failed", failed)
+                    .cell("points_not_run", errors)
+                    .stats("items", "per_s", &of(&|l| l.items_per_s));
+            }
             let mut row = axes.cells(id);
             row.push(contender_cell(&c.name, &pts));
             // A point where most calls failed measured failures: no figure, no delta.
@@ -365,23 +432,30 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
         title: format!("{name} (`{call}`)"),
         head,
         rows,
+        data: Some(data),
     })
 }
 
 /// The contender's name, with the member that led at a `target = "leader"` point (each
 /// different one once, in the order the repetitions found them).
 pub(super) fn contender_cell(name: &str, pts: &[&crate::results::PointRun]) -> String {
-    let mut leaders: Vec<&str> = Vec::new();
-    for l in pts.iter().filter_map(|p| p.leader.as_deref()) {
-        if !leaders.contains(&l) {
-            leaders.push(l);
-        }
-    }
+    let leaders = leaders(pts);
     if leaders.is_empty() {
         name.to_string()
     } else {
         format!("{name} (leader {})", leaders.join(", "))
     }
+}
+
+/// The members that led at a `target = "leader"` point, each once, in the order found.
+pub(super) fn leaders<'a>(pts: &[&'a crate::results::PointRun]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for l in pts.iter().filter_map(|p| p.leader.as_deref()) {
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    }
+    out
 }
 
 /// The leading columns of a serving table: the point's axes (variables in plan order,
@@ -420,6 +494,27 @@ impl Axes {
             head.push("offered req/s".into());
         }
         head
+    }
+
+    /// The same columns, typed: variables as numbers where they are, clients, the target,
+    /// the stage and the offered rate.
+    pub(super) fn data(&self, row: &mut Row, id: &PointId) {
+        for (k, v) in &id.vars.0 {
+            match v.parse::<f64>() {
+                Ok(x) if x.is_finite() => row.num(k, Some(x)),
+                _ => row.cell(k, v.as_str()),
+            };
+        }
+        if self.stage {
+            row.cell("stage", id.stage);
+        }
+        row.cell("clients", id.clients);
+        if self.target {
+            row.cell("target", id.spread().as_str());
+        }
+        if self.rate {
+            row.num("offered_rps", id.rate);
+        }
     }
 
     pub(super) fn cells(&self, id: &PointId) -> Vec<String> {
@@ -528,7 +623,7 @@ mod tests {
         );
         assert_eq!(
             with_delta(Some(0.4), Some(0.4), &|v| format!("{v:.1}")),
-            "0.4 (+0%)"
+            "0.4 (±0%)"
         );
         assert_eq!(with_delta(Some(7.0), None, &|v| format!("{v:.0}")), "7");
         assert_eq!(
