@@ -273,3 +273,23 @@ fn overrides_try_a_plan_without_editing_it() {
         &["--scenario three", "it has one, two"],
     );
 }
+
+#[test]
+fn help_says_what_is_required_and_each_default_once() {
+    let help = |args: &[&str]| String::from_utf8_lossy(&bakeoff(args).stdout).into_owned();
+    let run = help(&["run", "--help"]);
+    assert!(
+        run.contains("bakeoff run [OPTIONS] <PLAN>") && run.contains("--resume <DIR>"),
+        "{run}"
+    );
+    let compare = help(&["compare", "--help"]);
+    assert!(compare.contains("<OLD> <NEW> [MORE]..."), "{compare}");
+    for cmd in ["load", "call", "run", "diff", "compare", "report"] {
+        let h = help(&[cmd, "--help"]);
+        assert!(
+            !h.contains("] [default:"),
+            "`{cmd} --help` gives a default twice: {h}"
+        );
+    }
+    assert!(help(&["report", "--help"]).contains("report.html"));
+}

@@ -36,6 +36,9 @@ pub enum Command {
     /// Send one request and print the answer (gRPC answers decoded to JSON).
     Call(CallArgs),
     /// Run a bake-off from a plan file: start each contender fresh, time it, load it, repeat.
+    #[command(
+        override_usage = "bakeoff run [OPTIONS] <PLAN>\n       bakeoff run --resume <DIR> [OPTIONS]"
+    )]
     Run(RunArgs),
     /// A whole bake-off with built-in contenders, in under a minute: start-up, compat,
     /// latency, a small concurrency sweep, 3 repetitions, findings.
@@ -74,6 +77,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// Compare benchmark results old against new (Go -bench output, Criterion folders,
     /// hyperfine JSON, bakeoff results.json): medians, deltas, Mann-Whitney U, per unit.
+    #[command(
+        override_usage = "bakeoff compare [OPTIONS] <OLD> <NEW> [MORE]...\n       bakeoff compare [OPTIONS] <ONE-HYPERFINE-FILE>"
+    )]
     Compare(CompareArgs),
 }
 
@@ -127,7 +133,7 @@ pub struct DiffArgs {
 pub struct CompareArgs {
     /// The baseline, then the inputs compared against it (format found from the content);
     /// one file compares its benchmarks against its first (or --baseline).
-    #[arg(value_name = "OLD NEW [MORE]", num_args = 1.., required = true)]
+    #[arg(value_name = "INPUT", num_args = 1.., required = true)]
     pub inputs: Vec<PathBuf>,
     /// One file: compare its benchmarks against this one.
     #[arg(long = "baseline", value_name = "NAME")]
@@ -325,7 +331,12 @@ pub struct LoadArgs {
     #[arg(short = 'q', long = "rate")]
     pub rate: Option<f64>,
     /// Worker threads [default: one per CPU this process may use, at most one per client].
-    #[arg(short = 't', long = "threads", default_value_t = 0)]
+    #[arg(
+        short = 't',
+        long = "threads",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
     pub threads: usize,
     /// Pin worker threads to these CPUs (e.g. 0 or 0,1).
     #[arg(long = "cpus", value_delimiter = ',')]
