@@ -33,12 +33,13 @@ pub(super) fn summary(
                 let x = &s.contenders[i];
                 same += x.identical + x.same_failure;
                 total += x.compared;
-                classes.extend(
-                    x.classes
-                        .iter()
-                        .filter(|k| k.kind != "both_failed")
-                        .map(|k| (k.cases, k.class.clone())),
-                );
+                // One kind of difference found at several calls is counted once, summed.
+                for k in x.classes.iter().filter(|k| k.kind != "both_failed") {
+                    match classes.iter_mut().find(|(_, c)| *c == k.class) {
+                        Some((n, _)) => *n += k.cases,
+                        None => classes.push((k.cases, k.class.clone())),
+                    }
+                }
             }
             classes.sort_by_key(|c| std::cmp::Reverse(c.0));
             let why: Vec<String> = classes
@@ -613,6 +614,59 @@ mod tests {
         assert_eq!(delta_range(&[-5.0, -20.4]), " (-20% to -5%)");
         assert_eq!(delta_range(&[52441.0, 53650.0]), " (525× to 538×)");
         assert_eq!(delta_range(&[40.0, 150.0]), " (1.40× to 2.5×)");
+    }
+
+    #[test]
+    fn one_kind_of_difference_at_several_calls_is_summed_once() {
+        use crate::compat::analyze::*;
+        let class = |cases: usize| ClassReport {
+            kind: "value_differs".into(),
+            class: "differs at header.revision".into(),
+            cases,
+            example: Example {
+                case: 0,
+                origin: "requests[0]".into(),
+                request: "{}".into(),
+                baseline: serde_json::Value::Null,
+                other: serde_json::Value::Null,
+                diff: Vec::new(),
+            },
+        };
+        let set = |name: &str, cases: usize| SetReport {
+            name: name.into(),
+            call: name.into(),
+            mode: crate::plan::CompatMode::MustMatch,
+            cases: 10,
+            noise_fields: Vec::new(),
+            noisy_cases: 0,
+            contenders: vec![ContenderReport {
+                contender: "b".into(),
+                identical: 10 - cases,
+                same_failure: 0,
+                compared: 10,
+                classes: vec![class(cases)],
+            }],
+            reference: Vec::new(),
+        };
+        let rep = CompatReport {
+            baseline: "a".into(),
+            noise_instances: Vec::new(),
+            sets: vec![set("Range", 3), set("Put", 4)],
+            differences: 7,
+        };
+        let r: Results = serde_json::from_value(serde_json::json!({
+            "schema_version": 2, "tool": "t", "name": "n", "plan_path": "p", "status": "complete",
+            "smoke": false, "started_at": "", "finished_at": null,
+            "environment": crate::results::env::Environment::detect(),
+            "baseline": null, "repetitions": 1, "order": "interleaved",
+            "contenders": [], "scenarios": [], "runs": [], "warnings": []
+        }))
+        .unwrap();
+        let lines = summary(&r, &[rep], &[], &[]);
+        assert_eq!(
+            lines[0],
+            "**Same answers?** b: 13 of 20 cases answer like a; differences: 7 × differs at header.revision"
+        );
     }
 
     #[test]
