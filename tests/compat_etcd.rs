@@ -224,6 +224,30 @@ fn bakeoff_diff_compares_running_servers_and_gates_ci() {
         .unwrap();
     assert_eq!(status["contenders"][0]["identical"], 0);
     assert_eq!(v["answers"].as_array().unwrap().len(), 3);
+    // Fresh servers started alike agree on the revisions the cases write.
+    assert_eq!(
+        v["report"]["changing_noise"],
+        serde_json::json!([]),
+        "{}",
+        v["report"]
+    );
+    // Against servers already used, beside a fresh twin, the revisions differ between the
+    // baseline's instances: noise would swallow them, and the output says so.
+    let fresh_twin = start_etcd(&e34);
+    let used = bakeoff(&[
+        "diff",
+        "--cases",
+        cases.to_str().unwrap(),
+        &a.url(),
+        &b.url(),
+        "--noise",
+        &fresh_twin.url(),
+    ]);
+    let text = String::from_utf8_lossy(&used.stdout);
+    assert!(
+        text.contains("**Warning:** noise took") && text.contains("`header.revision`"),
+        "{text}"
+    );
     // The same servers with --fail-on-diff: exit 3, for CI. (The servers already hold the
     // keys the first round wrote; the cases still run and still differ on Status.)
     let gate = bakeoff(&[

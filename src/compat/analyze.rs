@@ -26,6 +26,10 @@ pub struct CompatReport {
     pub sets: Vec<SetReport>,
     /// Must-match cases that differ, over all sets and contenders.
     pub differences: usize,
+    /// Noise fields whose value the cases themselves change (the baseline's own answers
+    /// differ from case to case, as a revision counter does): counted as noise only because
+    /// the instances did not start alike, so differences in them are hidden.
+    pub changing_noise: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -253,12 +257,66 @@ pub fn analyze(
             contenders,
         });
     }
+    // A noise field that changes from case to case in the baseline's own answers is one the
+    // cases change (a revision): two instances that started alike agree on it.
+    let changing_noise = noise
+        .iter()
+        .filter(|pattern| {
+            let mut seen: Vec<Value> = Vec::new();
+            for set in sets {
+                for i in 0..set.cases.len() {
+                    let Some(b) = by
+                        .get(who.baseline)
+                        .and_then(|m| m.get(&(set.name.as_str(), i)))
+                    else {
+                        continue;
+                    };
+                    for v in values_at(&body(b), pattern) {
+                        if !seen.contains(&v) {
+                            seen.push(v);
+                        }
+                    }
+                }
+            }
+            seen.len() > 1
+        })
+        .cloned()
+        .collect();
     CompatReport {
         baseline: who.baseline.to_string(),
         noise_instances: who.noise.iter().map(|s| s.to_string()).collect(),
         sets: out,
         differences,
+        changing_noise,
     }
+}
+
+/// The values at a field pattern (`header.revision`, `kvs[].mod_revision`: `[]` is every
+/// element).
+fn values_at(v: &Value, pattern: &str) -> Vec<Value> {
+    let mut cur = vec![v.clone()];
+    for part in pattern.split('.').filter(|p| !p.is_empty()) {
+        let (name, all) = match part.strip_suffix("[]") {
+            Some(n) => (n, true),
+            None => (part, false),
+        };
+        cur = cur
+            .iter()
+            .filter_map(|x| {
+                if name.is_empty() {
+                    Some(x)
+                } else {
+                    x.get(name)
+                }
+            })
+            .flat_map(|x| match (all, x) {
+                (true, Value::Array(a)) => a.clone(),
+                (true, _) => Vec::new(),
+                (false, x) => vec![x.clone()],
+            })
+            .collect();
+    }
+    cur
 }
 
 /// One contender's answers to a set, checked field by field against the reference's.

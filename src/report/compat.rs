@@ -128,6 +128,18 @@ pub fn markdown(reports: &[CompatReport]) -> String {
             }
             out.push('\n');
         }
+        if !rep.changing_noise.is_empty() {
+            let fields: Vec<String> = rep
+                .changing_noise
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "**Warning:** noise took {} — fields the cases themselves change (the baseline's own answers differ from case to case). Two instances that started alike agree on them, so these did not: differences there are hidden. Compare servers started fresh and alike (`bakeoff run` does), or list them in `ignore` on purpose.\n",
+                fields.join(", ")
+            );
+        }
         reference_section(rep, &mut out);
         for c in &others {
             let mut any = false;

@@ -653,6 +653,7 @@ mod tests {
             noise_instances: Vec::new(),
             sets: vec![set("Range", 3), set("Put", 4)],
             differences: 7,
+            changing_noise: Vec::new(),
         };
         let r: Results = serde_json::from_value(serde_json::json!({
             "schema_version": 2, "tool": "t", "name": "n", "plan_path": "p", "status": "complete",
