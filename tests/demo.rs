@@ -35,6 +35,8 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
     );
     assert!(leftovers(pid).is_empty(), "the demo left processes behind");
 
+    readme_shows_this_output(&text);
+
     let r = Results::load(&out).unwrap();
     assert_eq!(r.status, "complete");
     assert_eq!(
@@ -92,4 +94,45 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
         "{html}"
     );
     assert!(html.contains("aria-label=\"throughput by clients\""));
+}
+
+/// The README's "What `bakeoff demo` printed" is this output: every heading it shows (one
+/// level down) and every table's header line is in what the demo printed now.
+fn readme_shows_this_output(printed: &str) {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let block = readme
+        .split("## What `bakeoff demo` printed")
+        .nth(1)
+        .and_then(|b| b.split("\n## ").next())
+        .expect("the README shows the demo's output");
+    let mut checked = 0;
+    for line in block.lines() {
+        // Headings one level down (the README's own sections are `##`).
+        let wants = if let Some(h) = line.strip_prefix("### ") {
+            vec![format!("## {h}"), format!("### {h}")]
+        } else if line.starts_with("| ") && block_header(block, line) {
+            vec![line.to_string()]
+        } else {
+            continue;
+        };
+        checked += 1;
+        assert!(
+            printed.lines().any(|l| wants.iter().any(|w| l == w)),
+            "the README shows `{line}`, the demo no longer prints it:\n{printed}"
+        );
+    }
+    assert!(
+        checked >= 8,
+        "only {checked} lines of the README's demo block were checked"
+    );
+}
+
+/// Whether `line` is a table's header (the line before a `|---` line).
+fn block_header(block: &str, line: &str) -> bool {
+    let lines: Vec<&str> = block.lines().collect();
+    lines
+        .windows(2)
+        .any(|w| w[0] == line && w[1].starts_with("|---"))
 }

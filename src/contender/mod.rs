@@ -68,6 +68,9 @@ pub struct Startup {
     pub ready: Duration,
     /// Each member, in plan order.
     pub members: Vec<MemberStart>,
+    /// How precisely the first response is timed: the longest gap, over the members, between
+    /// the probe attempt before the pass and the one that passed.
+    pub resolution: Duration,
 }
 
 /// When a member was started (members with `after` wait for others) and how long after its
@@ -378,6 +381,7 @@ impl Running {
             waiting.push((k, waiter(m).map_err(|e| (None, e))?));
         }
         let mut passed: Vec<(usize, Instant)> = Vec::new();
+        let mut resolution = Duration::ZERO;
         loop {
             // Start the members whose `after` members have all answered.
             let ready: Vec<String> = passed
@@ -415,6 +419,7 @@ impl Running {
                 match waiting[i].1.attempt(rt) {
                     Ok(true) => {
                         passed.push((k, Instant::now()));
+                        resolution = resolution.max(waiting[i].1.resolution);
                         waiting.remove(i);
                     }
                     Ok(false) => i += 1,
@@ -461,6 +466,7 @@ impl Running {
             first_response,
             ready: self.started.elapsed(),
             members,
+            resolution,
         })
     }
 

@@ -82,6 +82,11 @@ pub struct Waiter {
     pause: Duration,
     /// When the attempt that passed began (the answer came at most its duration later).
     pub passed_at: Option<Instant>,
+    /// How precisely the pass is timed: from the end of the attempt before it (or the
+    /// start) to the end of the one that passed — the member could have answered anywhere
+    /// in between.
+    pub resolution: Duration,
+    last_end: Instant,
 }
 
 impl Waiter {
@@ -95,6 +100,8 @@ impl Waiter {
             next: now,
             pause: Duration::from_millis(1).min(probe.interval),
             passed_at: None,
+            resolution: Duration::ZERO,
+            last_end: now,
         })
     }
 
@@ -110,9 +117,13 @@ impl Waiter {
             return Ok(true);
         }
         let began = Instant::now();
-        let last = match attempt(&self.prepared, &self.probe, &self.logs, rt) {
+        let outcome = attempt(&self.prepared, &self.probe, &self.logs, rt);
+        let ended = Instant::now();
+        let since = std::mem::replace(&mut self.last_end, ended);
+        let last = match outcome {
             Ok(()) => {
                 self.passed_at = Some(began);
+                self.resolution = ended.saturating_duration_since(since);
                 return Ok(true);
             }
             Err(e) => e,

@@ -243,7 +243,19 @@ pub(super) fn startup(r: &Results) -> Table {
     }
     Table {
         id: "startup".into(),
-        title: "Start-up (median of the repetitions, min–max)".into(),
+        title: match r
+            .runs
+            .iter()
+            .filter_map(|x| x.startup.as_ref()?.first_response_resolution_s)
+            .reduce(f64::max)
+        {
+            // The probes' pauses bound how precisely a first response is timed.
+            Some(res) => format!(
+                "Start-up (median of the repetitions, min–max; first responses timed to within {})",
+                fmt_us(res * 1e6)
+            ),
+            None => "Start-up (median of the repetitions, min–max)".into(),
+        },
         head: [
             "contender",
             "started",

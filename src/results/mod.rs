@@ -226,6 +226,10 @@ pub struct Startup {
     /// own; `Run::usage` is the whole repetition's). Not in results written before 0.2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_s: Option<f64>,
+    /// How precisely `first_response_s` is timed (seconds): the longest gap, over the
+    /// members, between the probe attempt before the pass and the one that passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_response_resolution_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -293,6 +293,7 @@ impl Ctx<'_> {
                     // On the scheduler's clock (nanoseconds): a start-up of a few
                     // milliseconds is below the sampled ticks' 10 ms.
                     cpu_s: Some(running.cost().cpu_ns as f64 / 1e9),
+                    first_response_resolution_s: Some(s.resolution.as_secs_f64()),
                     members: if s.members.len() > 1 {
                         s.members
                             .iter()
