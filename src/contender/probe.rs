@@ -82,9 +82,9 @@ pub struct Waiter {
     pause: Duration,
     /// When the attempt that passed began (the answer came at most its duration later).
     pub passed_at: Option<Instant>,
-    /// How precisely the pass is timed: from the end of the attempt before it (or the
-    /// start) to the end of the one that passed — the member could have answered anywhere
-    /// in between.
+    /// How precisely the pass is timed: the pause before the attempt that passed (from the
+    /// end of the attempt before it, or the start) — the member may have been able to answer
+    /// anywhere in it. (An attempt the server holds until it is ready ends when it is.)
     pub resolution: Duration,
     last_end: Instant,
 }
@@ -123,7 +123,7 @@ impl Waiter {
         let last = match outcome {
             Ok(()) => {
                 self.passed_at = Some(began);
-                self.resolution = ended.saturating_duration_since(since);
+                self.resolution = began.saturating_duration_since(since);
                 return Ok(true);
             }
             Err(e) => e,

@@ -60,6 +60,36 @@ pub fn from_results(r: &Results) -> Vec<CompatReport> {
         .collect()
 }
 
+/// `cash.z.wallet.sdk.rpc.CompactTxStreamer` when every set is a method of that one gRPC
+/// service: the tables then show the methods, and the service once in their heading.
+pub fn one_service(rep: &CompatReport) -> Option<String> {
+    let mut service = None;
+    for s in &rep.sets {
+        let (svc, method) = s.name.rsplit_once('/')?;
+        if !svc.contains('.') || method.is_empty() || svc.contains(' ') {
+            return None;
+        }
+        match &service {
+            None => service = Some(svc.to_string()),
+            Some(x) if x == svc => {}
+            Some(_) => return None,
+        }
+    }
+    service
+}
+
+/// A set's name as its table shows it: the method alone when [`one_service`] is in the
+/// heading.
+pub fn shown_name<'a>(name: &'a str, service: Option<&str>) -> &'a str {
+    match service {
+        Some(svc) => name
+            .strip_prefix(svc)
+            .and_then(|m| m.strip_prefix('/'))
+            .unwrap_or(name),
+        None => name,
+    }
+}
+
 pub fn markdown(reports: &[CompatReport]) -> String {
     let mut out = String::new();
     for rep in reports {
@@ -68,7 +98,15 @@ pub fn markdown(reports: &[CompatReport]) -> String {
         } else {
             format!("noise measured against {}", rep.noise_instances.join(", "))
         };
-        let _ = writeln!(out, "## Compatibility against {} ({noise})\n", rep.baseline);
+        let service = one_service(rep);
+        let of = service
+            .as_ref()
+            .map_or(String::new(), |svc| format!(", calls of `{svc}`"));
+        let _ = writeln!(
+            out,
+            "## Compatibility against {} ({noise}{of})\n",
+            rep.baseline
+        );
         let others: Vec<&str> = rep
             .sets
             .first()
@@ -96,7 +134,7 @@ pub fn markdown(reports: &[CompatReport]) -> String {
             let _ = writeln!(
                 out,
                 "| {}{mode} | {} | {} |",
-                s.name,
+                shown_name(&s.name, service.as_deref()),
                 s.cases,
                 cells.join(" | ")
             );
@@ -272,5 +310,55 @@ fn one_line(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compat::analyze::SetReport;
+
+    fn rep(names: &[&str]) -> CompatReport {
+        CompatReport {
+            baseline: "zaino".into(),
+            noise_instances: Vec::new(),
+            sets: names
+                .iter()
+                .map(|n| SetReport {
+                    name: n.to_string(),
+                    call: n.to_string(),
+                    mode: CompatMode::MustMatch,
+                    cases: 3,
+                    noise_fields: Vec::new(),
+                    noisy_cases: 0,
+                    contenders: Vec::new(),
+                    reference: Vec::new(),
+                })
+                .collect(),
+            differences: 0,
+            changing_noise: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn one_service_goes_in_the_heading_and_the_rows_show_methods() {
+        let svc = "cash.z.wallet.sdk.rpc.CompactTxStreamer";
+        let r = rep(&[&format!("{svc}/GetBlock"), &format!("{svc}/GetTreeState")]);
+        assert_eq!(one_service(&r).as_deref(), Some(svc));
+        let md = markdown(&[r]);
+        assert!(md.contains(&format!("calls of `{svc}`)")), "{md}");
+        assert!(
+            md.contains("| GetBlock | 3 |") && !md.contains(&format!("| {svc}/")),
+            "{md}"
+        );
+        // Several services, or names that are not gRPC methods: shown as they are.
+        assert_eq!(
+            one_service(&rep(&[
+                "etcdserverpb.KV/Range",
+                "etcdserverpb.Cluster/MemberList"
+            ])),
+            None
+        );
+        assert_eq!(one_service(&rep(&["GET /block"])), None);
     }
 }

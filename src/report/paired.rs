@@ -32,11 +32,14 @@ pub fn stability(verdicts: &[PointVerdicts]) -> Vec<(Figure, f64)> {
 /// and which figures were steady enough here to decide on.
 pub fn summary(verdicts: &[PointVerdicts]) -> Vec<String> {
     let mut out = Vec::new();
-    let mut names: Vec<(&str, &str)> = verdicts
-        .iter()
-        .map(|v| (v.contender.as_str(), v.baseline.as_str()))
-        .collect();
-    names.dedup();
+    // Each pair once, in the order first seen (points interleave the contenders).
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    for v in verdicts {
+        let pair = (v.contender.as_str(), v.baseline.as_str());
+        if !names.contains(&pair) {
+            names.push(pair);
+        }
+    }
     for (name, base) in names {
         let mine: Vec<&PointVerdicts> = verdicts.iter().filter(|v| v.contender == name).collect();
         let mut parts = Vec::new();
@@ -262,5 +265,61 @@ fn rounds(r: &Results, contender: &str, id: &PointId, limit: Option<u32>) -> Str
         (Some(l), Some(h)) if l == h => format!("{} × {l}{hit}", n.len()),
         (Some(l), Some(h)) => format!("{} × {l}–{h}{hit}", n.len()),
         _ => "—".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::verdicts::Verdict;
+    use crate::results::{PointId, Vars};
+    use crate::stats::paired::Ratio;
+
+    fn at(contender: &str, baseline: &str, clients: usize) -> PointVerdicts {
+        let ratio = Ratio {
+            ratio: 0.5,
+            lo: 0.45,
+            hi: 0.55,
+            repetitions: 3,
+            rounds: 30,
+        };
+        PointVerdicts {
+            point: PointId {
+                scenario: "s".into(),
+                vars: Vars(Vec::new()),
+                clients,
+                target: None,
+                rate: None,
+                stage: None,
+            },
+            contender: contender.into(),
+            baseline: baseline.into(),
+            verdicts: vec![Verdict {
+                figure: Figure::CpuPerRequest,
+                ratio,
+                call: Call::Lower,
+            }],
+        }
+    }
+
+    #[test]
+    fn each_pair_gets_one_serving_line_however_the_points_interleave_them() {
+        let v = [
+            at("b", "a", 1),
+            at("y", "x", 1),
+            at("b", "a", 8),
+            at("y", "x", 8),
+        ];
+        let lines = summary(&v);
+        let serving: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.starts_with("**Serving:**"))
+            .collect();
+        assert_eq!(serving.len(), 2, "{lines:?}");
+        assert!(
+            serving[0].contains("b against a") && serving[0].contains("2 points"),
+            "{lines:?}"
+        );
+        assert!(serving[1].contains("y against x"), "{lines:?}");
     }
 }

@@ -116,7 +116,16 @@ fn table_html(t: &Table) -> String {
 /// The matrix (share identical per call and contender), then per contender each class of
 /// difference with its shortest example, folded.
 fn compat_html(rep: &CompatReport, out: &mut String) {
-    let _ = writeln!(out, "<h2>Compatibility against {}</h2>", esc(&rep.baseline));
+    let service = super::compat::one_service(rep);
+    let _ = writeln!(
+        out,
+        "<h2>Compatibility against {}{}</h2>",
+        esc(&rep.baseline),
+        service.as_ref().map_or(String::new(), |s| format!(
+            ", calls of <code>{}</code>",
+            esc(s)
+        ))
+    );
     let names: Vec<String> = rep
         .sets
         .first()
@@ -128,7 +137,12 @@ fn compat_html(rep: &CompatReport, out: &mut String) {
     }
     out.push_str("</tr>\n");
     for s in &rep.sets {
-        let _ = write!(out, "<tr><td>{}</td><td>{}</td>", esc(&s.name), s.cases);
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td>",
+            esc(super::compat::shown_name(&s.name, service.as_deref())),
+            s.cases
+        );
         for c in &s.contenders {
             let share = if c.compared > 0 {
                 (c.identical + c.same_failure) as f64 / c.compared as f64
