@@ -123,12 +123,26 @@ fn server_streaming_snapshot_counts_items() {
 #[test]
 fn grpc_errors_are_reported_by_code_name() {
     for_each_etcd(|etcd, version| {
-        // etcd rejects a Range without a key: INVALID_ARGUMENT, with its message kept.
-        let v = grpc(
-            etcd,
-            "etcdserverpb.KV/Range",
-            "{}",
-            &["-n", "20", "-c", "2"],
+        // etcd rejects a Range without a key: INVALID_ARGUMENT, with its message kept; no
+        // call succeeded, so load exits 2.
+        let url = etcd.url();
+        let v = bakeoff_json_exit(
+            &[
+                "load",
+                "--grpc",
+                &url,
+                "--proto",
+                PROTO,
+                "--call",
+                "etcdserverpb.KV/Range",
+                "-d",
+                "{}",
+                "-n",
+                "20",
+                "-c",
+                "2",
+            ],
+            2,
         );
         assert_eq!(
             outcomes(&v),

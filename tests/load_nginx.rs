@@ -165,18 +165,22 @@ fn templated_paths_vary_and_a_seed_reproduces_them() {
 #[test]
 fn jsonrpc_error_objects_are_their_own_class() {
     let Some(ng) = start_nginx() else { return };
-    let e = bakeoff_json(&[
-        "load",
-        "-n",
-        "50",
-        "-c",
-        "2",
-        "--jsonrpc",
-        "getblock",
-        "--params",
-        "[{seq}]",
-        &ng.url("/rpc/error"),
-    ]);
+    // Every call answered with an error object: no call succeeded, exit 2.
+    let e = bakeoff_json_exit(
+        &[
+            "load",
+            "-n",
+            "50",
+            "-c",
+            "2",
+            "--jsonrpc",
+            "getblock",
+            "--params",
+            "[{seq}]",
+            &ng.url("/rpc/error"),
+        ],
+        2,
+    );
     assert_eq!(outcomes(&e), [("JSON-RPC error -32601".to_string(), 50)]);
     assert_eq!(u(&e, "failures"), 50);
     let ok = bakeoff_json(&[
