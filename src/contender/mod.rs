@@ -375,10 +375,41 @@ impl Running {
             };
             probe::Waiter::new(&m.ready, &env)
         };
-        // (position in `members`, its probe); the members that passed, with when.
-        let mut waiting = Vec::new();
-        for (k, m) in self.members.iter().enumerate() {
-            waiting.push((k, waiter(m).map_err(|e| (None, e))?));
+        // Each member's probe waits on its own thread (with its own runtime), so a probe the
+        // server holds (etcd's /health until it has a leader) never holds another member's:
+        // every member's first response is timed to its own probe's pauses.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Duration, ProbeError>, Instant)>();
+        let mut threads = Vec::new();
+        let watch = |k: usize, w: probe::Waiter, threads: &mut Vec<std::thread::JoinHandle<()>>| {
+            let (tx, stop) = (tx.clone(), stop.clone());
+            let spawned = std::thread::Builder::new()
+                .name("bakeoff-probe".into())
+                .spawn(move || {
+                    let out = probe::wait_alone(w, &stop);
+                    let _ = tx.send((k, out, Instant::now()));
+                });
+            match spawned {
+                Ok(h) => {
+                    threads.push(h);
+                    Ok(())
+                }
+                Err(e) => Err(ProbeError::Setup(format!(
+                    "cannot start a probe thread: {e}"
+                ))),
+            }
+        };
+        let end = |threads: Vec<std::thread::JoinHandle<()>>| {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for t in threads {
+                let _ = t.join();
+            }
+        };
+        let mut left = 0;
+        for k in 0..self.members.len() {
+            let w = waiter(&self.members[k]).map_err(|e| (None, e))?;
+            watch(k, w, &mut threads).map_err(|e| (None, e))?;
+            left += 1;
         }
         let mut passed: Vec<(usize, Instant)> = Vec::new();
         let mut resolution = Duration::ZERO;
@@ -394,54 +425,54 @@ impl Running {
                 .position(|p| p.after.iter().all(|a| ready.contains(a)))
             {
                 let p = self.pending.remove(i);
-                self.spawn_member(p)
-                    .map_err(|e| (None, ProbeError::Exited(e.to_string())))?;
+                if let Err(e) = self.spawn_member(p) {
+                    end(threads);
+                    return Err((None, ProbeError::Exited(e.to_string())));
+                }
                 let k = self.members.len() - 1;
-                waiting.push((k, waiter(&self.members[k]).map_err(|e| (None, e))?));
+                let started = waiter(&self.members[k]).and_then(|w| watch(k, w, &mut threads));
+                if let Err(e) = started {
+                    end(threads);
+                    return Err((None, e));
+                }
+                left += 1;
             }
-            if waiting.is_empty() {
+            if left == 0 {
                 break;
             }
+            let got = rx.recv_timeout(Duration::from_millis(20));
             if let Some(e) = self.exited() {
+                end(threads);
                 return Err((None, ProbeError::Exited(e)));
             }
             if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+                end(threads);
                 return Err((None, ProbeError::Interrupted));
             }
-            let now = Instant::now();
-            let mut i = 0;
-            while i < waiting.len() {
-                if waiting[i].1.next_at() > now {
-                    i += 1;
-                    continue;
+            let Ok((k, outcome, at)) = got else { continue };
+            left -= 1;
+            match outcome {
+                Ok(res) => {
+                    passed.push((k, at));
+                    resolution = resolution.max(res);
                 }
-                let k = waiting[i].0;
-                match waiting[i].1.attempt(rt) {
-                    Ok(true) => {
-                        passed.push((k, Instant::now()));
-                        resolution = resolution.max(waiting[i].1.resolution);
-                        waiting.remove(i);
-                    }
-                    Ok(false) => i += 1,
-                    Err(e) => {
-                        let name = &self.members[k].name;
-                        let e = match e {
-                            ProbeError::Timeout { waited, last } if self.ctx.cluster => {
-                                ProbeError::Timeout {
-                                    waited,
-                                    last: format!("member `{name}`: {last}"),
-                                }
+                Err(e) => {
+                    let name = &self.members[k].name;
+                    let e = match e {
+                        ProbeError::Timeout { waited, last } if self.ctx.cluster => {
+                            ProbeError::Timeout {
+                                waited,
+                                last: format!("member `{name}`: {last}"),
                             }
-                            other => other,
-                        };
-                        return Err((None, e));
-                    }
+                        }
+                        other => other,
+                    };
+                    end(threads);
+                    return Err((None, e));
                 }
-            }
-            if let Some(next) = waiting.iter().map(|(_, w)| w.next_at()).min() {
-                std::thread::sleep(next.saturating_duration_since(Instant::now()));
             }
         }
+        end(threads);
         let first_response = self.started.elapsed();
         let mut members: Vec<MemberStart> = passed
             .iter()

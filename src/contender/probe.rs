@@ -139,6 +139,37 @@ impl Waiter {
     }
 }
 
+/// Waits for one probe on a thread of its own, with its own runtime, until it passes (how
+/// precisely: [`Waiter::resolution`]), times out, or `stop` is set (then `Interrupted`).
+pub fn wait_alone(
+    mut w: Waiter,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Duration, ProbeError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ProbeError::Setup(e.to_string()))?;
+    loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed)
+            || INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Err(ProbeError::Interrupted);
+        }
+        if w.attempt(&rt)? {
+            return Ok(w.resolution);
+        }
+        // Short naps, so a stop is seen within 20 ms even during a long pause.
+        let until = w.next_at();
+        while Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            std::thread::sleep(
+                until
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(20)),
+            );
+        }
+    }
+}
+
 /// Asks a probe once (for a contender's `leader` probe, of each member in turn).
 pub fn ask(probe: &Probe, env: &ProbeEnv, rt: &tokio::runtime::Runtime) -> Result<(), String> {
     let prepared = prepare(probe, env)?;
