@@ -407,8 +407,10 @@ impl Running {
         };
         let mut left = 0;
         for k in 0..self.members.len() {
-            let w = waiter(&self.members[k]).map_err(|e| (None, e))?;
-            watch(k, w, &mut threads).map_err(|e| (None, e))?;
+            if let Err(e) = waiter(&self.members[k]).and_then(|w| watch(k, w, &mut threads)) {
+                end(threads);
+                return Err((None, e));
+            }
             left += 1;
         }
         let mut passed: Vec<(usize, Instant)> = Vec::new();
