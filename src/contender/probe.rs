@@ -80,8 +80,7 @@ pub struct Waiter {
     start: Instant,
     next: Instant,
     pause: Duration,
-    /// When the attempt that passed began (the answer came at most its duration later).
-    pub passed_at: Option<Instant>,
+    passed: bool,
     /// How precisely the pass is timed: the pause before the attempt that passed (from the
     /// end of the attempt before it, or the start) — the member may have been able to answer
     /// anywhere in it. (An attempt the server holds until it is ready ends when it is.)
@@ -99,7 +98,7 @@ impl Waiter {
             start: now,
             next: now,
             pause: Duration::from_millis(1).min(probe.interval),
-            passed_at: None,
+            passed: false,
             resolution: Duration::ZERO,
             last_end: now,
         })
@@ -113,7 +112,7 @@ impl Waiter {
     /// Makes one attempt: `Ok(true)` once the probe passed, `Ok(false)` to try again at
     /// [`Waiter::next_at`], an error once it has timed out.
     pub fn attempt(&mut self, rt: &tokio::runtime::Runtime) -> Result<bool, ProbeError> {
-        if self.passed_at.is_some() {
+        if self.passed {
             return Ok(true);
         }
         let began = Instant::now();
@@ -122,7 +121,7 @@ impl Waiter {
         let since = std::mem::replace(&mut self.last_end, ended);
         let last = match outcome {
             Ok(()) => {
-                self.passed_at = Some(began);
+                self.passed = true;
                 self.resolution = began.saturating_duration_since(since);
                 return Ok(true);
             }

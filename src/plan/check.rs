@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::error::{nearest, Locator, PlanError};
+use super::error::{did_you_mean, Locator, PlanError};
 use super::matrix::expand;
 use super::raw::{RawContender, RawPlan, RawScenario, RawStep};
 use super::*;
@@ -91,9 +91,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         if names.contains(n) {
             return Ok(n.clone());
         }
-        let hint = nearest(n, names.iter().map(String::as_str))
-            .map(|n| format!("; did you mean `{n}`?"))
-            .unwrap_or_default();
+        let hint = did_you_mean(n, names.iter().map(String::as_str));
         Err(c.at(s, format!("no contender is named `{n}`{hint}")))
     };
     let plan_baseline = raw.baseline.as_ref().map(known).transpose()?;
@@ -167,9 +165,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
             .get_ref();
         let at = rr.contender.as_ref().expect("a member reference");
         let Some(k) = contenders.iter().find(|k| k.name == *who) else {
-            let hint = nearest(who, names.iter().map(String::as_str))
-                .map(|n| format!("; did you mean `{n}`?"))
-                .unwrap_or_default();
+            let hint = did_you_mean(who, names.iter().map(String::as_str));
             return Err(c.at(
                 at,
                 format!("reference: no contender is named `{who}`{hint}"),
@@ -449,9 +445,7 @@ impl Checker<'_> {
             };
             for a in &m.after {
                 if !names.contains(&a.as_str()) {
-                    let hint = nearest(a, names.iter().copied())
-                        .map(|n| format!("; did you mean `{n}`?"))
-                        .unwrap_or_default();
+                    let hint = did_you_mean(a, names.iter().copied());
                     return Err(self.at(after, format!("`after`: member `{}` waits for `{a}`, but no member of this contender is named so{hint}", m.name)));
                 }
                 if *a == m.name {

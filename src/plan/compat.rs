@@ -276,13 +276,10 @@ pub(super) fn check_cases_file(path: &Path, text: &str) -> Res<CasesFile> {
     }
     for (set, rs) in compat.iter().zip(&raw.compat) {
         if set.reference.as_ref().is_some_and(|r| r.member.is_some()) {
-            let rr = rs
+            let at = rs
                 .get_ref()
-                .reference
-                .as_ref()
-                .expect("a reference")
-                .get_ref();
-            let at = rr.contender.as_ref().expect("a member reference");
+                .reference_contender()
+                .expect("a member reference");
             return Err(c.at(at, "`bakeoff diff` starts no contender: its reference needs an `endpoint`, not a `contender`"));
         }
     }

@@ -85,6 +85,13 @@ fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
     Some((key.to_string(), valid))
 }
 
+/// `; did you mean `NAME`?` for the nearest candidate, or nothing when none is close.
+pub fn did_you_mean<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> String {
+    nearest(word, candidates)
+        .map(|n| format!("; did you mean `{n}`?"))
+        .unwrap_or_default()
+}
+
 /// The candidate closest to `word` by edit distance, when it is close enough to be a typo.
 pub fn nearest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let limit = (word.chars().count() / 3).max(2);

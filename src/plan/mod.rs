@@ -717,9 +717,7 @@ impl Plan {
             self.repetitions = n;
         }
         let unknown = |flag: &str, name: &str, known: Vec<&str>| {
-            let hint = error::nearest(name, known.iter().copied())
-                .map(|n| format!("; did you mean `{n}`?"))
-                .unwrap_or_default();
+            let hint = error::did_you_mean(name, known.iter().copied());
             format!(
                 "{flag} {name}: the plan has no such name{hint} (it has {})",
                 known.join(", ")

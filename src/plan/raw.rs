@@ -93,6 +93,13 @@ pub struct RawCompat {
     pub reference: Option<Spanned<RawReference>>,
 }
 
+impl RawCompat {
+    /// Where a reference that is a member names its contender (for errors about it).
+    pub fn reference_contender(&self) -> Option<&Spanned<String>> {
+        self.reference.as_ref()?.get_ref().contender.as_ref()
+    }
+}
+
 /// A server bakeoff does not start (it may speak another protocol) whose answers some
 /// fields are checked against.
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -19,7 +19,7 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use super::error::nearest;
+use super::error::{did_you_mean, nearest};
 use super::raw::{RawContender, RawMember, RawPlan, RawProbe, RawTls};
 use super::PlanError;
 
@@ -72,9 +72,7 @@ fn resolve_likes(
                 None => break,
                 Some(l) => {
                     let Some(j) = names.iter().position(|n| n == l.get_ref()) else {
-                        let hint = nearest(l.get_ref(), names.iter().map(String::as_str))
-                            .map(|n| format!("; did you mean `{n}`?"))
-                            .unwrap_or_default();
+                        let hint = did_you_mean(l.get_ref(), names.iter().map(String::as_str));
                         return Err(at(
                             l.span(),
                             format!("`like`: no contender is named `{}`{hint}", l.get_ref()),

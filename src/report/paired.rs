@@ -141,13 +141,8 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                 .find(|v| v.contender == c.name && v.point == *id);
             {
                 let mostly = loads.iter().any(|l| l.mostly_failed());
-                let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Vec<f64> {
-                    if mostly {
-                        Vec::new()
-                    } else {
-                        loads.iter().map(|l| f(l)).collect()
-                    }
-                };
+                let of =
+                    |f: &dyn Fn(&crate::load::LoadResult) -> f64| super::tables::figures(&loads, f);
                 let cpus: Vec<f64> = if mostly {
                     Vec::new()
                 } else {

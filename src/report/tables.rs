@@ -373,13 +373,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
             {
                 let mostly = loads.iter().any(|l| l.mostly_failed());
-                let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Vec<f64> {
-                    if mostly {
-                        Vec::new()
-                    } else {
-                        loads.iter().map(|l| f(l)).collect()
-                    }
-                };
+                let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| figures(&loads, f);
                 let mut d = data.row();
                 axes.data(&mut d, id);
                 d.cell("contender", c.name.as_str())
@@ -457,6 +451,19 @@ pub(super) fn contender_cell(name: &str, pts: &[&crate::results::PointRun]) -> S
         name.to_string()
     } else {
         format!("{name} (leader {})", leaders.join(", "))
+    }
+}
+
+/// A figure of a point's loads, one per repetition; none when most calls failed there (its
+/// figures would be of failures).
+pub(super) fn figures(
+    loads: &[&crate::load::LoadResult],
+    f: &dyn Fn(&crate::load::LoadResult) -> f64,
+) -> Vec<f64> {
+    if loads.iter().any(|l| l.mostly_failed()) {
+        Vec::new()
+    } else {
+        loads.iter().map(|l| f(l)).collect()
     }
 }
 
