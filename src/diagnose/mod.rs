@@ -98,6 +98,19 @@ pub enum Finding {
         /// Each value seen, with the repetitions that ran with it.
         seen: Vec<Seen>,
     },
+    /// A merged run: at some points one machine's paired ratio is far from the others'
+    /// (`stats::paired::odd_one_out`) — something about that machine, not the change.
+    MachineDisagrees {
+        contender: String,
+        baseline: String,
+        machine: String,
+        /// The verdict's figure, e.g. `CPU per request`.
+        figure: String,
+        /// The ratio on that machine, and the others' combined (at the first place).
+        there: f64,
+        elsewhere: f64,
+        places: Vec<String>,
+    },
 }
 
 /// One value of a machine property and the repetitions (`contender #N`) that saw it.
@@ -215,6 +228,24 @@ impl fmt::Display for Finding {
                     f,
                     "repetitions ran with different {what}: {} — their figures mix the change with the machine; compare repetitions from one machine only",
                     seen.join(" vs ")
+                )
+            }
+            Finding::MachineDisagrees {
+                contender,
+                baseline,
+                machine,
+                figure,
+                there,
+                elsewhere,
+                places,
+            } => {
+                use crate::stats::paired::fmt_ratio;
+                write!(
+                    f,
+                    "machine {machine} disagrees with the others on {contender}'s {figure} against {baseline}: {} there, {} on the rest (at {}) — look at what differs on that machine (CPU model, neighbours, kernel); the combined verdict already counts the spread between machines",
+                    fmt_ratio(*there),
+                    fmt_ratio(*elsewhere),
+                    places.join(", ")
                 )
             }
         }
@@ -480,6 +511,11 @@ fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
 
 /// Repetitions whose recorded machine differs in host, CPU model or CPUs.
 fn machine_differs(r: &Results) -> Vec<Finding> {
+    // Merged shards of a paired run: every verdict is made within one machine's blocks and
+    // combined across machines; the Machines table says which ran what.
+    if r.paired.is_some() && r.shards.as_ref().is_some_and(|s| s.have.len() > 1) {
+        return Vec::new();
+    }
     type Property = fn(&crate::results::env::Environment) -> String;
     let properties: [(&str, Property); 4] = [
         ("host", |e| e.hostname.clone()),

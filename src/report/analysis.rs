@@ -21,6 +21,10 @@ pub struct Analysis<'a> {
     pub findings: Vec<Finding>,
     /// Paired runs: every contender against its baseline at every point, with intervals.
     pub verdicts: Vec<PointVerdicts>,
+    /// Repetitions from several machines (merged shards): which machine ran what, and each
+    /// machine's verdicts beside the combined ones.
+    pub machines: Option<Table>,
+    pub by_machine: Option<Table>,
 }
 
 /// A scenario's tables: every point, and how throughput grows with clients when the
@@ -35,11 +39,12 @@ pub struct ScenarioTables {
 impl<'a> Analysis<'a> {
     pub fn of(r: &'a Results) -> Analysis<'a> {
         let compat = super::compat::from_results(r);
-        let findings = findings(r, Limits::default());
+        let mut findings = findings(r, Limits::default());
         let verdicts = match &r.paired {
             Some(p) => super::verdicts::all(r, p.noise),
             None => Vec::new(),
         };
+        findings.extend(super::verdicts::machine_findings(&verdicts));
         let scenarios = r
             .scenarios
             .iter()
@@ -66,6 +71,8 @@ impl<'a> Analysis<'a> {
             scenarios,
             compat,
             findings,
+            machines: super::machines::table(r),
+            by_machine: super::machines::verdicts(r, &verdicts),
             verdicts,
         }
     }
@@ -78,6 +85,8 @@ impl<'a> Analysis<'a> {
             t.push(&s.serving);
             t.extend(&s.scaling);
         }
+        t.extend(&self.machines);
+        t.extend(&self.by_machine);
         t
     }
 }

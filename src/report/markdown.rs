@@ -42,6 +42,9 @@ pub fn render(a: &Analysis) -> String {
             out.push_str(&t.markdown());
         }
     }
+    for t in a.machines.iter().chain(&a.by_machine) {
+        out.push_str(&t.markdown());
+    }
     if !a.findings.is_empty() {
         let _ = writeln!(out, "## Findings\n");
         for f in &a.findings {

@@ -7,6 +7,7 @@ pub mod compat;
 pub mod export;
 pub mod html;
 pub mod load_summary;
+pub mod machines;
 pub mod markdown;
 pub mod paired;
 pub mod progress;

@@ -76,9 +76,9 @@ pub fn summary(verdicts: &[PointVerdicts]) -> Vec<String> {
         }
         if let Some(r) = mine.iter().find_map(|v| v.main()).map(|v| v.ratio) {
             out.push(format!(
-                "**Serving:** {name} against {base}, paired over {}, {} points: {}",
+                "**Serving:** {name} against {base}, paired over {}, {}: {}",
                 super::count(r.repetitions as u64, "repetition"),
-                mine.len(),
+                super::count(mine.len() as u64, "point"),
                 parts.join("; ")
             ));
         }
@@ -294,6 +294,7 @@ mod tests {
                 ratio,
                 call: Call::Lower,
             }],
+            machines: Vec::new(),
         }
     }
 

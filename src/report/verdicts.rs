@@ -4,6 +4,7 @@
 //! design). Only runs of one block (contenders that ran side by side) are paired.
 
 use crate::results::{PointId, PointRun, Results, Slice};
+pub use crate::stats::paired::fmt_ratio;
 use crate::stats::paired::{self, Call, Ratio};
 
 /// What a verdict is about.
@@ -94,6 +95,9 @@ pub struct PointVerdicts {
     pub baseline: String,
     /// In [`Figure::ALL`] order; a figure that was not measured is left out.
     pub verdicts: Vec<Verdict>,
+    /// A merged run whose blocks ran on several machines: each machine's own verdicts (as
+    /// `verdicts`, from its blocks only), which `verdicts` combines. Empty on one machine.
+    pub machines: Vec<(String, Vec<Verdict>)>,
 }
 
 impl PointVerdicts {
@@ -118,13 +122,14 @@ pub fn all(r: &Results, noise: f64) -> Vec<PointVerdicts> {
                 let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
                     continue;
                 };
-                let verdicts = compare(r, point, base, &c.name, noise);
+                let (verdicts, machines) = compare(r, point, base, &c.name, noise);
                 if !verdicts.is_empty() {
                     out.push(PointVerdicts {
                         point: point.clone(),
                         contender: c.name.clone(),
                         baseline: base.to_string(),
                         verdicts,
+                        machines,
                     });
                 }
             }
@@ -133,90 +138,189 @@ pub fn all(r: &Results, noise: f64) -> Vec<PointVerdicts> {
     out
 }
 
-fn compare(r: &Results, point: &PointId, base: &str, name: &str, noise: f64) -> Vec<Verdict> {
+/// The verdicts over all blocks, and per machine when the blocks ran on several (a
+/// merged run): each machine's from its own blocks, combined across machines with
+/// [`paired::combine`] (docs/scale-out.md).
+fn compare(
+    r: &Results,
+    point: &PointId,
+    base: &str,
+    name: &str,
+    noise: f64,
+) -> (Vec<Verdict>, Vec<(String, Vec<Verdict>)>) {
     let blocks = blocks(r, point, base, name);
     // A block where either side failed most calls compares failures: no verdict from it.
     let failed = |p: &PointRun| p.load.as_ref().is_some_and(|l| l.mostly_failed());
-    if blocks.is_empty() || blocks.iter().any(|(b, c)| failed(b) || failed(c)) {
-        return Vec::new();
+    if blocks.is_empty() || blocks.iter().any(|(_, b, c)| failed(b) || failed(c)) {
+        return (Vec::new(), Vec::new());
     }
-    Figure::ALL
+    let mut machines: Vec<&str> = Vec::new();
+    for (m, _, _) in &blocks {
+        if !machines.contains(m) {
+            machines.push(m);
+        }
+    }
+    // Seeded by the point, so a report of the same results is the same report.
+    let seed = point
+        .to_string()
+        .bytes()
+        .fold(0, |h, b| crate::rng::mix(h ^ u64::from(b)));
+    let on = |machine: Option<&str>| -> Vec<Verdict> {
+        Figure::ALL
+            .iter()
+            .filter_map(|&figure| {
+                let reps: Vec<paired::Rounds> = blocks
+                    .iter()
+                    .filter(|(m, _, _)| machine.is_none_or(|x| x == *m))
+                    .map(|(_, b, c)| rounds(b, c, figure))
+                    .collect();
+                let ratio = paired::ratio(&reps, seed)?;
+                Some(Verdict {
+                    figure,
+                    ratio,
+                    call: ratio.call(noise),
+                })
+            })
+            .collect()
+    };
+    if machines.len() < 2 {
+        return (on(None), Vec::new());
+    }
+    let parts: Vec<(String, Vec<Verdict>)> = machines
+        .iter()
+        .map(|m| (m.to_string(), on(Some(m))))
+        .collect();
+    let combined = Figure::ALL
         .iter()
         .filter_map(|&figure| {
-            let reps: Vec<paired::Rounds> =
-                blocks.iter().map(|(b, c)| rounds(b, c, figure)).collect();
-            // Seeded by the point, so a report of the same results is the same report.
-            let seed = point
-                .to_string()
-                .bytes()
-                .fold(0, |h, b| crate::rng::mix(h ^ u64::from(b)));
-            let ratio = paired::ratio(&reps, seed)?;
+            let ratios: Vec<Ratio> = parts
+                .iter()
+                .filter_map(|(_, v)| v.iter().find(|v| v.figure == figure))
+                .map(|v| v.ratio)
+                .collect();
+            let ratio = paired::combine(&ratios)?;
             Some(Verdict {
                 figure,
                 ratio,
                 call: ratio.call(noise),
             })
         })
-        .collect()
+        .collect();
+    (combined, parts)
 }
 
-/// (baseline's point, contender's point) of every block in which both ran the point in
-/// rounds.
+/// (machine, baseline's point, contender's point) of every block in which both ran the
+/// point in rounds. The machine is the contender's run's (`BAKEOFF_MACHINE` or host name).
 fn blocks<'a>(
     r: &'a Results,
     point: &PointId,
     base: &str,
     name: &str,
-) -> Vec<(&'a PointRun, &'a PointRun)> {
+) -> Vec<(&'a str, &'a PointRun, &'a PointRun)> {
     let find = |who: &str, block: u32| {
         r.runs
             .iter()
             .filter(|x| x.id.contender == who && x.block == Some(block))
-            .flat_map(|x| &x.points)
-            .find(|p| p.id == *point && !p.slices.is_empty())
+            .find_map(|x| {
+                let p = x
+                    .points
+                    .iter()
+                    .find(|p| p.id == *point && !p.slices.is_empty())?;
+                let env = x.environment.as_ref().unwrap_or(&r.environment);
+                Some((env.machine(), p))
+            })
     };
     let mut ids: Vec<u32> = r.runs.iter().filter_map(|x| x.block).collect();
     ids.sort_unstable();
     ids.dedup();
     ids.into_iter()
-        .filter_map(|b| Some((find(base, b)?, find(name, b)?)))
+        .filter_map(|b| {
+            let (_, bp) = find(base, b)?;
+            let (m, cp) = find(name, b)?;
+            Some((m, bp, cp))
+        })
         .collect()
+}
+
+/// Verdicts that a contender got worse than its baseline by more than `limit` (0.05 = 5 %),
+/// the whole interval past it: more CPU per request or item, higher p50 or p99 (ratio
+/// above 1 + limit), or less throughput (below 1 / (1 + limit)). Each as a sentence.
+pub fn regressions(verdicts: &[PointVerdicts], limit: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in verdicts {
+        for x in &v.verdicts {
+            let worse = match x.figure {
+                Figure::Throughput => x.ratio.hi < 1.0 / (1.0 + limit),
+                _ => x.ratio.lo > 1.0 + limit,
+            };
+            if worse {
+                out.push(format!(
+                    "{} against {} at {}: {x}",
+                    v.contender, v.baseline, v.point
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Where one machine's verdicts disagree with the others' (three machines or more): per
+/// contender, baseline and figure, the points where [`paired::odd_one_out`] names a machine.
+pub fn machine_findings(verdicts: &[PointVerdicts]) -> Vec<crate::diagnose::Finding> {
+    let mut out: Vec<crate::diagnose::Finding> = Vec::new();
+    for v in verdicts.iter().filter(|v| v.machines.len() >= 3) {
+        let Some(main) = v.main() else { continue };
+        let figure = main.figure;
+        let ratios: Vec<Ratio> = v
+            .machines
+            .iter()
+            .filter_map(|(_, vs)| vs.iter().find(|x| x.figure == figure))
+            .map(|x| x.ratio)
+            .collect();
+        if ratios.len() != v.machines.len() {
+            continue;
+        }
+        let Some((i, _)) = paired::odd_one_out(&ratios) else {
+            continue;
+        };
+        let others: Vec<Ratio> = ratios
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, r)| *r)
+            .collect();
+        let elsewhere = paired::combine(&others).map_or(f64::NAN, |r| r.ratio);
+        let place = v.point.to_string();
+        let machine = v.machines[i].0.clone();
+        let same = out.iter_mut().find_map(|f| match f {
+            crate::diagnose::Finding::MachineDisagrees {
+                contender,
+                machine: m,
+                figure: fg,
+                places,
+                ..
+            } if *contender == v.contender && *m == machine && fg == figure.name() => Some(places),
+            _ => None,
+        });
+        match same {
+            Some(places) => places.push(place),
+            None => out.push(crate::diagnose::Finding::MachineDisagrees {
+                contender: v.contender.clone(),
+                baseline: v.baseline.clone(),
+                machine,
+                figure: figure.name().to_string(),
+                there: ratios[i].ratio,
+                elsewhere,
+                places: vec![place],
+            }),
+        }
+    }
+    out
 }
 
 /// The rounds both ran, as (baseline's figure, contender's figure), balanced for position.
 fn rounds(base: &PointRun, other: &PointRun, figure: Figure) -> paired::Rounds {
     crate::results::balanced_rounds(&base.slices, &other.slices, &|s| figure.of(s))
-}
-
-/// A ratio as a reader takes it in: three significant digits near 1 (`0.905×`, `1.34×`),
-/// whole factors when large (`472×`), and a divisor when small (`÷260`).
-pub fn fmt_ratio(x: f64) -> String {
-    if !x.is_finite() || x <= 0.0 {
-        return "—".into();
-    }
-    if x < 0.5 {
-        return format!("÷{}", factor(1.0 / x));
-    }
-    if x >= 2.0 {
-        return format!("{}×", factor(x));
-    }
-    format!("{}×", three_digits(x))
-}
-
-fn factor(x: f64) -> String {
-    if x >= 10.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    }
-}
-
-fn three_digits(x: f64) -> String {
-    if x >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,10 @@ pub struct Environment {
     /// `uname -sr`, e.g. `Linux 6.1.0-26-amd64`.
     pub kernel: String,
     pub hostname: String,
+    /// `BAKEOFF_MACHINE` when set: the machine under a container's own hostname (the
+    /// Kubernetes Job that `bakeoff ci k8s` writes sets it to the node's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// CPUs online on the machine.
     pub cpus_online: usize,
     /// CPUs bakeoff was allowed to use.
@@ -19,6 +23,12 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// Which machine this is, as merged reports group blocks: `BAKEOFF_MACHINE`, else the
+    /// host name.
+    pub fn machine(&self) -> &str {
+        self.machine.as_deref().unwrap_or(&self.hostname)
+    }
+
     pub fn detect() -> Environment {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpu_model = cpuinfo
@@ -42,6 +52,9 @@ impl Environment {
             cpu_model,
             kernel: kernel.trim().to_string(),
             hostname: read("/proc/sys/kernel/hostname"),
+            machine: std::env::var("BAKEOFF_MACHINE")
+                .ok()
+                .filter(|m| !m.trim().is_empty()),
             // SAFETY: sysconf has no preconditions.
             cpus_online: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize,
             cpus_allowed: crate::sys::allowed_cpus(),

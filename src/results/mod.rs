@@ -4,6 +4,7 @@
 
 pub mod env;
 pub mod id;
+pub mod merge;
 mod paired;
 mod upgrade;
 
@@ -55,6 +56,60 @@ pub struct Results {
     /// The reference servers' answers to the compat cases (sets that name one).
     #[serde(default)]
     pub compat_reference: Vec<CompatAnswer>,
+    /// A hash of the plan as run (templates expanded, `--repetitions`, `--only`,
+    /// `--scenario` and `--smoke` applied): shards merge only when theirs are equal. Not in
+    /// results written before 0.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_hash: Option<String>,
+    /// A scaled-out run: which shards of how many these results hold (one for `run --shard`,
+    /// all of them after `bakeoff merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Shards>,
+}
+
+/// The shards a results file holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Shards {
+    /// How many the plan was cut into.
+    pub of: u32,
+    /// Which (from 1), ascending.
+    pub have: Vec<u32>,
+}
+
+/// Shard `k` of `n` (both from 1): which repetitions it runs. A shard's unit is a block —
+/// one repetition of every contender (a paired repetition in paired order) — so every
+/// comparison within it is made on one machine; repetition `r` goes to shard
+/// `(r - 1) % n + 1`, which any machine can compute from the plan alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub k: u32,
+    pub n: u32,
+}
+
+impl Shard {
+    pub fn runs(&self, repetition: u32) -> bool {
+        (repetition - 1) % self.n + 1 == self.k
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
+    }
+}
+
+/// This bakeoff, as results name it: `bakeoff 0.1.0`.
+pub fn tool() -> String {
+    format!("bakeoff {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// FNV-1a, 64 bits, as 16 hex digits: enough to tell two plans apart (not a defence against
+/// someone forging a plan).
+pub fn hash_text(text: &str) -> String {
+    let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{h:016x}")
 }
 
 /// The plan's `[paired]` settings, as the run used them.
@@ -205,6 +260,10 @@ pub struct Run {
     /// runs of one block are compared round by round.
     #[serde(default)]
     pub block: Option<u32>,
+    /// The bakeoff that ran this repetition, e.g. `bakeoff 0.1.0` (shards may differ). Not
+    /// in results written before 0.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -43,6 +43,8 @@ pub struct RunOptions {
     pub only: Vec<String>,
     /// `--scenario S`: these scenarios only.
     pub scenarios: Vec<String>,
+    /// `--shard K/N`: only the repetitions of shard K (docs/scale-out.md).
+    pub shard: Option<results::Shard>,
 }
 
 /// What a finished (or interrupted) bake-off leaves: its directory and results.
@@ -84,7 +86,11 @@ pub fn run(
     }
     results.save(&dir).context("writing results.json")?;
 
-    let schedule = schedule(&plan);
+    let shard = results.shards.as_ref().and_then(|s| match s.have[..] {
+        [k] => Some(results::Shard { k, n: s.of }),
+        _ => None,
+    });
+    let schedule = schedule(&plan, shard);
     rep.run_started(&dir, schedule.len());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -107,13 +113,20 @@ pub fn run(
         load_cpus: load_cpus.unwrap_or_default(),
         rt: &rt,
         here,
+        shard,
     };
     let done = |results: &Results, repetition: u32, ci: usize| {
-        let id = results::RunId::new(&plan.contenders[ci].name, repetition);
-        results.runs.iter().any(|r| r.id == id)
+        let name = &plan.contenders[ci].name;
+        results
+            .runs
+            .iter()
+            .any(|r| r.id.contender == *name && r.id.repetition == repetition)
     };
     if plan.order == Order::Paired {
         for repetition in 1..=plan.repetitions {
+            if shard.is_some_and(|s| !s.runs(repetition)) {
+                continue;
+            }
             if INTERRUPTED.load(Relaxed) {
                 break;
             }
@@ -167,6 +180,7 @@ struct Ctx<'a> {
     load_cpus: Vec<usize>,
     rt: &'a tokio::runtime::Runtime,
     here: crate::results::env::Environment,
+    shard: Option<results::Shard>,
 }
 
 impl Ctx<'_> {
@@ -226,7 +240,10 @@ impl Ctx<'_> {
         let state = self.dir.join("state").join(&prefix);
         let _ = std::fs::remove_dir_all(&state);
         results.runs.push(Run {
-            id: results::RunId::new(&c.name, repetition),
+            id: results::RunId {
+                shard: self.shard.map(|s| s.k),
+                ..results::RunId::new(&c.name, repetition)
+            },
             status: "running".into(),
             error: None,
             started_at: results::now_utc(),
@@ -239,6 +256,7 @@ impl Ctx<'_> {
             compat: Vec::new(),
             environment: Some(self.here.clone()),
             block,
+            tool: Some(results::tool()),
         });
         let idx = results.runs.len() - 1;
         let save = |results: &Results| results.save(self.dir).context("writing results.json");

@@ -69,6 +69,18 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
     plan = plan
         .overridden(opts.repetitions, &opts.only, &opts.scenarios)
         .map_err(anyhow::Error::msg)?;
+    if let Some(s) = opts.shard {
+        if s.n > plan.repetitions {
+            bail!(
+                "--shard {s}: the plan runs {} repetition{} and a shard's unit is one repetition of every contender, so shard {} of {} would have nothing to run; give --repetitions {} or more, or fewer shards",
+                plan.repetitions,
+                if plan.repetitions == 1 { "" } else { "s" },
+                s.n,
+                s.n,
+                s.n
+            );
+        }
+    }
     // Every check before the results folder exists: a plan that cannot start leaves none.
     super::preflight::check(
         &plan,
@@ -98,7 +110,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
     results::write_atomic(&dir.join("plan.toml"), plan.text.as_bytes())?;
     let results = Results {
         schema_version: results::SCHEMA_VERSION,
-        tool: format!("bakeoff {}", env!("CARGO_PKG_VERSION")),
+        tool: results::tool(),
         name: plan.name.clone(),
         plan_path: path.display().to_string(),
         status: "running".into(),
@@ -150,8 +162,25 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
             .map(results::CompatSetInfo::from)
             .collect(),
         compat_reference: Vec::new(),
+        plan_hash: Some(plan_hash(&plan, opts)?),
+        shards: opts.shard.map(|s| results::Shards {
+            of: s.n,
+            have: vec![s.k],
+        }),
     };
     Ok((plan, dir, results))
+}
+
+/// What shards must agree on: the plan with its templates expanded (`plan show`), and what
+/// the flags changed. Paths are as written, so a plan checked out elsewhere hashes the same.
+fn plan_hash(plan: &Plan, opts: &RunOptions) -> anyhow::Result<String> {
+    let shown = Plan::show(&plan.path, &plan.text)?;
+    let contenders: Vec<&str> = plan.contenders.iter().map(|c| c.name.as_str()).collect();
+    let scenarios: Vec<&str> = plan.scenarios.iter().map(|s| s.name.as_str()).collect();
+    Ok(results::hash_text(&format!(
+        "{shown}\n# as run: repetitions={} smoke={} contenders={contenders:?} scenarios={scenarios:?}\n",
+        plan.repetitions, opts.smoke
+    )))
 }
 
 /// Reopens an interrupted run: the plan is the copy kept with the results (paths in it are
@@ -236,8 +265,11 @@ pub(super) fn pinning(
 
 /// (repetition, contender index) in the order they run. A noise instance only answers the
 /// compat cases, so it runs once.
-pub(super) fn schedule(plan: &Plan) -> Vec<(u32, usize)> {
-    let reps = 1..=plan.repetitions;
+pub(super) fn schedule(plan: &Plan, shard: Option<results::Shard>) -> Vec<(u32, usize)> {
+    let reps: Vec<u32> = (1..=plan.repetitions)
+        .filter(|&r| shard.is_none_or(|s| s.runs(r)))
+        .collect();
+    let reps = reps.into_iter();
     let n = plan.contenders.len();
     let all: Vec<(u32, usize)> = match plan.order {
         Order::Paired | Order::Interleaved => {

@@ -74,6 +74,9 @@ pub fn render(a: &Analysis) -> String {
         out.push_str(&charts::latency(r, &s.name));
         out.push_str("</div>\n");
     }
+    for t in a.machines.iter().chain(&a.by_machine) {
+        out.push_str(&table_html(t));
+    }
     let _ = write!(
         out,
         "<h2>Environment</h2><p>{}</p>\n</body></html>\n",

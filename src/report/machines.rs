@@ -1,0 +1,141 @@
+//! A run whose repetitions ran on several machines (shards merged with `bakeoff merge`):
+//! which machine ran what, and each machine's own verdicts beside the combined one.
+
+use super::table::Table;
+use super::verdicts::PointVerdicts;
+use crate::results::Results;
+
+/// Machines in the order their first repetition appears, with that environment.
+fn machines(r: &Results) -> Vec<(&str, &crate::results::env::Environment)> {
+    let mut out: Vec<(&str, &crate::results::env::Environment)> = Vec::new();
+    for run in &r.runs {
+        let env = run.environment.as_ref().unwrap_or(&r.environment);
+        if !out.iter().any(|(m, _)| *m == env.machine()) {
+            out.push((env.machine(), env));
+        }
+    }
+    out
+}
+
+/// One row per machine: its CPU, kernel, the shards and repetitions it ran, the bakeoff
+/// version; `None` when every repetition ran on one machine.
+pub fn table(r: &Results) -> Option<Table> {
+    let ms = machines(r);
+    if ms.len() < 2 {
+        return None;
+    }
+    let head = [
+        "machine",
+        "CPU model",
+        "CPUs",
+        "kernel",
+        "shards",
+        "repetitions",
+        "bakeoff",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
+    let mut data = super::table::Data::default();
+    for (m, env) in &ms {
+        let runs: Vec<_> = r
+            .runs
+            .iter()
+            .filter(|x| x.environment.as_ref().unwrap_or(&r.environment).machine() == *m)
+            .collect();
+        let mut shards: Vec<u32> = runs.iter().filter_map(|x| x.id.shard).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let mut reps: Vec<u32> = runs.iter().map(|x| x.id.repetition).collect();
+        reps.sort_unstable();
+        reps.dedup();
+        let mut tools: Vec<&str> = runs.iter().filter_map(|x| x.tool.as_deref()).collect();
+        tools.sort_unstable();
+        tools.dedup();
+        let join = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+        let cpus = format!("{} of {}", env.cpus_allowed.len(), env.cpus_online);
+        rows.push(vec![
+            m.to_string(),
+            env.cpu_model.clone(),
+            cpus.clone(),
+            env.kernel.clone(),
+            join(&shards),
+            join(&reps),
+            tools.join(", "),
+        ]);
+        data.row()
+            .cell("machine", *m)
+            .cell("cpu_model", env.cpu_model.as_str())
+            .cell("cpus_allowed", env.cpus_allowed.len())
+            .cell("cpus_online", env.cpus_online)
+            .cell("kernel", env.kernel.as_str())
+            .cell("shards", shards.clone())
+            .cell("repetitions", reps.clone())
+            .cell("tools", tools.clone());
+    }
+    Some(Table {
+        id: "machines".into(),
+        title: format!("Machines ({} ran these repetitions)", ms.len()),
+        head,
+        rows,
+        data: Some(data),
+    })
+}
+
+/// Per point and contender: the main verdict on each machine and combined across them
+/// (`stats::paired::combine`); `None` when no verdict rests on several machines.
+pub fn verdicts(r: &Results, verdicts: &[PointVerdicts]) -> Option<Table> {
+    let split: Vec<&PointVerdicts> = verdicts.iter().filter(|v| !v.machines.is_empty()).collect();
+    if split.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = machines(r).into_iter().map(|(m, _)| m).collect();
+    let mut head: Vec<String> = ["point", "contender", "figure"].map(String::from).to_vec();
+    head.extend(names.iter().map(|m| m.to_string()));
+    head.push("combined".into());
+    let mut rows = Vec::new();
+    let mut data = super::table::Data::default();
+    for v in split {
+        let Some(main) = v.main() else { continue };
+        let mut row = vec![
+            v.point.to_string(),
+            format!("{} vs {}", v.contender, v.baseline),
+            main.figure.name().to_string(),
+        ];
+        let mut d = data.row();
+        d.cell("point", v.point.to_string())
+            .cell("contender", v.contender.as_str())
+            .cell("baseline", v.baseline.as_str())
+            .cell("figure", main.figure.name());
+        for m in &names {
+            let on = v
+                .machines
+                .iter()
+                .find(|(x, _)| x == m)
+                .and_then(|(_, vs)| vs.iter().find(|x| x.figure == main.figure));
+            row.push(on.map_or("—".into(), |x| {
+                if crate::stats::paired::knows_its_error(&x.ratio) {
+                    x.to_string()
+                } else {
+                    // One round: no interval of its own.
+                    format!("{} (1 round)", super::verdicts::fmt_ratio(x.ratio.ratio))
+                }
+            }));
+            d.num(&format!("{m}_ratio"), on.map(|x| x.ratio.ratio))
+                .num(&format!("{m}_ratio_lo"), on.map(|x| x.ratio.lo))
+                .num(&format!("{m}_ratio_hi"), on.map(|x| x.ratio.hi));
+        }
+        row.push(main.to_string());
+        d.num("combined_ratio", Some(main.ratio.ratio))
+            .num("combined_ratio_lo", Some(main.ratio.lo))
+            .num("combined_ratio_hi", Some(main.ratio.hi));
+        rows.push(row);
+    }
+    Some(Table {
+        id: "verdicts-by-machine".into(),
+        title: "Verdicts by machine: each machine's paired ratio, and combined across machines (random effects, docs/scale-out.md)".into(),
+        head,
+        rows,
+        data: Some(data),
+    })
+}

@@ -1,0 +1,244 @@
+//! `bakeoff merge`: the shards of one plan, run on several machines, joined into the results
+//! one machine would have written. Nothing measured is recomputed: runs are kept whole (with
+//! their histograms, slices and machine), so percentiles of a merged point are read from
+//! histograms added exactly, never averaged. Blocks are renumbered so each shard's stay
+//! apart. The same shards in any order, or a merged result merged again, give the same file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _};
+
+use super::{Results, Shards, SCHEMA_VERSION};
+
+/// One shard's results, read from its directory.
+pub struct Input {
+    pub dir: PathBuf,
+    pub results: Results,
+}
+
+/// Reads a shard's results, refusing what cannot be merged: a file from before shards
+/// existed, or one that is not a shard at all.
+pub fn read(dir: &Path) -> anyhow::Result<Input> {
+    let dir = match dir.file_name() {
+        Some(f) if f == "results.json" && dir.is_file() => dir.parent().unwrap_or(dir),
+        _ => dir,
+    };
+    let file = dir.join("results.json");
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read `{}`", file.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("`{}` is not JSON", file.display()))?;
+    let version = v.get("schema_version").and_then(|s| s.as_u64());
+    let tool = v.get("tool").and_then(|t| t.as_str()).unwrap_or("bakeoff");
+    if v.get("shards").is_none_or(|s| s.is_null()) {
+        if version.is_some_and(|s| s < u64::from(SCHEMA_VERSION)) {
+            bail!(
+                "`{}` has schema version {} (written by {tool}), from before results recorded their shard and plan hash: it cannot be merged; run that shard again with this bakeoff",
+                file.display(),
+                version.unwrap_or(0)
+            );
+        }
+        bail!(
+            "`{}` is not a shard: it was run without --shard K/N (or --shards N), so it holds every repetition it ran on one machine; only shards of one plan merge",
+            file.display()
+        );
+    }
+    let results = Results::from_json(v).with_context(|| format!("`{}`", file.display()))?;
+    Ok(Input {
+        dir: dir.to_path_buf(),
+        results,
+    })
+}
+
+/// Checks that `inputs` are the shards of one plan, each once and none missing, and joins
+/// them.
+pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
+    if inputs.is_empty() {
+        bail!("give the results directories of the shards to merge");
+    }
+    // Order-independent: by the first shard each holds.
+    inputs.sort_by_key(|i| i.results.shards.as_ref().map_or(0, |s| s.have[0]));
+    let shards_of = |i: &Input| i.results.shards.clone().expect("read() checked");
+    let first = &inputs[0];
+    let of = shards_of(first).of;
+    let mut seen: BTreeMap<u32, &Path> = BTreeMap::new();
+    for i in &inputs {
+        let s = shards_of(i);
+        if s.of != of {
+            bail!(
+                "`{}` is a shard of {} but `{}` one of {of}: they were cut differently",
+                i.dir.display(),
+                s.of,
+                first.dir.display()
+            );
+        }
+        if i.results.plan_hash != first.results.plan_hash {
+            bail!(
+                "`{}` and `{}` ran different plans (plan hashes {} and {}): the plan file, its templates or --repetitions/--only/--scenario/--smoke differ",
+                first.dir.display(),
+                i.dir.display(),
+                first.results.plan_hash.as_deref().unwrap_or("none"),
+                i.results.plan_hash.as_deref().unwrap_or("none")
+            );
+        }
+        if i.results.status == "running" || i.results.status == "interrupted" {
+            bail!(
+                "shard {} in `{}` did not finish (status {}): finish it with `bakeoff run --resume {}`, then merge",
+                list(&s.have),
+                i.dir.display(),
+                i.results.status,
+                i.dir.display()
+            );
+        }
+        for k in s.have {
+            if let Some(other) = seen.insert(k, &i.dir) {
+                bail!(
+                    "shard {k} of {of} is there twice: in `{}` and in `{}`; give each shard once",
+                    other.display(),
+                    i.dir.display()
+                );
+            }
+        }
+    }
+    let missing: Vec<u32> = (1..=of).filter(|k| !seen.contains_key(k)).collect();
+    if !missing.is_empty() {
+        bail!(
+            "{} of {of} missing: {} (have {}); give every shard's results directory",
+            if missing.len() == 1 {
+                format!("shard {}", missing[0])
+            } else {
+                format!("shards {}", list(&missing))
+            },
+            if missing.len() == 1 {
+                "it is"
+            } else {
+                "they are"
+            },
+            list(&seen.keys().copied().collect::<Vec<_>>())
+        );
+    }
+
+    let mut out = first.results.clone();
+    out.schema_version = SCHEMA_VERSION;
+    out.tool = super::tool();
+    out.status = "complete".into();
+    out.started_at = inputs
+        .iter()
+        .map(|i| i.results.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    out.finished_at = inputs
+        .iter()
+        .filter_map(|i| i.results.finished_at.clone())
+        .max();
+    out.shards = Some(Shards {
+        of,
+        have: (1..=of).collect(),
+    });
+    out.runs = inputs
+        .iter()
+        .flat_map(|i| i.results.runs.iter().cloned())
+        .collect();
+    // As one machine would have run them (setup::schedule): repetition by repetition, or
+    // contender by contender in sequential order.
+    let position = |name: &str| out.contenders.iter().position(|c| c.name == name);
+    let sequential = out.order == "sequential";
+    let key = |r: &super::Run| {
+        let (c, rep) = (position(&r.id.contender), r.id.repetition);
+        let (a, b) = if sequential {
+            (c.unwrap_or(usize::MAX), rep as usize)
+        } else {
+            (rep as usize, c.unwrap_or(usize::MAX))
+        };
+        (a, b, r.id.variant.clone(), r.id.shard)
+    };
+    out.runs.sort_by_key(key);
+    // Each shard numbered its blocks from 1; (shard, block) pairs get new numbers in run
+    // order, which renumbering again leaves as they are.
+    let mut blocks: Vec<(Option<u32>, u32)> = Vec::new();
+    for r in &mut out.runs {
+        if let Some(b) = r.block {
+            let k = (r.id.shard, b);
+            let n = match blocks.iter().position(|x| *x == k) {
+                Some(n) => n,
+                None => {
+                    blocks.push(k);
+                    blocks.len() - 1
+                }
+            };
+            r.block = Some(n as u32 + 1);
+        }
+    }
+    let mut warnings: Vec<String> = Vec::new();
+    for w in inputs.iter().flat_map(|i| &i.results.warnings) {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    out.warnings = warnings;
+    // Each shard asks the outside references before it starts; the first that has answers
+    // gives them (a member reference is asked where compat ran, in shard 1).
+    out.compat_reference = inputs
+        .iter()
+        .map(|i| &i.results.compat_reference)
+        .find(|a| !a.is_empty())
+        .cloned()
+        .unwrap_or_default();
+    Ok(out)
+}
+
+/// Merges the shards in `dirs` into `out`: results.json, the plan and every log the runs
+/// name. `out` must not hold results already (unless it is one of the inputs' own
+/// directory, which is then rewritten with the same content).
+pub fn merge_dirs(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Results> {
+    let inputs = dirs
+        .iter()
+        .map(|d| read(d))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let out_canon = std::fs::canonicalize(out).ok();
+    let is_input =
+        |i: &Input| out_canon.is_some() && std::fs::canonicalize(&i.dir).ok() == out_canon;
+    if out.join("results.json").exists() && !inputs.iter().any(is_input) {
+        bail!(
+            "`{}` already holds results; choose another --out",
+            out.display()
+        );
+    }
+    let sources: Vec<(PathBuf, Vec<String>)> = inputs
+        .iter()
+        .map(|i| {
+            let logs = i.results.runs.iter().flat_map(|r| r.logs.clone()).collect();
+            (i.dir.clone(), logs)
+        })
+        .collect();
+    let plan = inputs[0].dir.join("plan.toml");
+    let merged = merge(inputs)?;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create `{}`", out.display()))?;
+    if let Ok(text) = std::fs::read(&plan) {
+        if std::fs::canonicalize(&plan).ok() != std::fs::canonicalize(out.join("plan.toml")).ok() {
+            super::write_atomic(&out.join("plan.toml"), &text)?;
+        }
+    }
+    for (dir, logs) in sources {
+        for rel in logs {
+            let (from, to) = (dir.join(&rel), out.join(&rel));
+            if std::fs::canonicalize(&from).ok() == std::fs::canonicalize(&to).ok() {
+                continue;
+            }
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            // A log the shard's run could not keep is not a reason to lose the merge.
+            let _ = std::fs::copy(&from, &to);
+        }
+    }
+    merged
+        .save(out)
+        .with_context(|| format!("writing `{}`", out.join("results.json").display()))?;
+    Ok(merged)
+}
+
+fn list(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
