@@ -12,6 +12,7 @@ pub mod contender;
 pub mod demo;
 pub mod diagnose;
 pub mod import;
+pub mod launchers;
 pub mod load;
 pub mod plan;
 pub mod protocol;

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["runner", "compare"],
     &["diagnose"],
     &["report"],
-    &["demo"],
+    &["demo", "launchers"],
     &["cli"],
 ];
 

@@ -101,6 +101,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         repetitions: args.repetitions,
         only: args.only.clone(),
         scenarios: args.scenarios.clone(),
+        shard: args.shard()?,
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
@@ -133,6 +134,72 @@ pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
             .join(", ")
     );
     report::export::github_step_summary(&analysis)?;
+    Ok(0)
+}
+
+/// Exit codes of `bakeoff merge`: 0, 2 when a contender or point failed in some shard, 3 on
+/// `--fail-on-diff` with a must-match case differing, 4 on `--fail-on-regression`.
+pub(super) fn run_merge(args: &MergeArgs) -> anyhow::Result<u8> {
+    let merged = crate::results::merge::merge_dirs(&args.dirs, &args.out)?;
+    let shards = merged.shards.as_ref().map_or(0, |s| s.of);
+    eprintln!(
+        "merged {} into {}",
+        report::count(u64::from(shards), "shard"),
+        args.out.display()
+    );
+    let done = runner::Finished {
+        dir: args.out.clone(),
+        results: merged,
+    };
+    let code = finish_run(&done, args.fail_on_diff)?;
+    if code != 0 {
+        return Ok(code);
+    }
+    if let Some(pct) = args.fail_on_regression {
+        let analysis = report::analysis::Analysis::of(&done.results);
+        let worse = report::verdicts::regressions(&analysis.verdicts, pct / 100.0);
+        for w in &worse {
+            eprintln!("regression: {w}");
+        }
+        if !worse.is_empty() {
+            return Ok(4);
+        }
+    }
+    Ok(0)
+}
+
+pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
+    match action {
+        CiAction::Github(a) => {
+            let text = crate::launchers::github(&a.launcher())?;
+            match &a.out {
+                Some(f) => {
+                    if let Some(parent) = f.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    std::fs::write(f, text)?;
+                    eprintln!("wrote {}", f.display());
+                }
+                None => emit(&text)?,
+            }
+        }
+        CiAction::K8s(a) => {
+            let (job, merge) = crate::launchers::k8s(&a.launcher())?;
+            std::fs::create_dir_all(&a.out)?;
+            let (jf, mf) = (a.out.join("job.yaml"), a.out.join("merge.yaml"));
+            std::fs::write(&jf, job)?;
+            std::fs::write(&mf, merge)?;
+            let name = crate::launchers::k8s_name(&a.common.plan)?;
+            eprintln!(
+                "wrote {} and {}; run them with:\n  kubectl apply -f {}\n  kubectl wait --for=condition=complete --timeout=24h -n {} job/{name}\n  kubectl apply -f {}",
+                jf.display(),
+                mf.display(),
+                jf.display(),
+                a.namespace,
+                mf.display()
+            );
+        }
+    }
     Ok(0)
 }
 

@@ -55,6 +55,16 @@ pub enum Command {
         #[command(subcommand)]
         action: PlanAction,
     },
+    /// Join the shards of one plan (`run --shard K/N` on several machines) into one results
+    /// directory and write its report: the report one machine would have written, with a
+    /// table of the machines and verdicts made within each machine and combined.
+    Merge(MergeArgs),
+    /// Write the launcher of a scaled-out run for an engine you already use: a GitHub
+    /// Actions workflow or a Kubernetes Indexed Job (docs/scale-out.md).
+    Ci {
+        #[command(subcommand)]
+        action: CiAction,
+    },
     /// Kill what an earlier run in DIR left running (if bakeoff and its guards were killed
     /// outright), by the record it keeps of its members' process groups and start times.
     Cleanup {
@@ -221,6 +231,221 @@ pub struct RunArgs {
         conflicts_with = "resume"
     )]
     pub scenarios: Vec<String>,
+    /// Run shard K of N (from 1): every N-th repetition of every contender, starting at
+    /// the K-th; `bakeoff merge` joins the shards (docs/scale-out.md).
+    #[arg(long = "shard", value_name = "K/N", value_parser = parse_shard, conflicts_with_all = ["resume", "shards"])]
+    pub shard: Option<crate::results::Shard>,
+    /// Cut the plan into N shards and run the one $JOB_COMPLETION_INDEX names (a Kubernetes
+    /// Indexed Job; index 0 is shard 1). Also read from $BAKEOFF_SHARDS.
+    #[arg(long = "shards", value_name = "N", conflicts_with = "resume")]
+    pub shards: Option<u32>,
+}
+
+impl RunArgs {
+    /// `--shard K/N`, or `--shards N` (or `$BAKEOFF_SHARDS`) with the index Kubernetes sets.
+    pub fn shard(&self) -> anyhow::Result<Option<crate::results::Shard>> {
+        shard_of(
+            self.shard,
+            self.shards,
+            std::env::var("BAKEOFF_SHARDS").ok().as_deref(),
+            std::env::var("JOB_COMPLETION_INDEX").ok().as_deref(),
+        )
+    }
+}
+
+/// The shard to run from the flags and the environment (passed in, so it can be tested).
+pub fn shard_of(
+    shard: Option<crate::results::Shard>,
+    shards: Option<u32>,
+    env_shards: Option<&str>,
+    index: Option<&str>,
+) -> anyhow::Result<Option<crate::results::Shard>> {
+    use anyhow::{bail, Context as _};
+    if shard.is_some() {
+        return Ok(shard);
+    }
+    let (n, flag) = match (shards, env_shards.filter(|s| !s.trim().is_empty())) {
+        (Some(n), _) => (n, format!("--shards {n}")),
+        (None, Some(e)) => (
+            e.trim()
+                .parse::<u32>()
+                .with_context(|| format!("BAKEOFF_SHARDS=`{e}` is not a number of shards"))?,
+            format!("BAKEOFF_SHARDS={}", e.trim()),
+        ),
+        (None, None) => return Ok(None),
+    };
+    if n == 0 {
+        bail!("{flag}: give 1 or more shards");
+    }
+    let Some(index) = index.filter(|s| !s.trim().is_empty()) else {
+        bail!(
+            "{flag} takes the shard from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets it), which is not set here; elsewhere give --shard K/{n}"
+        );
+    };
+    let i: u32 = index
+        .trim()
+        .parse()
+        .with_context(|| format!("JOB_COMPLETION_INDEX=`{index}` is not a number"))?;
+    if i >= n {
+        bail!("JOB_COMPLETION_INDEX={i} with {flag}: the index must be below {n} (0 is shard 1)");
+    }
+    Ok(Some(crate::results::Shard { k: i + 1, n }))
+}
+
+/// `2/3` → shard 2 of 3.
+fn parse_shard(s: &str) -> Result<crate::results::Shard, String> {
+    let bad = || format!("`{s}`: write --shard K/N, e.g. 2/3 (K from 1 to N)");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u32, u32) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || k == 0 || k > n {
+        return Err(format!(
+            "`{s}`: K must be from 1 to N (shards count from 1, as in 2/3)"
+        ));
+    }
+    Ok(crate::results::Shard { k, n })
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' results directories (or their results.json), in any order.
+    #[arg(value_name = "DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged results and reports go.
+    #[arg(long = "out", value_name = "DIR", required = true)]
+    pub out: PathBuf,
+    /// Exit with status 3 when a must-match compat case differs.
+    #[arg(long = "fail-on-diff")]
+    pub fail_on_diff: bool,
+    /// Exit with status 4 when a paired verdict says a contender is worse than its baseline
+    /// by more than this (e.g. 5%): more CPU per request or item, less throughput, or a
+    /// higher p50/p99, with the whole interval past it.
+    #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_on_regression: Option<f64>,
+}
+
+impl CiCommonArgs {
+    fn launcher(&self) -> crate::launchers::CiCommon {
+        crate::launchers::CiCommon {
+            plan: self.plan.clone(),
+            shards: self.shards,
+            fail_on_diff: self.fail_on_diff,
+            fail_on_regression: self.fail_on_regression,
+        }
+    }
+}
+
+impl CiGithubArgs {
+    pub fn launcher(&self) -> crate::launchers::CiGithubArgs {
+        crate::launchers::CiGithubArgs {
+            common: self.common.launcher(),
+            runs_on: self.runs_on.clone(),
+            install: self.install.clone(),
+            setup: self.setup.clone(),
+        }
+    }
+}
+
+impl CiK8sArgs {
+    pub fn launcher(&self) -> crate::launchers::CiK8sArgs {
+        crate::launchers::CiK8sArgs {
+            common: self.common.launcher(),
+            image: self.image.clone(),
+            workdir: self.workdir.clone(),
+            cpus: self.cpus,
+            memory: self.memory.clone(),
+            storage: self.storage.clone(),
+            storage_class: self.storage_class.clone(),
+            parallelism: self.parallelism,
+            namespace: self.namespace.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CiAction {
+    /// Write a GitHub Actions workflow: a matrix job per shard (install bakeoff, run the
+    /// shard, upload its results), then a job that merges them, writes the step summary and
+    /// fails on --fail-on-diff or --fail-on-regression.
+    Github(CiGithubArgs),
+    /// Write a Kubernetes Indexed Job (one pod per shard, on different nodes, whole CPUs)
+    /// and the Job that merges their results: DIR/job.yaml and DIR/merge.yaml.
+    K8s(CiK8sArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CiCommonArgs {
+    /// The plan file, as the repository has it (its path is used as written).
+    #[arg(value_name = "PLAN")]
+    pub plan: PathBuf,
+    /// How many shards (each runs a block of repetitions on its own machine).
+    #[arg(long = "shards", value_name = "N")]
+    pub shards: u32,
+    /// Passed to the merge (exit 3 when a must-match compat case differs).
+    #[arg(long = "fail-on-diff")]
+    pub fail_on_diff: bool,
+    /// Passed to the merge (exit 4 on a regression past PERCENT).
+    #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_on_regression: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CiGithubArgs {
+    #[command(flatten)]
+    pub common: CiCommonArgs,
+    /// Where to write the workflow [default: print it].
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The runner label of every job.
+    #[arg(long = "runs-on", default_value = "ubuntu-latest")]
+    pub runs_on: String,
+    /// How each job installs bakeoff.
+    #[arg(
+        long = "install",
+        value_name = "COMMAND",
+        default_value = "cargo install --locked --path ."
+    )]
+    pub install: String,
+    /// A command that installs what the contenders need before a shard runs (repeatable),
+    /// e.g. "sudo apt-get install -y etcd-server".
+    #[arg(long = "setup", value_name = "COMMAND")]
+    pub setup: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CiK8sArgs {
+    #[command(flatten)]
+    pub common: CiCommonArgs,
+    /// The container image: bakeoff, the contenders, and the repository at --workdir.
+    #[arg(long = "image", value_name = "IMAGE", required = true)]
+    pub image: String,
+    /// Where the repository (the plan and the files it names) is inside the image.
+    #[arg(long = "workdir", value_name = "DIR", default_value = "/work")]
+    pub workdir: String,
+    /// Whole CPUs per pod (requests = limits, so the kubelet's static CPU manager can give
+    /// the pod its own cores) [default: the plan's cores, else 2].
+    #[arg(long = "cpus", value_name = "N")]
+    pub cpus: Option<u32>,
+    /// Memory per pod (requests = limits).
+    #[arg(long = "memory", value_name = "SIZE", default_value = "4Gi")]
+    pub memory: String,
+    /// The results volume's size (a ReadWriteMany claim every pod mounts).
+    #[arg(long = "storage", value_name = "SIZE", default_value = "1Gi")]
+    pub storage: String,
+    /// The storage class of the results claim [default: the cluster's].
+    #[arg(long = "storage-class", value_name = "NAME")]
+    pub storage_class: Option<String>,
+    /// How many shards run at once [default: all].
+    #[arg(long = "parallelism", value_name = "N")]
+    pub parallelism: Option<u32>,
+    /// The namespace of every object.
+    #[arg(long = "namespace", value_name = "NAME", default_value = "default")]
+    pub namespace: String,
+    /// Where to write job.yaml and merge.yaml.
+    #[arg(long = "out", value_name = "DIR", default_value = "bakeoff-k8s")]
+    pub out: PathBuf,
 }
 
 /// What to call and how: shared by `load` and `call`.
@@ -568,6 +793,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Diff(args) => run_diff(&args),
         Command::Demo(args) => run_demo(&args),
         Command::Report { dir } => run_report(&dir),
+        Command::Merge(args) => run_merge(&args),
+        Command::Ci { action } => run_ci(&action),
         Command::Plan {
             action: PlanAction::Check { plan },
         } => {

@@ -1,0 +1,471 @@
+//! Launchers for engines people already run, generated from the plan (never maintained by
+//! hand): a GitHub Actions workflow with a matrix job per shard, or a Kubernetes Indexed Job
+//! — each followed by the merge (docs/scale-out.md). bakeoff does not manage machines; it
+//! writes what those engines need to run `bakeoff run --shard K/N` and `bakeoff merge`.
+
+mod yaml;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+
+use crate::plan::Plan;
+use yaml::Y;
+
+/// What every launcher needs (the `bakeoff ci` flags).
+pub struct CiCommon {
+    /// The plan file, as the repository has it (its path is used as written).
+    pub plan: PathBuf,
+    pub shards: u32,
+    /// Passed to the merge.
+    pub fail_on_diff: bool,
+    /// Passed to the merge, in percent.
+    pub fail_on_regression: Option<f64>,
+}
+
+/// `bakeoff ci github`.
+pub struct CiGithubArgs {
+    pub common: CiCommon,
+    pub runs_on: String,
+    /// How each job installs bakeoff.
+    pub install: String,
+    /// Commands that install what the contenders need, before a shard runs.
+    pub setup: Vec<String>,
+}
+
+/// `bakeoff ci k8s`.
+pub struct CiK8sArgs {
+    pub common: CiCommon,
+    pub image: String,
+    /// Where the repository is inside the image.
+    pub workdir: String,
+    /// Whole CPUs per pod; `None`: the plan's cores, else 2.
+    pub cpus: Option<u32>,
+    pub memory: String,
+    pub storage: String,
+    pub storage_class: Option<String>,
+    pub parallelism: Option<u32>,
+    pub namespace: String,
+}
+
+/// Reads the plan and checks the shard count against it.
+fn plan(c: &CiCommon) -> anyhow::Result<Plan> {
+    let plan = Plan::load(&c.plan)?;
+    if c.shards == 0 {
+        bail!("--shards 0: give 1 or more shards");
+    }
+    if c.shards > plan.repetitions {
+        bail!(
+            "--shards {}: `{}` runs {} and a shard's unit is one repetition of every contender; give at most {} shards, or raise `repetitions`",
+            c.shards,
+            c.plan.display(),
+            crate::report::count(u64::from(plan.repetitions), "repetition"),
+            plan.repetitions
+        );
+    }
+    Ok(plan)
+}
+
+/// The plan's path as the workflow and the Job name it: as given, with `/` separators.
+fn plan_arg(p: &Path) -> String {
+    p.display().to_string().replace('\\', "/")
+}
+
+/// The merge's flags for CI.
+fn merge_flags(c: &CiCommon) -> String {
+    let mut f = String::new();
+    if c.fail_on_diff {
+        f.push_str(" --fail-on-diff");
+    }
+    if let Some(p) = c.fail_on_regression {
+        f.push_str(&format!(" --fail-on-regression {p}%"));
+    }
+    f
+}
+
+/// Single-quoted for a POSIX shell.
+fn sh(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:%".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn header(what: &str, c: &CiCommon) -> String {
+    format!(
+        "# Written by `bakeoff ci {what} {} --shards {}{}` ({}).\n# Generate it again after changing the plan; do not edit it by hand.\n",
+        plan_arg(&c.plan),
+        c.shards,
+        merge_flags(c),
+        crate::results::tool()
+    )
+}
+
+/// A GitHub Actions workflow: a matrix job per shard, then the merge.
+pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
+    let c = &a.common;
+    let plan = plan(c)?;
+    let n = c.shards;
+    let step = |name: &str, run: String| Y::map([("name", Y::str(name)), ("run", Y::str(run))]);
+    let checkout = Y::map([("uses", Y::str("actions/checkout@v4"))]);
+    let install = step("Install bakeoff", a.install.clone());
+    let mut shard_steps = vec![checkout.clone(), install.clone()];
+    for s in &a.setup {
+        shard_steps.push(step("Set up the contenders", s.clone()));
+    }
+    shard_steps.push(step(
+        &format!("Run shard ${{{{ matrix.shard }}}} of {n}"),
+        format!(
+            "bakeoff run {} --shard \"${{{{ matrix.shard }}}}/{n}\" --out \"results/shard-${{{{ matrix.shard }}}}\"",
+            sh(&plan_arg(&c.plan))
+        ),
+    ));
+    shard_steps.push(Y::map([
+        ("name", Y::str("Keep the shard's results")),
+        ("if", Y::str("always()")),
+        ("uses", Y::str("actions/upload-artifact@v4")),
+        (
+            "with",
+            Y::map([
+                ("name", Y::str("bakeoff-shard-${{ matrix.shard }}")),
+                ("path", Y::str("results/shard-${{ matrix.shard }}")),
+                ("if-no-files-found", Y::str("error")),
+            ]),
+        ),
+    ]));
+    let merge_steps = vec![
+        checkout,
+        install,
+        Y::map([
+            ("name", Y::str("Fetch every shard's results")),
+            ("uses", Y::str("actions/download-artifact@v4")),
+            (
+                "with",
+                Y::map([
+                    ("pattern", Y::str("bakeoff-shard-*")),
+                    ("path", Y::str("shards")),
+                ]),
+            ),
+        ]),
+        // `bakeoff merge` writes the report into the step summary itself.
+        step(
+            "Merge the shards",
+            format!("bakeoff merge shards/* --out merged{}", merge_flags(c)),
+        ),
+        Y::map([
+            ("name", Y::str("Keep the merged results and report")),
+            ("if", Y::str("always()")),
+            ("uses", Y::str("actions/upload-artifact@v4")),
+            (
+                "with",
+                Y::map([
+                    ("name", Y::str("bakeoff-merged")),
+                    ("path", Y::str("merged")),
+                ]),
+            ),
+        ]),
+    ];
+    let doc = Y::map([
+        ("name", Y::str(format!("bakeoff: {}", plan.name))),
+        // Quoted: YAML 1.1 readers take a bare `on` for `true`.
+        ("on", Y::map([("workflow_dispatch", Y::map::<&str>([]))])),
+        (
+            "jobs",
+            Y::map([
+                (
+                    "shard",
+                    Y::map([
+                        (
+                            "name",
+                            Y::str(format!("shard ${{{{ matrix.shard }}}} of {n}")),
+                        ),
+                        ("runs-on", Y::str(a.runs_on.clone())),
+                        (
+                            "strategy",
+                            Y::map([
+                                ("fail-fast", Y::Bool(false)),
+                                (
+                                    "matrix",
+                                    Y::map([(
+                                        "shard",
+                                        Y::List((1..=n).map(|k| Y::Int(k.into())).collect()),
+                                    )]),
+                                ),
+                            ]),
+                        ),
+                        ("steps", Y::List(shard_steps)),
+                    ]),
+                ),
+                (
+                    "merge",
+                    Y::map([
+                        ("needs", Y::str("shard")),
+                        // Also when a shard failed: the merge then says which is missing.
+                        ("if", Y::str("always()")),
+                        ("runs-on", Y::str(a.runs_on.clone())),
+                        ("steps", Y::List(merge_steps)),
+                    ]),
+                ),
+            ]),
+        ),
+    ]);
+    Ok(header("github", c) + &doc.to_yaml())
+}
+
+/// The Job's name: `bakeoff-` and the plan's name as a DNS label, short enough for the pods'
+/// host names (`NAME-INDEX`) to stay within 63 characters.
+pub fn k8s_name(plan_path: &Path) -> anyhow::Result<String> {
+    let plan = Plan::load(plan_path)?;
+    Ok(dns_name(&plan.name))
+}
+
+fn dns_name(name: &str) -> String {
+    let mut s: String = name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    let mut s = format!("bakeoff-{}", s.trim_matches('-'));
+    s.truncate(50);
+    s.trim_end_matches('-').to_string()
+}
+
+/// A Kubernetes Indexed Job running one shard per pod, and the Job that merges them:
+/// (job.yaml, merge.yaml).
+pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
+    let c = &a.common;
+    let plan = plan(c)?;
+    let n = c.shards;
+    let name = dns_name(&plan.name);
+    let claim = format!("{name}-results");
+    let cpus = match a.cpus {
+        Some(0) => bail!("--cpus 0: a pod needs at least one whole CPU"),
+        Some(x) => x,
+        None => plan.cores.as_ref().map_or(2, |cores| {
+            let mut all: Vec<usize> = cores.contender.iter().chain(&cores.load).copied().collect();
+            all.sort_unstable();
+            all.dedup();
+            all.len().max(1) as u32
+        }),
+    };
+    let parallelism = a.parallelism.unwrap_or(n).clamp(1, n);
+    let resources = || {
+        let r = || {
+            Y::map([
+                ("cpu", Y::str(cpus.to_string())),
+                ("memory", Y::str(a.memory.clone())),
+            ])
+        };
+        Y::map([("requests", r()), ("limits", r())])
+    };
+    let volume = || {
+        Y::List(vec![Y::map([
+            ("name", Y::str("results")),
+            (
+                "persistentVolumeClaim",
+                Y::map([("claimName", Y::str(claim.clone()))]),
+            ),
+        ])])
+    };
+    let mounts = || {
+        Y::List(vec![Y::map([
+            ("name", Y::str("results")),
+            ("mountPath", Y::str("/results")),
+        ])])
+    };
+    let labels = || {
+        Y::map([
+            ("app.kubernetes.io/name", Y::str("bakeoff")),
+            ("bakeoff/plan", Y::str(name.clone())),
+        ])
+    };
+    let meta = |n: &str| {
+        Y::map([
+            ("name", Y::str(n)),
+            ("namespace", Y::str(a.namespace.clone())),
+            ("labels", labels()),
+        ])
+    };
+    let mut claim_spec = vec![
+        ("accessModes", Y::List(vec![Y::str("ReadWriteMany")])),
+        (
+            "resources",
+            Y::map([("requests", Y::map([("storage", Y::str(a.storage.clone()))]))]),
+        ),
+    ];
+    if let Some(sc) = &a.storage_class {
+        claim_spec.push(("storageClassName", Y::str(sc.clone())));
+    }
+    let pvc = Y::map([
+        ("apiVersion", Y::str("v1")),
+        ("kind", Y::str("PersistentVolumeClaim")),
+        ("metadata", meta(&claim)),
+        ("spec", Y::map(claim_spec)),
+    ]);
+    let run = format!(
+        "exec bakeoff run {} --shards {n} --out \"/results/shard-$((JOB_COMPLETION_INDEX + 1))\"",
+        sh(&plan_arg(&c.plan))
+    );
+    let job = Y::map([
+        ("apiVersion", Y::str("batch/v1")),
+        ("kind", Y::str("Job")),
+        ("metadata", meta(&name)),
+        (
+            "spec",
+            Y::map([
+                ("completionMode", Y::str("Indexed")),
+                ("completions", Y::Int(n.into())),
+                ("parallelism", Y::Int(parallelism.into())),
+                // A shard that failed is reported by the merge; running it again on
+                // another node would mix machines within its block.
+                ("backoffLimit", Y::Int(0)),
+                (
+                    "template",
+                    Y::map([
+                        ("metadata", Y::map([("labels", labels())])),
+                        (
+                            "spec",
+                            Y::map([
+                                ("restartPolicy", Y::str("Never")),
+                                (
+                                    "affinity",
+                                    Y::map([(
+                                        "podAntiAffinity",
+                                        Y::map([(
+                                            "requiredDuringSchedulingIgnoredDuringExecution",
+                                            Y::List(vec![Y::map([
+                                                (
+                                                    "labelSelector",
+                                                    Y::map([(
+                                                        "matchLabels",
+                                                        Y::map([(
+                                                            "bakeoff/plan",
+                                                            Y::str(name.clone()),
+                                                        )]),
+                                                    )]),
+                                                ),
+                                                ("topologyKey", Y::str("kubernetes.io/hostname")),
+                                            ])]),
+                                        )]),
+                                    )]),
+                                ),
+                                (
+                                    "containers",
+                                    Y::List(vec![Y::map([
+                                        ("name", Y::str("shard")),
+                                        ("image", Y::str(a.image.clone())),
+                                        ("workingDir", Y::str(a.workdir.clone())),
+                                        (
+                                            "command",
+                                            Y::List(vec![Y::str("sh"), Y::str("-c"), Y::str(run)]),
+                                        ),
+                                        (
+                                            "env",
+                                            Y::List(vec![Y::map([
+                                                ("name", Y::str("BAKEOFF_MACHINE")),
+                                                (
+                                                    "valueFrom",
+                                                    Y::map([(
+                                                        "fieldRef",
+                                                        Y::map([(
+                                                            "fieldPath",
+                                                            Y::str("spec.nodeName"),
+                                                        )]),
+                                                    )]),
+                                                ),
+                                            ])]),
+                                        ),
+                                        ("resources", resources()),
+                                        ("volumeMounts", mounts()),
+                                    ])]),
+                                ),
+                                ("volumes", volume()),
+                            ]),
+                        ),
+                    ]),
+                ),
+            ]),
+        ),
+    ]);
+    let merge_cmd = format!(
+        "bakeoff merge /results/shard-* --out /results/merged{}",
+        merge_flags(c)
+    );
+    let merge = Y::map([
+        ("apiVersion", Y::str("batch/v1")),
+        ("kind", Y::str("Job")),
+        ("metadata", meta(&format!("{name}-merge"))),
+        (
+            "spec",
+            Y::map([
+                ("backoffLimit", Y::Int(0)),
+                (
+                    "template",
+                    Y::map([
+                        ("metadata", Y::map([("labels", labels())])),
+                        (
+                            "spec",
+                            Y::map([
+                                ("restartPolicy", Y::str("Never")),
+                                (
+                                    "containers",
+                                    Y::List(vec![Y::map([
+                                        ("name", Y::str("merge")),
+                                        ("image", Y::str(a.image.clone())),
+                                        ("workingDir", Y::str(a.workdir.clone())),
+                                        (
+                                            "command",
+                                            Y::List(vec![
+                                                Y::str("sh"),
+                                                Y::str("-c"),
+                                                Y::str(merge_cmd),
+                                            ]),
+                                        ),
+                                        ("volumeMounts", mounts()),
+                                    ])]),
+                                ),
+                                ("volumes", volume()),
+                            ]),
+                        ),
+                    ]),
+                ),
+            ]),
+        ),
+    ]);
+    let head = header("k8s", c);
+    let job_text = format!(
+        "{head}# The results claim and the Indexed Job: one pod per shard, each on its own node.\n{}---\n{}",
+        pvc.to_yaml(),
+        job.to_yaml()
+    );
+    let merge_text = format!(
+        "{head}# Apply once `{name}` has completed: merges /results/shard-* into /results/merged.\n{}",
+        merge.to_yaml()
+    );
+    Ok((job_text, merge_text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_names_are_dns_labels() {
+        assert_eq!(dns_name("etcd 3.4 vs 3.5"), "bakeoff-etcd-3-4-vs-3-5");
+        assert_eq!(dns_name("--A__b--"), "bakeoff-a-b");
+        let long = dns_name(&"x".repeat(100));
+        assert!(long.len() <= 50, "{long}");
+    }
+
+    #[test]
+    fn shell_words_are_quoted_when_needed() {
+        assert_eq!(sh("examples/etcd/plan.toml"), "examples/etcd/plan.toml");
+        assert_eq!(sh("my plan's.toml"), r"'my plan'\''s.toml'");
+    }
+}
