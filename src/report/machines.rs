@@ -131,9 +131,19 @@ pub fn verdicts(r: &Results, verdicts: &[PointVerdicts]) -> Option<Table> {
             .num("combined_ratio_hi", Some(main.ratio.hi));
         rows.push(row);
     }
+    let once = verdicts.iter().all(|v| {
+        v.machines
+            .iter()
+            .all(|(_, vs)| vs.iter().all(|x| x.ratio.repetitions < 2))
+    });
+    let note = if once {
+        "; one repetition per machine, so a machine's difference cannot be told from a fresh start's"
+    } else {
+        ""
+    };
     Some(Table {
         id: "verdicts-by-machine".into(),
-        title: "Verdicts by machine: each machine's paired ratio, and combined across machines (random effects, docs/scale-out.md)".into(),
+        title: format!("Verdicts by machine: each machine's paired ratio, and combined across machines (random effects, docs/scale-out.md{note})"),
         head,
         rows,
         data: Some(data),

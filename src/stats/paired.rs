@@ -204,15 +204,17 @@ pub fn knows_its_error(r: &Ratio) -> bool {
 /// error (the prediction interval of Higgins, Thompson & Spiegelhalter, "A re-evaluation of
 /// random-effects meta-analysis", *J. R. Stat. Soc. A* 172, 2009) — at the two-sided 5 %
 /// point Bonferroni-corrected for the number of parts, and by more than 5 %. The part with
-/// the largest |z| is returned. With one repetition per machine, machine and fresh start
-/// are the same thing; the others' spread is what keeps ordinary start-to-start variation
-/// from being called a machine's. `None` below three parts (with two, neither is "the odd
-/// one out") or when a part rests on one round (its own error is unknown).
+/// the largest |z| is returned. `None` below three parts (with two, neither is "the odd one
+/// out"), when a part rests on one round (its own error is unknown), or when a part rests on
+/// one repetition: then a machine and a fresh start are the same thing, and a machine's
+/// difference cannot be told from the ordinary start-to-start variation that every
+/// repetition shows (the combined interval still counts it, through the spread between
+/// machines).
 pub fn odd_one_out(parts: &[Ratio]) -> Option<(usize, f64)> {
     if parts.len() < 3
-        || parts
-            .iter()
-            .any(|r| !(r.ratio > 0.0 && r.ratio.is_finite() && knows_its_error(r)))
+        || parts.iter().any(|r| {
+            !(r.ratio > 0.0 && r.ratio.is_finite() && knows_its_error(r) && r.repetitions >= 2)
+        })
     {
         return None;
     }
@@ -507,7 +509,7 @@ mod tests {
             ratio,
             lo: ratio / (1.0 + pm),
             hi: ratio * (1.0 + pm),
-            repetitions: 1,
+            repetitions: 2,
             rounds: 10,
         }
     }
@@ -519,7 +521,7 @@ mod tests {
         // Three machines' errors together: ±3 % / √3 ≈ ±1.7 %, not each one's ±3 %.
         assert!((c.precision() - 0.0171).abs() < 0.001, "{c:?}");
         assert_eq!(c.call(0.01), Call::Lower);
-        assert_eq!((c.repetitions, c.rounds), (3, 30));
+        assert_eq!((c.repetitions, c.rounds), (6, 30));
         assert_eq!(
             odd_one_out(&[at(0.80, 0.03), at(0.81, 0.03), at(0.79, 0.03)]),
             None
@@ -560,8 +562,14 @@ mod tests {
         let (i, z) = odd_one_out(&parts).unwrap();
         assert_eq!(i, 2);
         assert!(z > 0.0, "{z}");
-        // Two machines cannot name an odd one.
+        // Two machines cannot name an odd one; nor can machines of one repetition each
+        // (machine and fresh start are one thing there).
         assert_eq!(odd_one_out(&parts[1..3]), None);
+        let once = parts.map(|r| Ratio {
+            repetitions: 1,
+            ..r
+        });
+        assert_eq!(odd_one_out(&once), None);
         // Nor can machines measured in one round each (their own error is unknown); their
         // combination is a t-interval over the machines.
         let one = |r: f64| Ratio {
