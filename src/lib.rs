@@ -22,3 +22,4 @@ pub mod rng;
 pub mod runner;
 pub mod stats;
 pub mod sys;
+pub mod units;

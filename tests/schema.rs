@@ -295,6 +295,17 @@ fn every_kind_of_finding_fits_the_report_schema() {
             share: 0.98,
             floor: true,
             contender_cores: Some(0.01),
+            check: Some(bakeoff::diagnose::StallCheck {
+                confirmed: Some(true),
+                place: "get [clients=1]".into(),
+                p50_before_us: 44_000,
+                p50_after_us: Some(80),
+                p99_before_us: 45_000,
+                p99_after_us: Some(200),
+                sockets: 2,
+                cleared_by_server: 1,
+                why: None,
+            }),
         },
         Finding::GeneratorSaturated {
             contender: "v2".into(),
@@ -478,5 +489,30 @@ requests = 50
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(merged.join("report/report.json")).unwrap())
             .unwrap();
+    assert_fits_schema(REPORT_SCHEMA, &report);
+}
+
+#[test]
+fn a_what_if_variant_and_a_confirmation_fit_the_schema() {
+    let dir = common::TempDir::new("schema-whatif");
+    let plan = format!(
+        "name = \"schema what-if\"\nrepetitions = 1\n{}what_if = [\"nodelay\"]\n\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nclients = 1\nrequests = 30\n",
+        common::faulty_contender("floor", "nagle", 0),
+    );
+    let run = common::run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let v = &run.results;
+    let runs = v["runs"].as_array().unwrap();
+    assert!(runs.iter().any(|r| r["what_if"].is_object()), "{v}");
+    assert!(
+        runs.iter()
+            .any(|r| r["confirmations"].as_array().is_some_and(|c| !c.is_empty())),
+        "{v}"
+    );
+    assert_fits_schema(RESULTS_SCHEMA, v);
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.out_dir.join("report/report.json")).unwrap(),
+    )
+    .unwrap();
     assert_fits_schema(REPORT_SCHEMA, &report);
 }

@@ -16,10 +16,30 @@ pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     let client = args.target.build(false)?;
     install_interrupt_handler();
     let mut bar = report::progress::Bar::new(std::io::stderr().is_terminal());
-    let result = client.run(&cfg, &mut |p| {
+    let mut progress = |p| {
         bar.update(p);
         load::Flow::Continue
-    });
+    };
+    let result = match args.pid.filter(|_| args.what_if.is_some()) {
+        None => client.run(&cfg, &mut progress),
+        Some(pid) => {
+            use crate::contender::nodelay;
+            let port = args.target.call()?.1.addr.port();
+            let pids = nodelay::with_children(pid);
+            let what = format!("pid {pid}");
+            let mut forced = nodelay::force(&pids, &[port], false, &what);
+            let mut session = client.open(&cfg)?;
+            forced.merge(nodelay::force(&pids, &[port], true, &what));
+            eprintln!("bakeoff: what-if nodelay: {}", forced.summary());
+            if forced.sockets.is_empty() {
+                bail!(
+                    "--what-if nodelay: nothing was forced, so nothing would be measured: {}",
+                    forced.problems.join("; ")
+                );
+            }
+            session.run(args.stop(), args.warmup(), &mut progress)
+        }
+    };
     bar.finish();
     let result = result?;
     if args.json {
@@ -102,6 +122,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         only: args.only.clone(),
         scenarios: args.scenarios.clone(),
         shard: args.shard()?,
+        what_if: args.what_if.iter().map(|w| w.name().to_string()).collect(),
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;

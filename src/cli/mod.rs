@@ -235,6 +235,15 @@ pub struct RunArgs {
     /// the K-th; `bakeoff merge` joins the shards (docs/scale-out.md).
     #[arg(long = "shard", value_name = "K/N", value_parser = parse_shard, conflicts_with_all = ["resume", "shards"])]
     pub shard: Option<crate::results::Shard>,
+    /// Run a what-if variant of every contender compared: `nodelay` runs NAME+nodelay, the
+    /// same build with TCP_NODELAY forced on its sockets from outside (docs/what-if.md).
+    #[arg(
+        long = "what-if",
+        value_name = "WHAT",
+        value_enum,
+        conflicts_with = "resume"
+    )]
+    pub what_if: Vec<WhatIfArg>,
     /// Cut the plan into N shards and run the one $JOB_COMPLETION_INDEX names (a Kubernetes
     /// Indexed Job; index 0 is shard 1). Also read from $BAKEOFF_SHARDS.
     #[arg(long = "shards", value_name = "N", conflicts_with = "resume")]
@@ -579,6 +588,28 @@ pub struct LoadArgs {
     /// `http_req_failed: rate<0.01`).
     #[arg(long = "max-failures", value_name = "SHARE", value_parser = parse_share_arg)]
     pub max_failures: Option<f64>,
+    /// What if the server set TCP_NODELAY: force it on the sockets of --pid from outside
+    /// (its listening socket on the target's port, and its side of each connection once
+    /// the clients have connected, before anything is sent), then measure.
+    #[arg(long = "what-if", value_name = "WHAT", value_enum, requires = "pid")]
+    pub what_if: Option<WhatIfArg>,
+    /// The server's process for --what-if (and its children): only a PID you name.
+    #[arg(long = "pid", value_name = "PID", requires = "what_if")]
+    pub pid: Option<i32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhatIfArg {
+    /// TCP_NODELAY on: no Nagle delay of small writes.
+    Nodelay,
+}
+
+impl WhatIfArg {
+    pub fn name(self) -> &'static str {
+        match self {
+            WhatIfArg::Nodelay => "nodelay",
+        }
+    }
 }
 
 /// `1%` or `0.5%` → a share of calls.
@@ -744,12 +775,20 @@ impl TargetArgs {
 }
 
 impl LoadArgs {
-    pub fn config(&self) -> anyhow::Result<LoadConfig> {
-        let stop = match (self.requests, self.duration) {
+    pub fn stop(&self) -> Stop {
+        match (self.requests, self.duration) {
             (Some(n), _) => Stop::Count(n),
             (None, Some(d)) => Stop::Duration(d),
             (None, None) => Stop::Count(200),
-        };
+        }
+    }
+
+    pub fn warmup(&self) -> Duration {
+        self.warmup.unwrap_or(Duration::ZERO)
+    }
+
+    pub fn config(&self) -> anyhow::Result<LoadConfig> {
+        let stop = self.stop();
         let pacing = match self.rate {
             Some(rate) => Pacing::Open { rate },
             None => Pacing::Closed,
@@ -758,7 +797,7 @@ impl LoadArgs {
         if let Some(c) = self.cpus.iter().find(|c| !allowed.contains(c)) {
             bail!("--cpus: CPU {c} is not available to this process (it may use {allowed:?})");
         }
-        let warmup = self.warmup.unwrap_or(Duration::ZERO);
+        let warmup = self.warmup();
         let threads = if self.threads == 0 && !self.cpus.is_empty() {
             self.cpus.len()
         } else {

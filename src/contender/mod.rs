@@ -7,6 +7,7 @@ pub mod guard;
 pub mod leftovers;
 mod logcap;
 mod member;
+pub mod nodelay;
 pub mod probe;
 mod spawn;
 pub mod usage;
@@ -680,6 +681,25 @@ impl Running {
     /// switches): read at the edges of a measured window, see `usage::Cost`.
     pub fn cost(&self) -> usage::Cost {
         self.sampler.exact()
+    }
+
+    /// Forces TCP_NODELAY on the contender's listening sockets on its ports, or with
+    /// `established` on its side of the connections it accepted there (for servers that
+    /// clear the option on each connection), see [`nodelay`].
+    pub fn force_nodelay(&self, established: bool) -> nodelay::Forced {
+        let mut ports: Vec<u16> = self.ports.values().copied().collect();
+        // Endpoints with a fixed port (no `{port}` placeholder) are the member's too.
+        for e in &self.endpoints {
+            if let Some(p) = e
+                .rsplit_once(':')
+                .and_then(|(_, p)| p.split('/').next()?.parse::<u16>().ok())
+            {
+                ports.push(p);
+            }
+        }
+        ports.sort_unstable();
+        ports.dedup();
+        nodelay::force(&self.sampler.pids(), &ports, established, &self.name)
     }
 
     /// Seconds since the first member was spawned.

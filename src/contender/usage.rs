@@ -102,6 +102,12 @@ impl Sampler {
         self.pgids.lock().expect("sampler lock").push(pgid);
     }
 
+    /// The processes of the groups, read now.
+    pub fn pids(&self) -> Vec<i32> {
+        sample(&groups(&self.pgids), &self.seen);
+        self.seen.lock().expect("sampler lock").pids.clone()
+    }
+
     /// Reads the groups now and returns the totals so far.
     pub fn now(&self) -> Usage {
         sample(&groups(&self.pgids), &self.seen);

@@ -9,15 +9,15 @@ use std::fmt;
 
 use serde::Serialize;
 
+#[cfg(test)]
 use hdrhistogram::Histogram;
 
-use crate::load::LoadResult;
 use crate::results::Results;
 use crate::stats::Sample;
 
-/// The band where a Nagle + delayed-ACK stall lands: Linux's delayed-ACK minimum is 40 ms,
-/// ~44 ms seen on this machine; a little either side for scheduling.
-pub const STALL_BAND_US: (u64, u64) = (38_000, 52_000);
+#[cfg(test)]
+use crate::load::stall::stall_in;
+pub use crate::load::stall::{stall_band, STALL_BAND_US};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -45,6 +45,9 @@ pub enum Finding {
         /// The contender's CPU use over those points (cores; its CPU is measured over warm-up
         /// and measurement), when known.
         contender_cores: Option<f64>,
+        /// What measuring a point again with TCP_NODELAY forced showed (plan `confirm`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        check: Option<StallCheck>,
     },
     /// The load generator's threads were busy (running or waiting for a CPU) most of the
     /// time: the figure measures it.
@@ -113,6 +116,26 @@ pub enum Finding {
     },
 }
 
+/// A stall-band point measured again with TCP_NODELAY forced on the contender's sockets.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StallCheck {
+    /// `Some(true)`: the band went away (Nagle + delayed ACK); `Some(false)`: it stayed
+    /// (something else holds the answers); `None`: it could not be forced.
+    pub confirmed: Option<bool>,
+    /// The point it was measured again at.
+    pub place: String,
+    pub p50_before_us: u64,
+    pub p50_after_us: Option<u64>,
+    pub p99_before_us: u64,
+    pub p99_after_us: Option<u64>,
+    /// Sockets the option was set on (listening and established).
+    pub sockets: usize,
+    /// Established sockets the server had turned the option off on after accepting them.
+    pub cleared_by_server: usize,
+    /// Why it could not be forced, or the measurement's error.
+    pub why: Option<String>,
+}
+
 /// One value of a machine property and the repetitions (`contender #N`) that saw it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Seen {
@@ -140,6 +163,7 @@ impl fmt::Display for Finding {
                 share,
                 floor,
                 contender_cores,
+                check,
             } => {
                 let idle = contender_cores
                     .map(|c| format!(" while its CPU was {:.0}% busy", c * 100.0))
@@ -152,11 +176,45 @@ impl fmt::Display for Finding {
                 } else {
                     format!("{contender}: {:.1}% of its calls take 40–50 ms with almost none between its usual latency and that band{idle}", share * 100.0)
                 };
-                write!(
-                    f,
-                    "{what} — looks like Nagle + delayed ACK: the server does not set TCP_NODELAY (seen in {})",
-                    places.join(", ")
-                )
+                let seen = places.join(", ");
+                let Some(c) = check else {
+                    return write!(
+                        f,
+                        "{what} — looks like Nagle + delayed ACK: the server does not set TCP_NODELAY (seen in {seen})"
+                    );
+                };
+                let us = crate::units::fmt_us;
+                let after = |v: Option<u64>| v.map_or("—".into(), |v| us(v as f64));
+                let moved = format!(
+                    "p50 {} → {}, p99 {} → {} at {}",
+                    us(c.p50_before_us as f64),
+                    after(c.p50_after_us),
+                    us(c.p99_before_us as f64),
+                    after(c.p99_after_us),
+                    c.place
+                );
+                let cleared = if c.cleared_by_server > 0 {
+                    format!("; the server turned the option off itself on {} of the connections it accepted, so it must be set on each connection, not only on the listener", c.cleared_by_server)
+                } else {
+                    String::new()
+                };
+                match c.confirmed {
+                    Some(true) => write!(
+                        f,
+                        "{what} — Nagle + delayed ACK, **confirmed**: with TCP_NODELAY forced from outside on {} of its sockets, {moved}{cleared} (seen in {seen})",
+                        c.sockets
+                    ),
+                    Some(false) => write!(
+                        f,
+                        "{what} — **not** Nagle: with TCP_NODELAY forced from outside on {} of its sockets the band stayed ({moved}); something else holds the answers — a timer, a batch interval, a slow dependency (seen in {seen})",
+                        c.sockets
+                    ),
+                    None => write!(
+                        f,
+                        "{what} — looks like Nagle + delayed ACK, but forcing TCP_NODELAY to check it failed: {} (seen in {seen})",
+                        c.why.as_deref().unwrap_or("no socket was found")
+                    ),
+                }
             }
             Finding::GeneratorSaturated {
                 contender,
@@ -275,33 +333,6 @@ impl Default for Limits {
     }
 }
 
-/// Calls in the stall band and calls in all, when the band stands apart: either a floor (the
-/// median in the band with at least half the calls) or a tail separated from the main mode
-/// by a (nearly) empty gap. A distribution whose body reaches the band — a server queueing
-/// under load — is neither.
-pub fn stall_band(l: &LoadResult) -> Option<(u64, u64)> {
-    stall_in(&l.latency_us.histogram().ok()?)
-}
-
-fn stall_in(h: &Histogram<u64>) -> Option<(u64, u64)> {
-    if h.is_empty() {
-        return None;
-    }
-    let (lo, hi) = STALL_BAND_US;
-    let band = h.count_between(lo, hi);
-    let p50 = h.value_at_quantile(0.5);
-    if p50 >= lo {
-        return (p50 <= hi && band * 2 >= h.len()).then_some((band, h.len()));
-    }
-    // The gap: from twice the median (or 10 ms, whichever is larger) up to the band.
-    let gap_lo = (2 * p50).max(10_000);
-    if gap_lo >= lo {
-        return None;
-    }
-    let gap = h.count_between(gap_lo, lo - 1);
-    (band > 0 && gap * 4 <= band).then_some((band, h.len()))
-}
-
 /// The contender's CPU use at a point as a share of the CPUs it could use, when known.
 fn contender_busy(
     r: &Results,
@@ -326,13 +357,13 @@ type Failing = (Vec<String>, u64, u64, BTreeMap<String, u64>);
 pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
     let mut out = Vec::new();
     // First: points where most calls failed, per contender.
-    let mut failing: BTreeMap<&str, Failing> = BTreeMap::new();
+    let mut failing: BTreeMap<String, Failing> = BTreeMap::new();
     for run in &r.runs {
         for p in &run.points {
             let Some(l) = p.load.as_ref().filter(|l| l.mostly_failed()) else {
                 continue;
             };
-            let e = failing.entry(&run.id.contender).or_default();
+            let e = failing.entry(run.id.subject()).or_default();
             let place = p.id.to_string();
             if !e.0.contains(&place) {
                 e.0.push(place);
@@ -363,7 +394,7 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
         });
     }
     // Stall band, per contender over all its points.
-    let mut per: BTreeMap<&str, Stalls> = BTreeMap::new();
+    let mut per: BTreeMap<String, Stalls> = BTreeMap::new();
     for run in &r.runs {
         for p in &run.points {
             let Some(l) = &p.load else { continue };
@@ -374,7 +405,7 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
             if let Some((band, total)) = stall_band(l).filter(|_| idle) {
                 let share = band as f64 / total as f64;
                 if share >= limits.stall_share {
-                    let e = per.entry(&run.id.contender).or_insert(Stalls {
+                    let e = per.entry(run.id.subject()).or_insert(Stalls {
                         floor: true,
                         ..Stalls::default()
                     });
@@ -390,7 +421,7 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
             }
             if l.generator.utilization >= limits.saturated {
                 let f = Finding::GeneratorSaturated {
-                    contender: run.id.contender.clone(),
+                    contender: run.id.subject(),
                     place,
                     utilization: l.generator.utilization,
                     contender_cores: p
@@ -412,6 +443,7 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
                 share: s.band as f64 / s.total as f64,
                 floor: s.floor,
                 contender_cores: (s.secs > 0.0 && s.cpu_s > 0.0).then(|| s.cpu_s / s.secs),
+                check: stall_check(r, &c),
                 places: s.places,
             },
         );
@@ -419,12 +451,12 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
     out.extend(stolen(r, limits));
     // Noisy repetitions, per contender. Not for paired runs: there the variation between
     // repetitions is inside every verdict's interval (the bootstrap resamples repetitions).
-    let mut rates: BTreeMap<&str, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    let mut rates: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
     for run in r.runs.iter().filter(|_| r.paired.is_none()) {
         for p in &run.points {
             if let Some(l) = &p.load {
                 rates
-                    .entry(&run.id.contender)
+                    .entry(run.id.subject())
                     .or_default()
                     .entry(p.id.to_string())
                     .or_default()
@@ -507,6 +539,46 @@ fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
         worst,
         mean_share: hit.iter().map(|h| h.0).sum::<f64>() / hit.len() as f64,
     })
+}
+
+/// The first confirmation of `contender`'s stall points, against that point's own figures:
+/// one that confirmed first, else one that did not, else one that could not be checked.
+fn stall_check(r: &Results, contender: &str) -> Option<StallCheck> {
+    let mut all = Vec::new();
+    for run in r.runs.iter().filter(|x| x.id.is(contender)) {
+        for c in &run.confirmations {
+            let Some(before) = run
+                .points
+                .iter()
+                .find(|p| p.id == c.point)
+                .and_then(|p| p.load.as_ref())
+            else {
+                continue;
+            };
+            let after = c.load.as_ref();
+            let why = c
+                .error
+                .clone()
+                .or_else(|| (!c.forced.took()).then(|| c.forced.problems.join("; ")));
+            all.push(StallCheck {
+                confirmed: c.confirmed,
+                place: c.point.to_string(),
+                p50_before_us: before.latency_us.p50,
+                p50_after_us: after.map(|l| l.latency_us.p50),
+                p99_before_us: before.latency_us.p99,
+                p99_after_us: after.map(|l| l.latency_us.p99),
+                sockets: c.forced.listeners + c.forced.established,
+                cleared_by_server: c.forced.cleared_by_server,
+                why: why.filter(|w| !w.is_empty()),
+            });
+        }
+    }
+    let rank = |c: &StallCheck| match c.confirmed {
+        Some(true) => 0,
+        Some(false) => 1,
+        None => 2,
+    };
+    all.into_iter().min_by_key(rank)
 }
 
 /// Repetitions whose recorded machine differs in host, CPU model or CPUs.

@@ -6,6 +6,7 @@ pub mod pacing;
 pub mod recorder;
 pub mod result;
 mod session;
+pub mod stall;
 mod worker;
 
 use std::sync::Arc;

@@ -123,6 +123,30 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
     }) {
         return Err(loc.at(0..0, format!("`{}` is a noise instance of a noise instance; point `noise_of` at the real contender", k.name)));
     }
+    // What-if variants, each right after its contender.
+    let mut with_variants: Vec<(String, Spanned<String>)> = Vec::new();
+    for (k, rc) in contenders.iter().zip(&raw.contenders) {
+        for w in &rc.get_ref().what_if {
+            if !super::WHAT_IFS.contains(&w.get_ref().as_str()) {
+                let hint = did_you_mean(w.get_ref(), super::WHAT_IFS.iter().copied());
+                return Err(c.at(
+                    w,
+                    format!(
+                        "`what_if`: `{}` is not a what-if bakeoff knows{hint} (it knows {}: TCP_NODELAY forced on the contender's sockets from outside)",
+                        w.get_ref(),
+                        super::WHAT_IFS.join(", ")
+                    ),
+                ));
+            }
+            if k.noise_of.is_some() {
+                return Err(c.at(w, "`what_if` on a noise instance: it only answers the compat cases; put it on the contender it is a noise instance of"));
+            }
+            with_variants.push((k.name.clone(), w.clone()));
+        }
+    }
+    for (of, w) in with_variants {
+        super::add_variant(&mut contenders, &of, w.get_ref()).map_err(|e| c.at(&w, e))?;
+    }
 
     let mut scenarios = Vec::new();
     for rs in &raw.scenarios {
@@ -220,6 +244,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
                 Err(e) => return Err(c.at(l, format!("`log_limit`: {e}"))),
             },
         },
+        confirm: raw.confirm.unwrap_or(true),
     })
 }
 
@@ -433,6 +458,7 @@ impl Checker<'_> {
             dir,
             noise_of: None,
             leader,
+            variant: None,
         })
     }
 

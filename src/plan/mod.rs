@@ -37,6 +37,9 @@ pub struct Plan {
     pub compat: Vec<CompatSet>,
     /// Each member log's size limit: the first half as it came, then a rolling tail.
     pub log_limit: u64,
+    /// Points whose calls sit in the ~40 ms band are measured again at the end of their
+    /// repetition with TCP_NODELAY forced on the contender (docs/what-if.md).
+    pub confirm: bool,
 }
 
 /// `[[compat]]`: one call made with many requests; every contender gets every request and
@@ -219,6 +222,58 @@ pub struct Contender {
     pub noise_of: Option<String>,
     /// Passes on the member that currently leads, for `target = "leader"`.
     pub leader: Option<Probe>,
+    /// A what-if variant of another contender (`NAME+nodelay`): the same build, run exactly
+    /// like it, with the option forced once ready.
+    pub variant: Option<Variant>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// The contender it is a variant of.
+    pub of: String,
+    /// `nodelay`.
+    pub what: String,
+}
+
+/// The what-ifs bakeoff can run (docs/what-if.md).
+pub const WHAT_IFS: [&str; 1] = ["nodelay"];
+
+/// Adds the what-if variant `what` of contender `of` right after it (and after its other
+/// variants): `NAME+what`, compared against `NAME`. Nothing when it is there already.
+pub fn add_variant(contenders: &mut Vec<Contender>, of: &str, what: &str) -> Result<(), String> {
+    if !WHAT_IFS.contains(&what) {
+        return Err(format!(
+            "`{what}` is not a what-if bakeoff knows; it knows {}",
+            WHAT_IFS.join(", ")
+        ));
+    }
+    let name = format!("{of}+{what}");
+    if contenders.iter().any(|c| c.name == name) {
+        return Ok(());
+    }
+    let at = contenders
+        .iter()
+        .rposition(|c| c.name == of || c.variant.as_ref().is_some_and(|v| v.of == of))
+        .ok_or_else(|| format!("no contender is named `{of}`"))?;
+    let orig = &contenders[at];
+    if orig.noise_of.is_some() {
+        return Err(format!(
+            "`{of}` is a noise instance (it only answers compat cases): it has no what-if"
+        ));
+    }
+    let mut v = contenders
+        .iter()
+        .find(|c| c.name == of)
+        .expect("found above")
+        .clone();
+    v.name = name;
+    v.baseline = Some(of.to_string());
+    v.variant = Some(Variant {
+        of: of.to_string(),
+        what: what.to_string(),
+    });
+    contenders.insert(at + 1, v);
+    Ok(())
 }
 
 /// The members in the order they can start: each after the members its `after` names, else
@@ -729,7 +784,9 @@ impl Plan {
                 return Err(unknown("--only", n, names));
             }
             self.contenders.retain(|c| {
-                only.contains(&c.name) || c.noise_of.as_ref().is_some_and(|t| only.contains(t))
+                only.contains(&c.name)
+                    || c.noise_of.as_ref().is_some_and(|t| only.contains(t))
+                    || c.variant.as_ref().is_some_and(|v| only.contains(&v.of))
             });
             let kept: Vec<String> = self.contenders.iter().map(|c| c.name.clone()).collect();
             for c in &mut self.contenders {
@@ -758,11 +815,36 @@ impl Plan {
         Ok(self)
     }
 
+    /// Adds the what-if variant `what` of contender `of` (see [`add_variant`]).
+    pub fn with_variant(&mut self, of: &str, what: &str) -> Result<(), String> {
+        add_variant(&mut self.contenders, of, what)
+    }
+
+    /// `--what-if WHAT`: the variant of every contender compared (not noise instances, not
+    /// variants).
+    pub fn with_what_if(mut self, what: &[String]) -> Result<Plan, String> {
+        for w in what {
+            let names: Vec<String> = self
+                .contenders
+                .iter()
+                .filter(|c| c.noise_of.is_none() && c.variant.is_none())
+                .map(|c| c.name.clone())
+                .collect();
+            for n in names {
+                self.with_variant(&n, w)
+                    .map_err(|e| format!("--what-if {w}: {e}"))?;
+            }
+        }
+        Ok(self)
+    }
+
     /// The plan cut down to check it in seconds: one repetition, and every point of every
     /// scenario (every target, key size and file it names is tried) at one request per
     /// client — an open-loop point at a rate that sends them within its second.
     pub fn smoke(mut self) -> Plan {
         self.repetitions = 1;
+        // A smoke run checks the plan; its one-call points are no evidence either way.
+        self.confirm = false;
         for s in &mut self.scenarios {
             let most = s.points.iter().map(|p| p.clients).max().unwrap_or(1);
             s.stop = Stop::Count(most as u64);

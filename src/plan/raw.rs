@@ -25,6 +25,8 @@ pub struct RawPlan {
     pub proto_include: Vec<String>,
     /// Each member log's size limit, e.g. `"16MiB"`.
     pub log_limit: Option<Spanned<String>>,
+    /// Measure points with a ~40 ms stall again with TCP_NODELAY forced [default: true].
+    pub confirm: Option<bool>,
     #[serde(rename = "contender", default, skip_serializing_if = "is_empty")]
     pub contenders: Vec<Spanned<RawContender>>,
     #[serde(rename = "scenario", default, skip_serializing_if = "is_empty")]
@@ -186,6 +188,9 @@ pub struct RawContender {
     pub noise_of: Option<Spanned<String>>,
     /// For `target = "leader"`: passes on the member that leads (asked of each member).
     pub leader: Option<Spanned<RawProbe>>,
+    /// What-if variants run beside it, e.g. `["nodelay"]`: `NAME+nodelay`.
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub what_if: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -156,7 +156,7 @@ pub(super) fn summary(r: &Results) -> Vec<String> {
 fn capacities<'a>(r: &'a Results, contender: &str, id: &PointId) -> Vec<(u32, &'a CapacityRun)> {
     r.runs
         .iter()
-        .filter(|x| x.id.contender == contender)
+        .filter(|x| x.id.is(contender))
         .flat_map(|x| {
             x.points
                 .iter()

@@ -32,12 +32,14 @@ pub fn from_results(r: &Results) -> Vec<CompatReport> {
             bases.push(b);
         }
     }
-    let answers: Vec<(&str, &[crate::results::CompatAnswer])> = r
+    let answers: Vec<(String, &[crate::results::CompatAnswer])> = r
         .runs
         .iter()
         .filter(|run| run.id.repetition == 1)
-        .map(|run| (run.id.contender.as_str(), run.compat.as_slice()))
+        .map(|run| (run.id.subject(), run.compat.as_slice()))
         .collect();
+    let answers: Vec<(&str, &[crate::results::CompatAnswer])> =
+        answers.iter().map(|(n, a)| (n.as_str(), *a)).collect();
     bases
         .into_iter()
         .map(|b| {

@@ -74,7 +74,7 @@ pub fn render(a: &Analysis) -> String {
     for run in &r.runs {
         for p in &run.points {
             if let Some(t) = p.load.as_ref().and_then(|l| l.tls.as_deref()) {
-                tls.insert(format!("{}: {t}", run.id.contender));
+                tls.insert(format!("{}: {t}", run.id.subject()));
             }
         }
     }

@@ -17,30 +17,7 @@ pub mod tables;
 pub mod terminal;
 pub mod verdicts;
 
-/// Formats microseconds with a unit a reader can take in at a glance.
-pub fn fmt_us(us: f64) -> String {
-    if us < 1_000.0 {
-        format!("{us:.0} µs")
-    } else if us < 10_000.0 {
-        format!("{:.2} ms", us / 1e3)
-    } else if us < 1_000_000.0 {
-        format!("{:.1} ms", us / 1e3)
-    } else {
-        format!("{:.2} s", us / 1e6)
-    }
-}
-
-/// `1 repetition`, `3 repetitions`: a count with its noun, singular for one.
-pub fn count(n: impl Into<u64>, noun: &str) -> String {
-    let n = n.into();
-    if n == 1 {
-        format!("1 {noun}")
-    } else if let Some(stem) = noun.strip_suffix('y') {
-        format!("{n} {stem}ies")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
+pub use crate::units::{count, fmt_us};
 
 /// A relative change in whole percent, `+12%`, `-5%`; a change that rounds to nothing is
 /// `±0%`, never `-0%`.

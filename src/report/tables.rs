@@ -171,7 +171,7 @@ pub(super) fn startup(r: &Results) -> Table {
     let mut rows = Vec::new();
     let mut data = Data::default();
     for c in &r.contenders {
-        let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.contender == c.name).collect();
+        let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.is(&c.name)).collect();
         let started: Vec<_> = runs.iter().filter_map(|x| x.startup.as_ref()).collect();
         let pick = |f: &dyn Fn(&Run) -> Option<f64>| -> Vec<f64> {
             runs.iter().filter_map(|x| f(x)).collect()
@@ -280,7 +280,7 @@ pub(super) fn members(r: &Results) -> Option<Table> {
     let mut rows = Vec::new();
     let mut data = Data::default();
     for c in &r.contenders {
-        let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.contender == c.name).collect();
+        let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.is(&c.name)).collect();
         for m in &c.members {
             let of = |f: &dyn Fn(&crate::results::MemberStartup) -> f64| -> Vec<f64> {
                 runs.iter()

@@ -220,7 +220,7 @@ fn blocks<'a>(
     let find = |who: &str, block: u32| {
         r.runs
             .iter()
-            .filter(|x| x.id.contender == who && x.block == Some(block))
+            .filter(|x| x.id.is(who) && x.block == Some(block))
             .find_map(|x| {
                 let p = x
                     .points

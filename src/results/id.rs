@@ -33,6 +33,18 @@ impl RunId {
         }
     }
 
+    /// Whether this is a run of `name` as the plan's contenders are named: `v1`, or
+    /// `v1+nodelay` for the variant.
+    pub fn is(&self, name: &str) -> bool {
+        match &self.variant {
+            None => self.contender == name,
+            Some(v) => name
+                .strip_prefix(self.contender.as_str())
+                .and_then(|rest| rest.strip_prefix('+'))
+                .is_some_and(|rest| rest == v),
+        }
+    }
+
     /// The name the contender (with its variant) is shown as: `etcd-3.5` or `v1+nodelay`.
     pub fn subject(&self) -> String {
         match &self.variant {
@@ -243,6 +255,8 @@ mod tests {
         r.variant = Some("nodelay".into());
         r.shard = Some(3);
         assert_eq!(r.subject(), "v1+nodelay");
+        assert!(r.is("v1+nodelay") && !r.is("v1") && !r.is("v1+") && !r.is("v1+nodelayx"));
+        assert!(RunId::new("v1", 1).is("v1") && !RunId::new("v1", 1).is("v1+nodelay"));
         assert_eq!(r.to_string(), "v1+nodelay repetition 2 (shard 3)");
     }
 }

@@ -145,7 +145,7 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
     let position = |name: &str| out.contenders.iter().position(|c| c.name == name);
     let sequential = out.order == "sequential";
     let key = |r: &super::Run| {
-        let (c, rep) = (position(&r.id.contender), r.id.repetition);
+        let (c, rep) = (position(&r.id.subject()), r.id.repetition);
         let (a, b) = if sequential {
             (c.unwrap_or(usize::MAX), rep as usize)
         } else {

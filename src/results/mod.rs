@@ -210,6 +210,16 @@ pub struct ContenderInfo {
     /// Set for a second instance of another contender's build, run only for compat noise.
     #[serde(default)]
     pub noise_of: Option<String>,
+    /// A what-if variant (`v1+nodelay`): the contender it is a variant of, and what.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<VariantInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct VariantInfo {
+    pub of: String,
+    /// `nodelay`.
+    pub what: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -264,6 +274,75 @@ pub struct Run {
     /// in results written before 0.2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// A what-if variant (`what_if = ["nodelay"]`): what forcing did over the repetition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what_if: Option<WhatIf>,
+    /// Points whose calls sat in the ~40 ms band, measured again at the end of the
+    /// repetition with TCP_NODELAY forced (plan `confirm`, on by default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmations: Vec<Confirmation>,
+}
+
+/// What forcing a socket option did to a contender's sockets.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct WhatIf {
+    /// `nodelay`.
+    pub what: String,
+    /// Listening sockets the option was set on (connections accepted later inherit it).
+    pub listeners: usize,
+    /// Established sockets it was set on, just before load was sent over them.
+    pub established: usize,
+    /// Of those, the ones the server had turned the option off on after accepting them.
+    pub cleared_by_server: usize,
+    /// Why it could not be forced everywhere (no permission, no listening socket, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+impl WhatIf {
+    pub fn nodelay() -> WhatIf {
+        WhatIf {
+            what: "nodelay".into(),
+            ..WhatIf::default()
+        }
+    }
+
+    /// Counts one forcing: listening and established sockets set, established ones the
+    /// server had cleared, and what went wrong.
+    pub fn add(
+        &mut self,
+        listeners: usize,
+        established: usize,
+        cleared: usize,
+        problems: &[String],
+    ) {
+        self.listeners += listeners;
+        self.established += established;
+        self.cleared_by_server += cleared;
+        for p in problems {
+            if !self.problems.contains(p) {
+                self.problems.push(p.clone());
+            }
+        }
+    }
+
+    /// Whether the option reached any socket.
+    pub fn took(&self) -> bool {
+        self.listeners + self.established > 0
+    }
+}
+
+/// A point measured again with TCP_NODELAY forced, to confirm a ~40 ms stall is Nagle.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Confirmation {
+    pub point: PointId,
+    pub forced: WhatIf,
+    /// The measurement with the option forced.
+    pub load: Option<LoadResult>,
+    pub error: Option<String>,
+    /// `Some(true)`: the band is gone with the option on (it was Nagle); `Some(false)`: it
+    /// stayed (something else holds the answers); `None`: it could not be checked.
+    pub confirmed: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -515,7 +594,7 @@ impl Results {
         let s: Vec<&Startup> = self
             .runs
             .iter()
-            .filter(|x| x.id.contender == contender)
+            .filter(|x| x.id.is(contender))
             .filter_map(|x| x.startup.as_ref())
             .collect();
         let median = |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
@@ -533,7 +612,7 @@ impl Results {
     ) -> impl Iterator<Item = &'a PointRun> + 'a {
         self.runs
             .iter()
-            .filter(move |x| x.id.contender == contender)
+            .filter(move |x| x.id.is(contender))
             .flat_map(|x| &x.points)
             .filter(move |p| p.id == *point)
     }

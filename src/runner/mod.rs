@@ -10,6 +10,7 @@ mod paired;
 mod preflight;
 mod ramps;
 mod setup;
+mod whatif;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
@@ -45,6 +46,8 @@ pub struct RunOptions {
     pub scenarios: Vec<String>,
     /// `--shard K/N`: only the repetitions of shard K (docs/scale-out.md).
     pub shard: Option<results::Shard>,
+    /// `--what-if nodelay`: a variant of every contender compared (docs/what-if.md).
+    pub what_if: Vec<String>,
 }
 
 /// What a finished (or interrupted) bake-off leaves: its directory and results.
@@ -120,7 +123,7 @@ pub fn run(
         results
             .runs
             .iter()
-            .any(|r| r.id.contender == *name && r.id.repetition == repetition)
+            .any(|r| r.id.is(name) && r.id.repetition == repetition)
     };
     if plan.order == Order::Paired {
         for repetition in 1..=plan.repetitions {
@@ -220,6 +223,7 @@ impl Ctx<'_> {
         };
         if live.serves(self.plan, results) {
             self.serve(&mut live, results, rep)?;
+            self.confirm_stalls(&mut live, results, rep)?;
         }
         self.finish(live, results)
     }
@@ -242,7 +246,8 @@ impl Ctx<'_> {
         results.runs.push(Run {
             id: results::RunId {
                 shard: self.shard.map(|s| s.k),
-                ..results::RunId::new(&c.name, repetition)
+                variant: c.variant.as_ref().map(|v| v.what.clone()),
+                ..results::RunId::new(c.variant.as_ref().map_or(&c.name, |v| &v.of), repetition)
             },
             status: "running".into(),
             error: None,
@@ -257,6 +262,8 @@ impl Ctx<'_> {
             environment: Some(self.here.clone()),
             block,
             tool: Some(results::tool()),
+            what_if: None,
+            confirmations: Vec::new(),
         });
         let idx = results.runs.len() - 1;
         let save = |results: &Results| results.save(self.dir).context("writing results.json");
@@ -358,6 +365,23 @@ impl Ctx<'_> {
                 rep.contender_failed(&c.name, &text);
             }
         }
+        // A what-if variant: the option forced on its listening sockets once it is ready
+        // (before compat and any load), then on each connection before load is sent.
+        let forcing = match &c.variant {
+            Some(v) if v.what == "nodelay" && !endpoints.is_empty() => {
+                let mut w = results::WhatIf::nodelay();
+                whatif::count(Some(&mut w), &running.force_nodelay(false));
+                if !w.took() {
+                    let why = w.problems.join("; ");
+                    rep.warning(&format!(
+                        "{}: what-if nodelay: nothing forced: {why}",
+                        c.name
+                    ));
+                }
+                Some(w)
+            }
+            _ => None,
+        };
         Ok(Some(Live {
             ci,
             idx,
@@ -365,13 +389,18 @@ impl Ctx<'_> {
             endpoints,
             state,
             leader: None,
+            forcing,
         }))
     }
 
     /// Stops a started contender and records how it ended and what it cost.
     fn finish(&self, live: Live, results: &mut Results) -> anyhow::Result<()> {
-        let (exits, usage, problems) = live.running.stop();
+        let (exits, usage, mut problems) = live.running.stop();
         let run = &mut results.runs[live.idx];
+        if let Some(w) = live.forcing {
+            problems.extend(w.problems.iter().map(|p| format!("what-if nodelay: {p}")));
+            run.what_if = Some(w);
+        }
         run.exits = exits;
         run.usage = Some(results::Usage {
             cpu_user_s: usage.cpu_user_s,
@@ -477,7 +506,7 @@ impl Ctx<'_> {
                 }
                 Err(e) => {
                     rep.point_failed(
-                        &results.runs[idx].id.contender.clone(),
+                        &results.runs[idx].id.subject(),
                         &set.name,
                         "compat setup",
                         &e,
@@ -620,7 +649,25 @@ impl Ctx<'_> {
         };
         let cpu0 = live.running.usage().cpu_s();
         let ticks0 = crate::sys::cpu_ticks();
-        let measured = measure(&mut live.running, rep, |pr| driver.run(&cfg, pr));
+        let measured = if live.forcing.is_some() {
+            // What-if TCP_NODELAY: connect first, then set the option on the server's side
+            // of every connection (for servers that clear it after accepting), then send.
+            match driver.open(&cfg) {
+                Ok(mut session) => {
+                    let f = live.running.force_nodelay(true);
+                    whatif::count(live.forcing.as_mut(), &f);
+                    measure(&mut live.running, rep, |pr| {
+                        session.run(how.stop, how.warmup, pr)
+                    })
+                }
+                Err(e) => Measured {
+                    load: Err(e),
+                    cost: None,
+                },
+            }
+        } else {
+            measure(&mut live.running, rep, |pr| driver.run(&cfg, pr))
+        };
         out.contender_cpu_s = Some((live.running.usage().cpu_s() - cpu0).max(0.0));
         out.steal = crate::sys::steal_share(&ticks0, &crate::sys::cpu_ticks(), &self.busy_cpus());
         out.cost = measured.cost;
@@ -672,6 +719,9 @@ struct Live {
     state: PathBuf,
     /// The member the `leader` probe found leading before the current point.
     leader: Option<usize>,
+    /// Set while TCP_NODELAY is forced on it (a `+nodelay` variant, or confirming a stall):
+    /// what forcing did so far.
+    forcing: Option<results::WhatIf>,
 }
 
 impl Live {
@@ -783,7 +833,7 @@ fn report_point(rep: &mut dyn Reporter, who: &str, s: &Scenario, p: &Point, poin
 }
 
 fn fail(run: &mut Run, error: String, rep: &mut dyn Reporter) -> anyhow::Result<()> {
-    rep.contender_failed(&run.id.contender, &error);
+    rep.contender_failed(&run.id.subject(), &error);
     run.status = "failed".into();
     run.error = Some(error);
     Ok(())

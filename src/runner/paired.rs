@@ -54,6 +54,13 @@ impl Ctx<'_> {
             }
         }
         let served = self.serve_paired(&mut lives, repetition, results, rep);
+        // Confirming a stall forces an option on that contender for good: last, one
+        // contender at a time, after every paired point of the repetition.
+        for live in &mut lives {
+            if served.is_ok() && live.serves(self.plan, results) {
+                self.confirm_stalls(live, results, rep)?;
+            }
+        }
         for live in lives {
             self.finish(live, results)?;
         }
@@ -154,6 +161,10 @@ impl Ctx<'_> {
                         .client(&lives[i], s, p)?
                         .open(&cfg)
                         .map_err(|e| e.to_string())?;
+                    if lives[i].forcing.is_some() {
+                        let f = lives[i].running.force_nodelay(true);
+                        super::whatif::count(lives[i].forcing.as_mut(), &f);
+                    }
                     if !s.warmup.is_zero() {
                         let warm = Stop::Duration(s.warmup);
                         measure(&mut lives[i].running, rep, |pr| {

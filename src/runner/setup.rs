@@ -67,14 +67,14 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
         plan = plan.smoke();
     }
     plan = plan
-        .overridden(opts.repetitions, &opts.only, &opts.scenarios)
+        .with_what_if(&opts.what_if)
+        .and_then(|p| p.overridden(opts.repetitions, &opts.only, &opts.scenarios))
         .map_err(anyhow::Error::msg)?;
     if let Some(s) = opts.shard {
         if s.n > plan.repetitions {
             bail!(
-                "--shard {s}: the plan runs {} repetition{} and a shard's unit is one repetition of every contender, so shard {} of {} would have nothing to run; give --repetitions {} or more, or fewer shards",
-                plan.repetitions,
-                if plan.repetitions == 1 { "" } else { "s" },
+                "--shard {s}: the plan runs {} and a shard's unit is one repetition of every contender, so shard {} of {} would have nothing to run; give --repetitions {} or more, or fewer shards",
+                crate::units::count(plan.repetitions, "repetition"),
                 s.n,
                 s.n,
                 s.n
@@ -138,6 +138,10 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
                     })
                     .collect(),
                 noise_of: c.noise_of.clone(),
+                variant: c.variant.as_ref().map(|v| results::VariantInfo {
+                    of: v.of.clone(),
+                    what: v.what.clone(),
+                }),
             })
             .collect(),
         scenarios: plan
@@ -203,7 +207,12 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
     if results.smoke {
         plan = plan.smoke();
     }
-    // What `--repetitions`, `--only` and `--scenario` chose is what the results hold.
+    // What `--what-if`, `--repetitions`, `--only` and `--scenario` chose is what the
+    // results hold.
+    for v in results.contenders.iter().filter_map(|c| c.variant.as_ref()) {
+        plan.with_variant(&v.of, &v.what)
+            .map_err(|e| anyhow::anyhow!("resuming a what-if variant: {e}"))?;
+    }
     let contenders: Vec<String> = results.contenders.iter().map(|c| c.name.clone()).collect();
     let scenarios: Vec<String> = results.scenarios.iter().map(|s| s.name.clone()).collect();
     plan = plan
