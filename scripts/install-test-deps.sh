@@ -12,6 +12,10 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
 [ -x /usr/bin/etcd ] || need_apt+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || need_apt+=(etcd-client)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+# Profiles (`profile = true`) are recorded with perf; the static what-if server is built with
+# gcc -static.
+command -v perf >/dev/null 2>&1 || need_apt+=(linux-perf)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 # The scale-out simulation runs each shard in its own network and UTS namespace.
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)

@@ -65,7 +65,10 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
     assert!(text.contains("v1: its calls sit at 40–50 ms"), "{text}");
     // Proved, not guessed: v1 clears TCP_NODELAY on every connection it accepts, so only
     // forcing it on the established sockets removes the band.
-    assert!(text.contains("Nagle + delayed ACK, **confirmed**"), "{text}");
+    assert!(
+        text.contains("Nagle + delayed ACK, **confirmed**"),
+        "{text}"
+    );
     assert!(text.contains("turned the option off itself"), "{text}");
     assert!(!text.contains("v2: its calls sit"), "{text}");
     assert!(text.contains("**byte order reversed at hash**"), "{text}");

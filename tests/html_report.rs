@@ -3,38 +3,7 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
 use common::*;
-
-/// Screenshots `page` into `png`; returns Chromium's log (console messages included).
-fn screenshot(chromium: &Path, page: &Path, png: &Path, profile: &Path) -> String {
-    let out = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1200,2000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("chromium runs");
-    assert!(
-        png.is_file(),
-        "no screenshot: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 #[test]
 fn the_html_report_renders_in_headless_chromium() {

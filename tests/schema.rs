@@ -455,14 +455,15 @@ requests = 50
     let mut outs = Vec::new();
     for k in 1..=2 {
         let out = dir.path().join(format!("s{k}"));
-        let o = common::bakeoff(&[
-            "run",
-            path.to_str().unwrap(),
-            "--shard",
-            &format!("{k}/2"),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        // Two machines, as the Kubernetes Job names them: the merged report then has its
+        // Machines and by-machine tables.
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+            .args(["run", path.to_str().unwrap(), "--shard", &format!("{k}/2")])
+            .arg("--out")
+            .arg(&out)
+            .env("BAKEOFF_MACHINE", format!("node-{k}"))
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let v = common::read_results(&out);
         assert_eq!(v["shards"], serde_json::json!({"of": 2, "have": [k]}));
@@ -485,18 +486,29 @@ requests = 50
     let v = common::read_results(&merged);
     assert_eq!(v["shards"], serde_json::json!({"of": 2, "have": [1, 2]}));
     assert_eq!(v["runs"].as_array().unwrap().len(), 4);
+    assert_eq!(v["runs"][0]["environment"]["machine"], "node-1");
     assert_fits_schema(RESULTS_SCHEMA, &v);
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(merged.join("report/report.json")).unwrap())
             .unwrap();
+    let ids: Vec<&str> = report["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&"machines") && ids.contains(&"verdicts-by-machine"),
+        "{ids:?}"
+    );
     assert_fits_schema(REPORT_SCHEMA, &report);
 }
 
 #[test]
-fn a_what_if_variant_and_a_confirmation_fit_the_schema() {
+fn a_what_if_variant_a_confirmation_and_a_profile_fit_the_schema() {
     let dir = common::TempDir::new("schema-whatif");
     let plan = format!(
-        "name = \"schema what-if\"\nrepetitions = 1\n{}what_if = [\"nodelay\"]\n\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nclients = 1\nrequests = 30\n",
+        "name = \"schema what-if\"\nrepetitions = 1\n{}what_if = [\"nodelay\"]\n\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nclients = 1\nrequests = 30\nprofile = true\n",
         common::faulty_contender("floor", "nagle", 0),
     );
     let run = common::run_plan(dir.path(), &plan, &[]);

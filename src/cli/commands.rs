@@ -123,6 +123,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         scenarios: args.scenarios.clone(),
         shard: args.shard()?,
         what_if: args.what_if.iter().map(|w| w.name().to_string()).collect(),
+        profile: args.profile,
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;

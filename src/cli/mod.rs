@@ -235,6 +235,10 @@ pub struct RunArgs {
     /// the K-th; `bakeoff merge` joins the shards (docs/scale-out.md).
     #[arg(long = "shard", value_name = "K/N", value_parser = parse_shard, conflicts_with_all = ["resume", "shards"])]
     pub shard: Option<crate::results::Shard>,
+    /// Record a CPU profile (perf) of every contender at every point of every plain
+    /// scenario, with flame graphs in report.html (docs/profiles.md).
+    #[arg(long = "profile", conflicts_with = "resume")]
+    pub profile: bool,
     /// Run a what-if variant of every contender compared: `nodelay` runs NAME+nodelay, the
     /// same build with TCP_NODELAY forced on its sockets from outside (docs/what-if.md).
     #[arg(

@@ -9,6 +9,7 @@ mod logcap;
 mod member;
 pub mod nodelay;
 pub mod probe;
+pub mod profile;
 mod spawn;
 pub mod usage;
 
@@ -700,6 +701,11 @@ impl Running {
         ports.sort_unstable();
         ports.dedup();
         nodelay::force(&self.sampler.pids(), &ports, established, &self.name)
+    }
+
+    /// Every process of the contender now (for profiling).
+    pub fn pids(&self) -> Vec<i32> {
+        self.sampler.pids()
     }
 
     /// Seconds since the first member was spawned.

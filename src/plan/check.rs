@@ -703,7 +703,14 @@ impl Checker<'_> {
                 ));
             }
         }
+        let profile = r.profile.as_ref().is_some_and(|p| *p.get_ref());
+        if let Some(p) = r.profile.as_ref().filter(|p| *p.get_ref()) {
+            if capacity.is_some() || !stages.is_empty() {
+                return Err(self.at(p, "`profile` records a point's load; a capacity search or a ramp changes its load as it goes — profile a plain point of the same call instead"));
+            }
+        }
         Ok(Scenario {
+            profile,
             capacity,
             stages,
             name,

@@ -430,6 +430,9 @@ pub struct Scenario {
     pub capacity: Option<Capacity>,
     /// Each point is a ramp of these stages, one after another.
     pub stages: Vec<Stage>,
+    /// `profile = true`: a CPU profile of every contender while each point's load runs
+    /// (docs/profiles.md).
+    pub profile: bool,
 }
 
 /// A capacity search: open loop, the rate doubled from `min_rate` until a step fails (or

@@ -249,6 +249,8 @@ pub struct RawTls {
 #[serde(deny_unknown_fields)]
 pub struct RawScenario {
     pub name: Spanned<String>,
+    /// Record a CPU profile of every contender while each point's load runs.
+    pub profile: Option<Spanned<bool>>,
     pub grpc: Option<Spanned<String>>,
     pub http: Option<Spanned<String>>,
     pub jsonrpc: Option<Spanned<String>>,

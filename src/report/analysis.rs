@@ -34,6 +34,8 @@ pub struct ScenarioTables {
     pub name: String,
     pub serving: Table,
     pub scaling: Option<Table>,
+    /// A profiled scenario: where each contender's time went.
+    pub profile: Option<Table>,
 }
 
 impl<'a> Analysis<'a> {
@@ -56,10 +58,19 @@ impl<'a> Analysis<'a> {
                 } else {
                     super::tables::scenario(r, &s.name, &s.call)?
                 };
+                let mut serving = serving;
+                if s.profiled {
+                    // Every contender of a point is profiled alike; the figures still carry
+                    // perf's cost, so they are not for comparing with unprofiled runs.
+                    serving.title.push_str(
+                        " — profiled: perf was recording, so these figures carry its cost",
+                    );
+                }
                 Some(ScenarioTables {
                     name: s.name.clone(),
                     serving,
                     scaling: super::scaling::table(r, &s.name),
+                    profile: super::profiles::table(r, &s.name),
                 })
             })
             .collect();
@@ -84,6 +95,7 @@ impl<'a> Analysis<'a> {
         for s in &self.scenarios {
             t.push(&s.serving);
             t.extend(&s.scaling);
+            t.extend(&s.profile);
         }
         t.extend(&self.machines);
         t.extend(&self.by_machine);

@@ -29,12 +29,24 @@ pub struct Csv;
 /// `report.json`: the same tables, findings and compat analysis, machine-readable.
 pub struct Json;
 
-/// `report.html`: one self-contained page with SVG charts.
-pub struct Html;
+/// `report.html`: one self-contained page with SVG charts, and the profiled points' flame
+/// graphs (also written as SVG files of their own).
+pub struct Html<'a> {
+    pub flames: &'a [super::profiles::Flame],
+}
 
-impl Exporter for Html {
+impl Exporter for Html<'_> {
     fn export(&self, a: &Analysis) -> Vec<(String, Vec<u8>)> {
-        vec![("report.html".into(), super::html::render(a).into_bytes())]
+        let mut files = vec![(
+            "report.html".into(),
+            super::html::render(a, self.flames).into_bytes(),
+        )];
+        files.extend(
+            self.flames
+                .iter()
+                .map(|f| (f.file.clone(), f.svg.clone().into_bytes())),
+        );
+        files
     }
 }
 
@@ -94,7 +106,9 @@ impl Exporter for Json {
 pub fn write_all(dir: &Path, a: &Analysis) -> std::io::Result<Vec<PathBuf>> {
     let out = dir.join("report");
     std::fs::create_dir_all(&out)?;
-    let exporters: [&dyn Exporter; 4] = [&Markdown, &Csv, &Json, &Html];
+    let flames = super::profiles::flames(dir, a.results);
+    let html = Html { flames: &flames };
+    let exporters: [&dyn Exporter; 4] = [&Markdown, &Csv, &Json, &html];
     let mut written = Vec::new();
     for e in exporters {
         for (name, bytes) in e.export(a) {

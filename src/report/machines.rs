@@ -69,9 +69,9 @@ pub fn table(r: &Results) -> Option<Table> {
             .cell("cpus_allowed", env.cpus_allowed.len())
             .cell("cpus_online", env.cpus_online)
             .cell("kernel", env.kernel.as_str())
-            .cell("shards", shards.clone())
-            .cell("repetitions", reps.clone())
-            .cell("tools", tools.clone());
+            .cell("shards", join(&shards))
+            .cell("repetitions", join(&reps))
+            .cell("tools", tools.join(", "));
     }
     Some(Table {
         id: "machines".into(),

@@ -10,6 +10,7 @@ pub mod load_summary;
 pub mod machines;
 pub mod markdown;
 pub mod paired;
+pub mod profiles;
 pub mod progress;
 pub mod scaling;
 pub mod table;

@@ -240,6 +240,9 @@ pub struct ScenarioInfo {
     /// Set when each point is a capacity search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityGoal>,
+    /// Its points were profiled (their figures carry the profiler's cost).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub profiled: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -414,6 +417,33 @@ pub struct PointRun {
     /// rate found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityRun>,
+    /// `profile = true`: where the contender's time went during the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileRun>,
+}
+
+/// A CPU profile of a contender over one point's load (docs/profiles.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProfileRun {
+    /// Folded on-CPU stacks (`root;…;leaf samples`), relative to the results directory.
+    pub on_cpu: Option<String>,
+    /// Folded off-CPU stacks (`…;where it was switched out microseconds`).
+    pub off_cpu: Option<String>,
+    /// On-CPU samples, at `frequency_hz` per second of CPU time.
+    pub samples: u64,
+    pub frequency_hz: u32,
+    /// `dwarf`: stacks unwound from copies of the stack (no frame pointers needed).
+    pub call_graph: String,
+    /// Time off the CPU recorded, milliseconds over all threads.
+    pub off_cpu_ms: f64,
+    /// The functions with the most self time, most first: (function, samples).
+    pub top: Vec<(String, u64)>,
+    /// Binaries most of whose frames had no symbol (stripped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stripped: Vec<String>,
+    /// Why nothing (or not everything) was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What a capacity search found for one contender in one repetition.
@@ -482,6 +512,7 @@ impl PointRun {
             slices: Vec::new(),
             leader: None,
             capacity: None,
+            profile: None,
         }
     }
 }

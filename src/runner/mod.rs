@@ -8,6 +8,7 @@
 pub mod events;
 mod paired;
 mod preflight;
+mod profiles;
 mod ramps;
 mod setup;
 mod whatif;
@@ -48,6 +49,8 @@ pub struct RunOptions {
     pub shard: Option<results::Shard>,
     /// `--what-if nodelay`: a variant of every contender compared (docs/what-if.md).
     pub what_if: Vec<String>,
+    /// `--profile`: every plain scenario is profiled (docs/profiles.md).
+    pub profile: bool,
 }
 
 /// What a finished (or interrupted) bake-off leaves: its directory and results.
@@ -598,7 +601,9 @@ impl Ctx<'_> {
                 warmup: s.warmup,
                 clients: p.clients,
             };
+            let recording = s.profile.then(|| self.start_profile(live, &out.id));
             self.load_once(live, s, p, how, &mut out, rep);
+            out.profile = recording.map(|r| self.stop_profile(r));
         }
         out
     }

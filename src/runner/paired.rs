@@ -184,6 +184,16 @@ impl Ctx<'_> {
             }
         }
         let (min, max, precision) = rounds(s.stop, paired.slice, paired.rounds);
+        // Each contender's profile spans all the rounds: perf follows its own threads, so
+        // it records what they did in that contender's slices.
+        let mut recordings: Vec<Option<super::profiles::Started>> = active
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                (s.profile && sessions[k].is_some())
+                    .then(|| self.start_profile(&lives[i], &outs[k].id))
+            })
+            .collect();
         let mut parts: Vec<Vec<LoadResult>> = vec![Vec::new(); active.len()];
         let cpu0: Vec<f64> = active
             .iter()
@@ -262,6 +272,9 @@ impl Ctx<'_> {
         rep.rounds_done(&s.name, &p.label, round, reached);
         for (k, out) in outs.iter_mut().enumerate() {
             let i = active[k];
+            if let Some(r) = recordings[k].take() {
+                out.profile = Some(self.stop_profile(r));
+            }
             out.contender_cpu_s = Some((lives[i].running.usage().cpu_s() - cpu0[k]).max(0.0));
             out.load = LoadResult::merge(&parts[k]);
             out.cost = sum_costs(&out.slices);

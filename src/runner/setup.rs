@@ -66,6 +66,15 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
     if opts.smoke {
         plan = plan.smoke();
     }
+    if opts.profile {
+        for s in plan
+            .scenarios
+            .iter_mut()
+            .filter(|s| s.capacity.is_none() && s.stages.is_empty())
+        {
+            s.profile = true;
+        }
+    }
     plan = plan
         .with_what_if(&opts.what_if)
         .and_then(|p| p.overridden(opts.repetitions, &opts.only, &opts.scenarios))
@@ -156,6 +165,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
                     .flat_map(|p| results::point_ids(s, p))
                     .collect(),
                 capacity: s.capacity.as_ref().map(results::CapacityGoal::from),
+                profiled: s.profile,
             })
             .collect(),
         runs: Vec::new(),

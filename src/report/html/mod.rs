@@ -18,7 +18,7 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-pub fn render(a: &Analysis) -> String {
+pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
     let r = a.results;
     let mut out = String::new();
     let _ = write!(
@@ -73,6 +73,18 @@ pub fn render(a: &Analysis) -> String {
         out.push_str(&charts::rate_curves(r, &s.name));
         out.push_str(&charts::latency(r, &s.name));
         out.push_str("</div>\n");
+        if let Some(t) = &s.profile {
+            out.push_str(&table_html(t));
+        }
+        for f in flames.iter().filter(|f| f.scenario == s.name) {
+            // Inline, without the XML prolog a page does not need.
+            let svg = f.svg.find("<svg").map_or(f.svg.as_str(), |i| &f.svg[i..]);
+            let _ = writeln!(
+                out,
+                "<figure class=\"flame\"><figcaption>{}</figcaption>{svg}</figure>",
+                esc(&f.title)
+            );
+        }
     }
     for t in a.machines.iter().chain(&a.by_machine) {
         out.push_str(&table_html(t));
