@@ -114,8 +114,22 @@ pub(super) fn environment_line(r: &crate::results::Results) -> String {
         }
         None => String::new(),
     };
+    // A shard ran only its share of the plan's repetitions; a merge says how many shards.
+    let shards = match &r.shards {
+        Some(s) if s.have.len() < s.of as usize => format!(
+            " · shard {} of {} (merge the shards for the whole run)",
+            s.have
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            s.of
+        ),
+        Some(s) => format!(" · merged from {} shards", s.of),
+        None => String::new(),
+    };
     format!(
-        "{} · {} · {} CPUs{pinned} · {} · {}, {}{method} · started {}",
+        "{} · {} · {} CPUs{pinned} · {} · {}, {}{method}{shards} · started {}",
         e.cpu_model,
         e.kernel,
         e.cpus_online,

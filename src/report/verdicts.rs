@@ -340,6 +340,58 @@ mod tests {
     }
 
     #[test]
+    fn regressions_are_worse_by_more_than_the_limit_with_the_whole_interval() {
+        let v = |figure, r: f64, lo: f64, hi: f64| Verdict {
+            figure,
+            ratio: Ratio {
+                ratio: r,
+                lo,
+                hi,
+                repetitions: 3,
+                rounds: 18,
+            },
+            call: Ratio {
+                ratio: r,
+                lo,
+                hi,
+                repetitions: 3,
+                rounds: 18,
+            }
+            .call(0.01),
+        };
+        let at = |verdicts| PointVerdicts {
+            point: crate::results::PointId {
+                scenario: "s".into(),
+                vars: crate::results::Vars(Vec::new()),
+                clients: 1,
+                target: None,
+                rate: None,
+                stage: None,
+            },
+            contender: "v2".into(),
+            baseline: "v1".into(),
+            verdicts,
+            machines: Vec::new(),
+        };
+        let worse = at(vec![
+            v(Figure::CpuPerRequest, 1.10, 1.07, 1.13), // more CPU, clear of 5 %
+            v(Figure::Throughput, 0.90, 0.88, 0.93),    // less throughput, clear of 5 %
+        ]);
+        let r = regressions(&[worse], 0.05);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!(
+            r[0],
+            "v2 against v1 at s [clients=1]: 1.10× (1.07×–1.13×) more CPU per request"
+        );
+        let borderline = at(vec![
+            v(Figure::CpuPerRequest, 1.06, 1.03, 1.09), // interval reaches inside 5 %
+            v(Figure::Throughput, 1.5, 1.4, 1.6),       // better
+            v(Figure::P99, 0.5, 0.4, 0.6),              // better
+        ]);
+        assert!(regressions(&[borderline], 0.05).is_empty());
+    }
+
+    #[test]
     fn a_verdict_names_its_ratio_and_interval() {
         let ratio = |r, lo, hi| Ratio {
             ratio: r,
