@@ -50,7 +50,8 @@ fn the_nagle_floor_and_tail_are_found_and_a_clean_server_is_not_flagged() {
     let out = run.stdout();
     assert!(out.contains("## Findings"), "{out}");
     assert!(out.contains("floor: its calls sit at 40–50 ms"), "{out}");
-    assert!(out.contains("the server does not set TCP_NODELAY"), "{out}");
+    // Measured again with TCP_NODELAY forced (plan `confirm`, on by default): proved.
+    assert!(out.contains("Nagle + delayed ACK, **confirmed**"), "{out}");
 
     // Had the floor's server been busy on every CPU it may use, queueing would explain the
     // 40 ms as well as Nagle: no finding then.

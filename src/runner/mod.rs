@@ -369,7 +369,8 @@ impl Ctx<'_> {
             }
         }
         // A what-if variant: the option forced on its listening sockets once it is ready
-        // (before compat and any load), then on each connection before load is sent.
+        // (after its compat answers, before any load), then on each connection before load
+        // is sent.
         let forcing = match &c.variant {
             Some(v) if v.what == "nodelay" && !endpoints.is_empty() => {
                 let mut w = results::WhatIf::nodelay();
