@@ -5,6 +5,12 @@ by side. Each comparison is a small real bake-off of the demo server (`demo-serv
 against itself, or against itself with `--work`), 3 repetitions, one scenario point.
 
     N=20 CLIENTS=4 DURATION=1s python3 benches/calibrate.py
+    SHARDS=3 REPETITIONS=6 N=10 ORDERS=paired ROWS="A/A,+5 % CPU" python3 benches/calibrate.py
+
+With SHARDS=K (root only) each comparison runs as K shards, each in its own network and UTS
+namespace (scripts/simulate-shards.sh: K simulated machines, REPETITIONS/K repetitions each),
+merged with `bakeoff merge`: the verdicts are then the combined ones across machines
+(docs/scale-out.md), and the table also counts "machine disagrees" findings.
 
 Prints a Markdown table (rates with 95 % Wilson intervals) for BENCHMARKS.md. The `--work`
 amounts are first scaled until a paired comparison measures the intended difference (the
@@ -28,6 +34,7 @@ REPS = int(os.environ.get("REPETITIONS", "3"))
 ORDERS = os.environ.get("ORDERS", "paired,interleaved").split(",")
 ROWS = os.environ.get("ROWS", "A/A,+5 % CPU,+2 % CPU").split(",")
 PAIRED = os.environ.get("PAIRED", "")
+SHARDS = int(os.environ.get("SHARDS", "1"))
 
 
 def contender(name, work_us):
@@ -57,12 +64,17 @@ duration = "{DURATION}"
     return head + body + scenario
 
 
-def run(text):
+def run(text, shards=1):
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "plan.toml")
         open(p, "w").write(text)
         out = os.path.join(d, "out")
-        r = subprocess.run([B, "run", p, "--out", out], capture_output=True, text=True)
+        if shards > 1:
+            env = dict(os.environ, BAKEOFF=B)
+            cmd = ["scripts/simulate-shards.sh", p, str(shards), out]
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        else:
+            r = subprocess.run([B, "run", p, "--out", out], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"bakeoff run failed:\n{r.stderr}")
         results = json.load(open(os.path.join(out, "results.json")))
@@ -131,9 +143,10 @@ def main():
     started = time.time()
     for order in ORDERS:
         for label, extra in rows_wanted:
-            hits, thr_hits, ratios = 0, 0, []
+            hits, thr_hits, ratios, blamed = 0, 0, [], 0
             for i in range(N):
-                _, report = run(plan(order, work.get(extra, 0.0)))
+                _, report = run(plan(order, work.get(extra, 0.0)), SHARDS)
+                blamed += any(f.get("kind") == "machine_disagrees" for f in report["findings"])
                 if order == "paired":
                     cpu = cell(report, "CPU per request ×")
                     thr = cell(report, "throughput ×")
@@ -150,13 +163,15 @@ def main():
                     called = v in ("faster", "slower")
                     hits += called if extra == 0 else v == "slower"
                 print(f"{order} {label} #{i + 1}: {report['summary'][2] if len(report['summary']) > 2 else ''}"[:200], file=sys.stderr)
-            rows.append((order, label, hits, thr_hits, ratios))
+            rows.append((order, label, hits, thr_hits, ratios, blamed))
     minutes = (time.time() - started) / 60
     settings = f"; paired = {{ {PAIRED} }}" if PAIRED else ""
+    if SHARDS > 1:
+        settings += f"; as {SHARDS} shards on simulated machines (network + UTS namespaces), merged"
     print(f"\n{N} comparisons per row, {REPS} repetitions each, {CLIENTS} clients, {DURATION} per point{settings}; {minutes:.0f} min in all; base cost {cost:.2f} µs/request; --work {work[0.05]:.3f} µs for +5 %, {work[0.02]:.3f} µs for +2 %\n")
     print("| order | comparison | verdict on | called different | rate (95% Wilson) | median ratio measured |")
     print("|---|---|---|---|---|---|")
-    for order, label, hits, thr_hits, ratios in rows:
+    for order, label, hits, thr_hits, ratios, blamed in rows:
         lo, hi = wilson(hits, N)
         what = "CPU per request" if order == "paired" else "throughput (U test)"
         med = sorted(ratios)[len(ratios) // 2] if ratios else None
@@ -164,6 +179,9 @@ def main():
         if order == "paired":
             lo, hi = wilson(thr_hits, N)
             print(f"| {order} | {label} | throughput | {thr_hits}/{N} | {thr_hits / N:.0%} ({lo:.0%}–{hi:.0%}) | |")
+        if SHARDS > 1:
+            lo, hi = wilson(blamed, N)
+            print(f"| {order} | {label} | a machine disagrees (finding) | {blamed}/{N} | {blamed / N:.0%} ({lo:.0%}–{hi:.0%}) | |")
 
 
 if __name__ == "__main__":
