@@ -127,14 +127,14 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
-    finish_run(&done, args.fail_on_diff)
+    finish_run(&done, args.fail_on_diff, None)
 }
 
 pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
     install_handler(on_interrupt_run, 0);
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = crate::demo::run(args.out.clone(), &mut rep)?;
-    finish_run(&done, false)
+    finish_run(&done, false, None)
 }
 
 pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
@@ -173,21 +173,7 @@ pub(super) fn run_merge(args: &MergeArgs) -> anyhow::Result<u8> {
         dir: args.out.clone(),
         results: merged,
     };
-    let code = finish_run(&done, args.fail_on_diff)?;
-    if code != 0 {
-        return Ok(code);
-    }
-    if let Some(pct) = args.fail_on_regression {
-        let analysis = report::analysis::Analysis::of(&done.results);
-        let worse = report::verdicts::regressions(&analysis.verdicts, pct / 100.0);
-        for w in &worse {
-            eprintln!("regression: {w}");
-        }
-        if !worse.is_empty() {
-            return Ok(4);
-        }
-    }
-    Ok(0)
+    finish_run(&done, args.fail_on_diff, args.fail_on_regression)
 }
 
 pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
@@ -226,8 +212,12 @@ pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
 }
 
 /// Prints the summary, writes the reports and says where the results are; the exit code of
-/// `run` and `demo`.
-pub(super) fn finish_run(done: &runner::Finished, fail_on_diff: bool) -> anyhow::Result<u8> {
+/// `run`, `demo` and `merge` (4: a paired verdict worse than `fail_on_regression` percent).
+pub(super) fn finish_run(
+    done: &runner::Finished,
+    fail_on_diff: bool,
+    fail_on_regression: Option<f64>,
+) -> anyhow::Result<u8> {
     let analysis = report::analysis::Analysis::of(&done.results);
     emit(&report::markdown::render(&analysis))?;
     report::export::write_all(&done.dir, &analysis)?;
@@ -251,10 +241,18 @@ pub(super) fn finish_run(done: &runner::Finished, fail_on_diff: bool) -> anyhow:
             .iter()
             .any(|f| matches!(f, crate::diagnose::Finding::MostCallsFailed { .. }));
     let differs = fail_on_diff && analysis.compat.iter().any(|c| c.differences > 0);
+    let worse = fail_on_regression.map_or(Vec::new(), |pct| {
+        report::verdicts::regressions(&analysis.verdicts, pct / 100.0)
+    });
+    for w in &worse {
+        eprintln!("regression: {w}");
+    }
     Ok(if failed {
         2
     } else if differs {
         3
+    } else if !worse.is_empty() {
+        4
     } else {
         0
     })

@@ -341,7 +341,7 @@ fn contender_busy(
 ) -> Option<f64> {
     let l = p.load.as_ref()?;
     let secs = l.duration_s + l.warmup_s;
-    let env = run.environment.as_ref().unwrap_or(&r.environment);
+    let env = r.environment_of(run);
     let cpus = env
         .contender_cpus
         .as_ref()

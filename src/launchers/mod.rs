@@ -312,137 +312,95 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
         "exec bakeoff run {} --shards {n} --out \"/results/shard-$((JOB_COMPLETION_INDEX + 1))\"",
         sh(&plan_arg(&c.plan))
     );
-    let job = Y::map([
-        ("apiVersion", Y::str("batch/v1")),
-        ("kind", Y::str("Job")),
-        ("metadata", meta(&name)),
-        (
-            "spec",
+    // Both Jobs: one container of the image in the repository's folder, running `sh -c`
+    // with the results volume mounted, never restarted in place.
+    let job = |job_name: &str,
+               spec: Vec<(&str, Y)>,
+               pod: Vec<(&str, Y)>,
+               container: &str,
+               rest: Vec<(&str, Y)>| {
+        let mut c = vec![
+            ("name", Y::str(container)),
+            ("image", Y::str(a.image.clone())),
+            ("workingDir", Y::str(a.workdir.clone())),
+        ];
+        c.extend(rest);
+        c.push(("volumeMounts", mounts()));
+        let mut pod_spec = vec![("restartPolicy", Y::str("Never"))];
+        pod_spec.extend(pod);
+        pod_spec.push(("containers", Y::List(vec![Y::map(c)])));
+        pod_spec.push(("volumes", volume()));
+        let mut job_spec = spec;
+        // A shard that failed is reported by the merge; running it again on another node
+        // would mix machines within its block.
+        job_spec.push(("backoffLimit", Y::Int(0)));
+        job_spec.push((
+            "template",
             Y::map([
-                ("completionMode", Y::str("Indexed")),
-                ("completions", Y::Int(n.into())),
-                ("parallelism", Y::Int(parallelism.into())),
-                // A shard that failed is reported by the merge; running it again on
-                // another node would mix machines within its block.
-                ("backoffLimit", Y::Int(0)),
-                (
-                    "template",
-                    Y::map([
-                        ("metadata", Y::map([("labels", labels())])),
-                        (
-                            "spec",
-                            Y::map([
-                                ("restartPolicy", Y::str("Never")),
-                                (
-                                    "affinity",
-                                    Y::map([(
-                                        "podAntiAffinity",
-                                        Y::map([(
-                                            "requiredDuringSchedulingIgnoredDuringExecution",
-                                            Y::List(vec![Y::map([
-                                                (
-                                                    "labelSelector",
-                                                    Y::map([(
-                                                        "matchLabels",
-                                                        Y::map([(
-                                                            "bakeoff/plan",
-                                                            Y::str(name.clone()),
-                                                        )]),
-                                                    )]),
-                                                ),
-                                                ("topologyKey", Y::str("kubernetes.io/hostname")),
-                                            ])]),
-                                        )]),
-                                    )]),
-                                ),
-                                (
-                                    "containers",
-                                    Y::List(vec![Y::map([
-                                        ("name", Y::str("shard")),
-                                        ("image", Y::str(a.image.clone())),
-                                        ("workingDir", Y::str(a.workdir.clone())),
-                                        (
-                                            "command",
-                                            Y::List(vec![Y::str("sh"), Y::str("-c"), Y::str(run)]),
-                                        ),
-                                        (
-                                            "env",
-                                            Y::List(vec![Y::map([
-                                                ("name", Y::str("BAKEOFF_MACHINE")),
-                                                (
-                                                    "valueFrom",
-                                                    Y::map([(
-                                                        "fieldRef",
-                                                        Y::map([(
-                                                            "fieldPath",
-                                                            Y::str("spec.nodeName"),
-                                                        )]),
-                                                    )]),
-                                                ),
-                                            ])]),
-                                        ),
-                                        ("resources", resources()),
-                                        ("volumeMounts", mounts()),
-                                    ])]),
-                                ),
-                                ("volumes", volume()),
-                            ]),
-                        ),
-                    ]),
-                ),
+                ("metadata", Y::map([("labels", labels())])),
+                ("spec", Y::map(pod_spec)),
             ]),
+        ));
+        Y::map([
+            ("apiVersion", Y::str("batch/v1")),
+            ("kind", Y::str("Job")),
+            ("metadata", meta(job_name)),
+            ("spec", Y::map(job_spec)),
+        ])
+    };
+    let sh_c = |cmd: String| Y::List(vec![Y::str("sh"), Y::str("-c"), Y::str(cmd)]);
+    let one = |k: &str, v: Y| Y::map([(k.to_string(), v)]);
+    let anti_affinity = one(
+        "podAntiAffinity",
+        one(
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            Y::List(vec![Y::map([
+                (
+                    "labelSelector",
+                    one("matchLabels", one("bakeoff/plan", Y::str(name.clone()))),
+                ),
+                ("topologyKey", Y::str("kubernetes.io/hostname")),
+            ])]),
         ),
-    ]);
+    );
+    let node_name = Y::List(vec![Y::map([
+        ("name", Y::str("BAKEOFF_MACHINE")),
+        (
+            "valueFrom",
+            one("fieldRef", one("fieldPath", Y::str("spec.nodeName"))),
+        ),
+    ])]);
+    let shards = job(
+        &name,
+        vec![
+            ("completionMode", Y::str("Indexed")),
+            ("completions", Y::Int(n.into())),
+            ("parallelism", Y::Int(parallelism.into())),
+        ],
+        vec![("affinity", anti_affinity)],
+        "shard",
+        vec![
+            ("command", sh_c(run)),
+            ("env", node_name),
+            ("resources", resources()),
+        ],
+    );
     let merge_cmd = format!(
         "bakeoff merge /results/shard-* --out /results/merged{}",
         merge_flags(c)
     );
-    let merge = Y::map([
-        ("apiVersion", Y::str("batch/v1")),
-        ("kind", Y::str("Job")),
-        ("metadata", meta(&format!("{name}-merge"))),
-        (
-            "spec",
-            Y::map([
-                ("backoffLimit", Y::Int(0)),
-                (
-                    "template",
-                    Y::map([
-                        ("metadata", Y::map([("labels", labels())])),
-                        (
-                            "spec",
-                            Y::map([
-                                ("restartPolicy", Y::str("Never")),
-                                (
-                                    "containers",
-                                    Y::List(vec![Y::map([
-                                        ("name", Y::str("merge")),
-                                        ("image", Y::str(a.image.clone())),
-                                        ("workingDir", Y::str(a.workdir.clone())),
-                                        (
-                                            "command",
-                                            Y::List(vec![
-                                                Y::str("sh"),
-                                                Y::str("-c"),
-                                                Y::str(merge_cmd),
-                                            ]),
-                                        ),
-                                        ("volumeMounts", mounts()),
-                                    ])]),
-                                ),
-                                ("volumes", volume()),
-                            ]),
-                        ),
-                    ]),
-                ),
-            ]),
-        ),
-    ]);
+    let merge = job(
+        &format!("{name}-merge"),
+        Vec::new(),
+        Vec::new(),
+        "merge",
+        vec![("command", sh_c(merge_cmd))],
+    );
     let head = header("k8s", c);
     let job_text = format!(
         "{head}# The results claim and the Indexed Job: one pod per shard, each on its own node.\n{}---\n{}",
         pvc.to_yaml(),
-        job.to_yaml()
+        shards.to_yaml()
     );
     let merge_text = format!(
         "{head}# Apply once `{name}` has completed: merges /results/shard-* into /results/merged.\n{}",

@@ -9,7 +9,7 @@ use crate::results::Results;
 fn machines(r: &Results) -> Vec<(&str, &crate::results::env::Environment)> {
     let mut out: Vec<(&str, &crate::results::env::Environment)> = Vec::new();
     for run in &r.runs {
-        let env = run.environment.as_ref().unwrap_or(&r.environment);
+        let env = r.environment_of(run);
         if !out.iter().any(|(m, _)| *m == env.machine()) {
             out.push((env.machine(), env));
         }
@@ -41,7 +41,7 @@ pub fn table(r: &Results) -> Option<Table> {
         let runs: Vec<_> = r
             .runs
             .iter()
-            .filter(|x| x.environment.as_ref().unwrap_or(&r.environment).machine() == *m)
+            .filter(|x| r.environment_of(x).machine() == *m)
             .collect();
         let mut shards: Vec<u32> = runs.iter().filter_map(|x| x.id.shard).collect();
         shards.sort_unstable();

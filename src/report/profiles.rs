@@ -168,15 +168,17 @@ pub fn flames(dir: &Path, r: &Results) -> Vec<Flame> {
             }
             m
         };
-        for (c, id, runs) in &all {
+        // Each on-CPU profile read once: a baseline's is drawn and compared with others.
+        let on_cpu: Vec<BTreeMap<String, u64>> =
+            all.iter().map(|(_, _, runs)| stacks(runs, false)).collect();
+        for ((c, id, runs), on) in all.iter().zip(&on_cpu) {
             let stem = format!(
                 "{}.{}",
                 crate::results::slug(c),
                 crate::results::slug(&id.to_string())
             );
-            let on = stacks(runs, false);
             let samples: u64 = on.values().sum();
-            if let Some(svg) = draw(&on, &format!("{c} · {id}: on-CPU"), "samples", "rust") {
+            if let Some(svg) = draw(on, &format!("{c} · {id}: on-CPU"), "samples", "rust") {
                 out.push(Flame {
                     scenario: s.name.clone(),
                     file: format!("flame-{stem}.svg"),
@@ -190,11 +192,12 @@ pub fn flames(dir: &Path, r: &Results) -> Vec<Flame> {
                 .find(|x| x.name == *c)
                 .and_then(|x| x.baseline.as_deref())
                 .filter(|b| b != c);
-            if let Some((b, _, bruns)) =
-                base.and_then(|b| all.iter().find(|(x, i, _)| *x == b && *i == *id))
-            {
-                let before = stacks(bruns, false);
-                if let Some(svg) = differential(&before, &on, &format!("{c} against {b} · {id}")) {
+            let before = base.and_then(|b| {
+                let at = all.iter().position(|(x, i, _)| *x == b && *i == *id)?;
+                Some((b, &on_cpu[at]))
+            });
+            if let Some((b, before)) = before {
+                if let Some(svg) = differential(before, on, &format!("{c} against {b} · {id}")) {
                     out.push(Flame {
                         scenario: s.name.clone(),
                         file: format!("flame-diff-{stem}.svg"),

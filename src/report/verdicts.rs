@@ -226,7 +226,7 @@ fn blocks<'a>(
                     .points
                     .iter()
                     .find(|p| p.id == *point && !p.slices.is_empty())?;
-                let env = x.environment.as_ref().unwrap_or(&r.environment);
+                let env = r.environment_of(x);
                 Some((env.machine(), p))
             })
     };

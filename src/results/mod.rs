@@ -614,6 +614,12 @@ impl From<&crate::plan::CompatSet> for CompatSetInfo {
 }
 
 impl Results {
+    /// The machine a run ran on: its own record, else where the run began (results
+    /// written before runs recorded theirs).
+    pub fn environment_of<'a>(&'a self, run: &'a Run) -> &'a env::Environment {
+        run.environment.as_ref().unwrap_or(&self.environment)
+    }
+
     /// The contenders being compared: all but the noise instances.
     pub fn compared(&self) -> impl Iterator<Item = &ContenderInfo> {
         self.contenders.iter().filter(|c| c.noise_of.is_none())

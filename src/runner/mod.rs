@@ -596,14 +596,8 @@ impl Ctx<'_> {
     fn point(&self, live: &mut Live, s: &Scenario, p: &Point, rep: &mut dyn Reporter) -> PointRun {
         let mut out = PointRun::new(results::point_id(s, p));
         if self.prepare_point(live, s, p, &mut out) {
-            let how = Shape {
-                pacing: p.pacing(s.pacing),
-                stop: s.stop,
-                warmup: s.warmup,
-                clients: p.clients,
-            };
             let recording = s.profile.then(|| self.start_profile(live, &out.id));
-            self.load_once(live, s, p, how, &mut out, rep);
+            self.load_once(live, s, p, Shape::of(s, p), &mut out, rep);
             out.profile = recording.map(|r| self.stop_profile(r));
         }
         out

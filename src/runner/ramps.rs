@@ -18,6 +18,18 @@ pub(super) struct Shape {
     pub(super) clients: usize,
 }
 
+impl Shape {
+    /// The point as the plan shapes it: its pacing, the scenario's stop and warm-up.
+    pub(super) fn of(s: &crate::plan::Scenario, p: &crate::plan::Point) -> Shape {
+        Shape {
+            pacing: p.pacing(s.pacing),
+            stop: s.stop,
+            warmup: s.warmup,
+            clients: p.clients,
+        }
+    }
+}
+
 impl Ctx<'_> {
     /// A capacity search at one point; the point's `load` is the step at the rate found.
     pub(super) fn capacity_point(

@@ -77,13 +77,7 @@ impl Ctx<'_> {
             let mut out = PointRun::new(id.clone());
             live.forcing = Some(first.clone());
             if self.prepare_point(live, s, p, &mut out) {
-                let how = Shape {
-                    pacing: p.pacing(s.pacing),
-                    stop: s.stop,
-                    warmup: s.warmup,
-                    clients: p.clients,
-                };
-                self.load_once(live, s, p, how, &mut out, rep);
+                self.load_once(live, s, p, Shape::of(s, p), &mut out, rep);
             }
             // The listeners were set once, before the first of these points; each records them.
             let forced = live.forcing.take().unwrap_or_default();
