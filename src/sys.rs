@@ -94,6 +94,80 @@ pub fn proc_stat(pid: i32) -> Option<ProcStat> {
     })
 }
 
+/// Reads a regular file of at most `limit` bytes. A FIFO, a device (`/dev/zero`,
+/// `/dev/urandom`) or a folder is refused without blocking (the file is opened with
+/// `O_NONBLOCK`, so even opening a FIFO with no writer returns at once), and a larger file
+/// is refused before anything is allocated for it.
+pub fn read_bounded_bytes(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > limit {
+        return Err(too_large(meta.len(), limit));
+    }
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    // The file may grow while it is read: never past the limit.
+    f.take(limit + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > limit {
+        return Err(too_large(out.len() as u64, limit));
+    }
+    Ok(out)
+}
+
+fn too_large(len: u64, limit: u64) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("{len} bytes, more than the {limit} allowed"),
+    )
+}
+
+/// [`read_bounded_bytes`] as UTF-8 text.
+pub fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<String> {
+    String::from_utf8(read_bounded_bytes(path, limit)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// Every live process whose parent chain reaches `pid` (not `pid` itself), from /proc. A
+/// child that started before its parent is not a real child (its parent's PID was reused)
+/// and is left out, with everything below it.
+pub fn descendants(pid: i32) -> Vec<i32> {
+    let stats: Vec<(i32, ProcStat)> = pids()
+        .into_iter()
+        .filter_map(|p| Some((p, proc_stat(p)?)))
+        .collect();
+    let start_of = |p: i32| {
+        stats
+            .iter()
+            .find(|(q, _)| *q == p)
+            .map(|(_, s)| s.start_ticks)
+    };
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        let parent_start = start_of(parent).unwrap_or(0);
+        out.extend(
+            stats
+                .iter()
+                .filter(|(c, s)| s.ppid == parent && *c != parent && s.start_ticks >= parent_start)
+                .map(|(c, _)| *c),
+        );
+        i += 1;
+    }
+    out.remove(0);
+    out
+}
+
 /// The PIDs of every process now in /proc.
 pub fn pids() -> Vec<i32> {
     std::fs::read_dir("/proc")

@@ -21,6 +21,8 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
         format!("1 {noun}")
     } else if let Some(stem) = noun.strip_suffix('y') {
         format!("{n} {stem}ies")
+    } else if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) {
+        format!("{n} {noun}es")
     } else {
         format!("{n} {noun}s")
     }

@@ -339,7 +339,7 @@ duration = "60s"
     let cleaned = bakeoff(&["cleanup", out.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&cleaned.stderr);
     assert!(
-        cleaned.status.success() && err.contains("killed 1 processes"),
+        cleaned.status.success() && err.contains("killed 1 process "),
         "{err}"
     );
     std::thread::sleep(Duration::from_millis(200));

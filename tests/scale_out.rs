@@ -370,6 +370,63 @@ fn three_shards_in_their_own_namespaces_merge_into_the_report_of_one_run() {
         "ran different plans",
     );
     assert!(!out.exists(), "a refused merge writes nothing");
+
+    // --out one of the shards would overwrite that shard's own results (issue 25, item 5).
+    let before = std::fs::read(shards[0].join("results.json")).unwrap();
+    refuse(
+        &[
+            "merge",
+            s(&shards[0]),
+            s(&shards[1]),
+            s(&shards[2]),
+            "--out",
+            s(&shards[0]),
+        ],
+        "is the shard",
+    );
+    assert_eq!(
+        std::fs::read(shards[0].join("results.json")).unwrap(),
+        before,
+        "the shard's results are untouched"
+    );
+
+    // A tampered shard naming a log outside its folder (issue 25, item 2): nothing is read
+    // from outside the shard, nothing written outside --out.
+    let tampered = dir.path().join("tampered");
+    let mut copies = Vec::new();
+    for (k, shard) in shards.iter().enumerate() {
+        let to = tampered.join(format!("s{k}"));
+        std::fs::create_dir_all(&to).unwrap();
+        for f in ["results.json", "plan.toml"] {
+            std::fs::copy(shard.join(f), to.join(f)).unwrap();
+        }
+        copies.push(to);
+    }
+    std::fs::write(dir.path().join("secret.txt"), "not the shard's").unwrap();
+    let file = copies[0].join("results.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    v["runs"][0]["logs"] = serde_json::json!(["../../secret.txt", "/etc/hostname"]);
+    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let deep = tampered.join("o").join("out");
+    let (code, _, err) = bakeoff(&[
+        "merge",
+        s(&copies[0]),
+        s(&copies[1]),
+        s(&copies[2]),
+        "--out",
+        s(&deep),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("names a log outside its folder"), "{err}");
+    assert!(
+        !tampered.join("secret.txt").exists(),
+        "merge wrote outside --out: {err}"
+    );
+    assert!(
+        !deep.join("etc").exists(),
+        "an absolute log path was copied: {err}"
+    );
 }
 
 #[test]

@@ -13,6 +13,15 @@ use crate::runner;
 pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     let cfg = args.config()?;
     warn_if_too_many_clients(args.clients);
+    // The processes a what-if may change, checked before anything is sent.
+    let forced_pids = match args.pid.filter(|_| args.what_if.is_some()) {
+        Some(pid) => Some((
+            pid,
+            crate::contender::nodelay::with_children(pid)
+                .map_err(|e| anyhow::anyhow!("--pid: {e}"))?,
+        )),
+        None => None,
+    };
     let client = args.target.build(false)?;
     install_interrupt_handler();
     let mut bar = report::progress::Bar::new(std::io::stderr().is_terminal());
@@ -20,12 +29,11 @@ pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
         bar.update(p);
         load::Flow::Continue
     };
-    let result = match args.pid.filter(|_| args.what_if.is_some()) {
+    let result = match forced_pids {
         None => client.run(&cfg, &mut progress),
-        Some(pid) => {
+        Some((pid, pids)) => {
             use crate::contender::nodelay;
             let port = args.target.call()?.1.addr.port();
-            let pids = nodelay::with_children(pid);
             let what = format!("pid {pid}");
             let mut forced = nodelay::force(&pids, &[port], false, &what);
             let mut session = client.open(&cfg)?;

@@ -868,10 +868,12 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
         Command::Cleanup { dir } => {
-            let killed = crate::contender::leftovers::clean(&dir);
+            let done = crate::contender::leftovers::clean(&dir)?;
             eprintln!(
-                "killed {killed} processes left by a run in {}",
-                dir.display()
+                "killed {} left by a run in {}{}",
+                crate::report::count(done.killed as u64, "process"),
+                dir.display(),
+                ignored(done.ignored)
             );
             Ok(0)
         }
@@ -884,6 +886,22 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             crate::demo::server::serve(version, port, state, work)?;
             Ok(0)
         }
+    }
+}
+
+/// What `cleanup` says of records that proved nothing.
+fn ignored(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        n => format!(
+            " ({} left alone: {} no longer ours, or not a record)",
+            crate::report::count(n as u64, "record"),
+            if n == 1 {
+                "its PID is"
+            } else {
+                "their PIDs are"
+            }
+        ),
     }
 }
 

@@ -102,29 +102,11 @@ pub fn run(command: &[String]) -> ! {
     exit_like(member_status.unwrap_or(libc::SIGKILL))
 }
 
-/// Every process whose parent chain reaches the guard, from /proc.
-fn descendants() -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let parent_of: Vec<(i32, i32)> = crate::sys::pids()
-        .into_iter()
-        .filter_map(|pid| Some((pid, crate::sys::proc_stat(pid)?.ppid)))
-        .collect();
-    let mut out = vec![me];
-    let mut i = 0;
-    while i < out.len() {
-        let p = out[i];
-        out.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    out.remove(0);
-    out
-}
-
 /// Kills the subtree until it stays empty (a process may fork while it is being killed; its
 /// children re-parent to the guard and are found in the next round).
 fn kill_subtree() {
     for _round in 0..50 {
-        let pids = descendants();
+        let pids = crate::sys::descendants(std::process::id() as i32);
         if pids.is_empty() {
             return;
         }

@@ -188,7 +188,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
             &cmd,
             &setup_log,
             c.dir.as_deref(),
-            &tag,
+            (&tag, &results_dir),
             Duration::from_secs(600),
         )
         .map_err(StartError::Setup)?;
@@ -336,7 +336,7 @@ impl Running {
         })?;
         let pid = child.id() as i32;
         register_group(pid);
-        leftovers::record(&self.results_dir, pid);
+        leftovers::record(&self.results_dir, pid, &self.tag);
         self.sampler.add(pid);
         if self.members.is_empty() {
             self.started = Instant::now();
@@ -368,12 +368,15 @@ impl Running {
     ) -> Result<Startup, (Option<Duration>, ProbeError)> {
         let protos = self.protos.clone();
         let state = self.state.clone();
+        let (tag, results_dir) = (self.tag.clone(), self.results_dir.clone());
         let waiter = |m: &MemberProc| {
             let env = probe::ProbeEnv {
                 logs: &m.logs,
                 protos: &protos,
                 endpoint: &m.endpoint,
                 state: &state,
+                tag: &tag,
+                results: &results_dir,
             };
             probe::Waiter::new(&m.ready, &env)
         };
@@ -553,6 +556,8 @@ impl Running {
                     protos: &protos,
                     endpoint: &self.endpoints[i],
                     state: &state,
+                    tag: &self.tag,
+                    results: &self.results_dir,
                 };
                 match probe::ask(&p, &env, rt) {
                     Ok(()) => return Ok(i),
@@ -614,11 +619,14 @@ impl Running {
     ) -> Result<(), ProbeError> {
         let protos = self.protos.clone();
         let state = self.state.clone();
+        let (tag, results_dir) = (self.tag.clone(), self.results_dir.clone());
         let env = probe::ProbeEnv {
             logs,
             protos: &protos,
             endpoint,
             state: &state,
+            tag: &tag,
+            results: &results_dir,
         };
         probe::wait(probe, &env, rt, &mut || self.exited())
     }
@@ -725,7 +733,7 @@ impl Running {
                 &cmd,
                 &self.cleanup_log,
                 None,
-                &self.tag,
+                (&self.tag, &self.results_dir),
                 Duration::from_secs(600),
             ) {
                 problems.push(format!("cleanup command failed: {e}"));

@@ -83,34 +83,21 @@ impl Forced {
     }
 }
 
-/// `pid` and every process below it (a server's workers hold its sockets too).
-pub fn with_children(pid: i32) -> Vec<i32> {
-    let mut parent_of: Vec<(i32, i32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-                continue;
-            };
-            // `pid (comm) state ppid …`: the command may hold spaces and parentheses.
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok());
-            if let Some(pp) = ppid {
-                parent_of.push((p, pp));
-            }
-        }
+/// `pid` and every process below it (a server's workers hold its sockets too). Only a
+/// process that exists and its real descendants: PID 0 and 1 (every process on the machine
+/// descends from them) are refused.
+pub fn with_children(pid: i32) -> Result<Vec<i32>, String> {
+    if pid <= 1 {
+        return Err(format!(
+            "pid {pid} is not a server bakeoff may change: every process descends from it; give the server's own PID"
+        ));
+    }
+    if crate::sys::proc_stat(pid).is_none_or(|s| s.state == 'Z') {
+        return Err(format!("no process has pid {pid}"));
     }
     let mut out = vec![pid];
-    let mut i = 0;
-    while i < out.len() {
-        let p = out[i];
-        out.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    out
+    out.extend(crate::sys::descendants(pid));
+    Ok(out)
 }
 
 const LISTEN: u8 = 0x0A;

@@ -3,7 +3,6 @@
 //! may accept a call and hold it (a fresh etcd without a leader does).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::client::{Client, Descriptors, Options};
@@ -20,6 +19,10 @@ pub struct ProbeEnv<'a> {
     pub endpoint: &'a str,
     /// The contender's state folder, for `{state}` in the probe's TLS settings.
     pub state: &'a std::path::Path,
+    /// The start's mark and its results folder: a `command` probe runs under a guard,
+    /// recorded there, like a member.
+    pub tag: &'a str,
+    pub results: &'a Path,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -43,7 +46,11 @@ enum Prepared {
     /// The same, with the messages described by the server itself (no `.proto`).
     GrpcReflected(Box<(Call, Endpoint, Descriptors, Options)>),
     Log(regex_lite::Regex),
-    Command(Vec<String>),
+    Command {
+        cmd: Vec<String>,
+        tag: String,
+        results: PathBuf,
+    },
 }
 
 /// Waits until `probe` passes. `exited` is asked between attempts and returns a description
@@ -218,7 +225,11 @@ fn prepare(probe: &Probe, env: &ProbeEnv) -> Result<Prepared, String> {
             }
         }
         Check::Log(re) => Prepared::Log(regex_lite::Regex::new(re).map_err(|e| e.to_string())?),
-        Check::Command(cmd) => Prepared::Command(cmd.clone()),
+        Check::Command(cmd) => Prepared::Command {
+            cmd: cmd.clone(),
+            tag: env.tag.to_string(),
+            results: env.results.to_path_buf(),
+        },
     })
 }
 
@@ -280,7 +291,16 @@ fn attempt(
                 Err(format!("no log line matches `{}`", re.as_str()))
             }
         }
-        Prepared::Command(cmd) => run_bounded(cmd, limit),
+        Prepared::Command { cmd, tag, results } => {
+            super::spawn::run_guarded(&super::spawn::Oneshot {
+                cmd,
+                dir: None,
+                tag,
+                results,
+                log: None,
+                limit,
+            })
+        }
     }
 }
 
@@ -297,31 +317,4 @@ fn log_matches(file: &Path, re: &regex_lite::Regex) -> bool {
     std::fs::read(file)
         .map(|b| String::from_utf8_lossy(&b).lines().any(|l| re.is_match(l)))
         .unwrap_or(false)
-}
-
-/// Runs a command in its own process group; kills the group when it overstays `limit`.
-fn run_bounded(cmd: &[String], limit: Duration) -> Result<(), String> {
-    use std::os::unix::process::CommandExt as _;
-    let mut child = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot run `{}`: {e}", cmd[0]))?;
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(s)) if s.success() => return Ok(()),
-            Ok(Some(s)) => return Err(format!("`{}` {s}", cmd.join(" "))),
-            Ok(None) if start.elapsed() >= limit => {
-                super::kill_group(child.id() as i32, libc::SIGKILL);
-                let _ = child.wait();
-                return Err(format!("`{}` still running after {limit:?}", cmd.join(" ")));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
 }

@@ -237,51 +237,119 @@ fn program_found(program: &str, dir: Option<&Path>) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(program))))
 }
 
+/// A command bakeoff runs to completion: a setup or cleanup command, a `command` probe.
+pub struct Oneshot<'a> {
+    pub cmd: &'a [String],
+    pub dir: Option<&'a Path>,
+    /// The start's mark, carried in its environment.
+    pub tag: &'a str,
+    /// Where its guard is recorded while it runs, so `cleanup` knows it.
+    pub results: &'a Path,
+    /// Its output (`None`: discarded).
+    pub log: Option<&'a Path>,
+    pub limit: Duration,
+}
+
+/// Runs a command under its own guard (as a member runs: it dies with bakeoff, and takes
+/// everything it started with it) in its own process group, recorded in the results folder
+/// while it runs. Ends it, and all it started, when it overstays its limit or the user
+/// interrupts.
+pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
+    let (out, err) = match o.log {
+        Some(log) => {
+            let open = || OpenOptions::new().create(true).append(true).open(log);
+            match (open(), open()) {
+                (Ok(a), Ok(b)) => (Stdio::from(a), Stdio::from(b)),
+                (Err(e), _) | (_, Err(e)) => return Err(format!("{}: {e}", log.display())),
+            }
+        }
+        None => (Stdio::null(), Stdio::null()),
+    };
+    let shown = || o.cmd.join(" ");
+    if !program_found(&o.cmd[0], o.dir) {
+        return Err(format!(
+            "cannot run `{}`: No such file or directory (os error 2)",
+            o.cmd[0]
+        ));
+    }
+    let mut c = Command::new("/proc/self/exe");
+    c.arg0("bakeoff-guard")
+        .arg(super::guard::ARG)
+        .arg("--")
+        .args(o.cmd)
+        .env(super::TAG_VAR, o.tag)
+        .env("BAKEOFF_GUARD_PARENT", std::process::id().to_string())
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    if let Some(d) = o.dir {
+        c.current_dir(d);
+    }
+    // SAFETY: between fork and exec, only prctl (async-signal-safe) with integer arguments.
+    unsafe {
+        c.pre_exec(|| {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                super::guard::PARENT_DIED as libc::c_ulong,
+            );
+            Ok(())
+        });
+    }
+    let mut child = c.spawn().map_err(|e| format!("`{}`: {e}", o.cmd[0]))?;
+    let guard = child.id() as i32;
+    super::leftovers::record(o.results, guard, o.tag);
+    let start = Instant::now();
+    let outcome = loop {
+        match child.try_wait() {
+            Ok(Some(s)) if s.success() => break Ok(()),
+            Ok(Some(s)) => break Err(format!("`{}` {s}", shown())),
+            Ok(None) if start.elapsed() >= o.limit => {
+                break Err(format!("`{}` still running after {:?}", shown(), o.limit))
+            }
+            Ok(None) if crate::load::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) => {
+                break Err(format!("`{}` interrupted", shown()))
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => break Err(e.to_string()),
+        }
+    };
+    if child.try_wait().ok().flatten().is_none() {
+        // The guard kills the command's whole subtree; the group kill is the fallback.
+        // SAFETY: kill has no memory preconditions; the guard is our child, not yet reaped.
+        unsafe {
+            libc::kill(guard, super::guard::PARENT_DIED);
+        }
+        let until = Instant::now() + Duration::from_secs(2);
+        while child.try_wait().ok().flatten().is_none() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        super::kill_group(guard, libc::SIGKILL);
+        let _ = child.wait();
+    }
+    // What it left in its group (its guard reaped what re-parented to it).
+    super::kill_group(guard, libc::SIGKILL);
+    super::leftovers::forget(o.results, guard);
+    outcome
+}
+
 /// Runs a setup or cleanup command to completion (bounded), appending its output to `log`.
 pub fn run_logged(
     cmd: &[String],
     log: &Path,
     dir: Option<&Path>,
-    tag: &str,
+    (tag, results): (&str, &Path),
     limit: Duration,
 ) -> Result<(), String> {
-    let open = || OpenOptions::new().create(true).append(true).open(log);
-    let (out, err) = match (open(), open()) {
-        (Ok(o), Ok(e)) => (o, e),
-        (Err(e), _) | (_, Err(e)) => return Err(format!("{}: {e}", log.display())),
-    };
-    let mut c = Command::new(&cmd[0]);
-    c.args(&cmd[1..])
-        .env(super::TAG_VAR, tag)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .process_group(0);
-    if let Some(d) = dir {
-        c.current_dir(d);
-    }
-    let mut child = c.spawn().map_err(|e| format!("`{}`: {e}", cmd[0]))?;
-    let start = Instant::now();
-    loop {
-        match child.try_wait().map_err(|e| e.to_string())? {
-            Some(s) if s.success() => return Ok(()),
-            Some(s) => {
-                return Err(format!(
-                    "`{}` {s} (output in {})",
-                    cmd.join(" "),
-                    log.display()
-                ))
-            }
-            None if start.elapsed() > limit
-                || crate::load::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) =>
-            {
-                super::kill_group(child.id() as i32, libc::SIGKILL);
-                let _ = child.wait();
-                return Err(format!("`{}` did not finish", cmd.join(" ")));
-            }
-            None => std::thread::sleep(Duration::from_millis(10)),
-        }
-    }
+    run_guarded(&Oneshot {
+        cmd,
+        dir,
+        tag,
+        results,
+        log: Some(log),
+        limit,
+    })
+    .map_err(|e| format!("{e} (output in {})", log.display()))
 }
 
 /// Kills every process whose environment carries `BAKEOFF_RUN=tag` (processes that left
@@ -315,13 +383,35 @@ pub fn tagged(needle: &str) -> Vec<i32> {
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != me)
-        .filter(|pid| {
-            // A zombie has an empty environ; it is already dead and only waits to be reaped.
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
-                .unwrap_or(false)
-        })
+        .filter(|&pid| carries(pid, needle))
         .collect()
+}
+
+/// The environment of `pid` (empty for a zombie: it is dead and only waits to be reaped).
+/// Bounded: an environment is limited by the kernel's argument size, far below this.
+fn environ(pid: i32) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    if let Ok(f) = File::open(format!("/proc/{pid}/environ")) {
+        let _ = f.take(1 << 22).read_to_end(&mut out);
+    }
+    out
+}
+
+/// Whether the environment of `pid` holds exactly `needle` (`NAME=value`).
+pub fn carries(pid: i32, needle: &str) -> bool {
+    environ(pid)
+        .split(|&b| b == 0)
+        .any(|kv| kv == needle.as_bytes())
+}
+
+/// The start's mark (`BAKEOFF_RUN`'s value) in the environment of `pid`, if it has one.
+pub fn tag_of(pid: i32) -> Option<String> {
+    let prefix = format!("{}=", super::TAG_VAR);
+    environ(pid)
+        .split(|&b| b == 0)
+        .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))
+        .and_then(|v| String::from_utf8(v.to_vec()).ok())
 }
 
 #[cfg(test)]

@@ -145,7 +145,12 @@ fn short(f: &str) -> String {
     }
 }
 
-/// Every flame graph of the profiled scenarios, drawn from the folded stacks under `dir`.
+/// The most folded-stack text read for one profile (perf's folded output of a point is a few
+/// MB; a larger file is not one bakeoff wrote).
+const FOLDED_LIMIT: u64 = 256 << 20;
+
+/// Every flame graph of the profiled scenarios, drawn from the folded stacks under `dir`
+/// (files named by the results are read only inside `dir`).
 pub fn flames(dir: &Path, r: &Results) -> Vec<Flame> {
     let mut out = Vec::new();
     for s in r.scenarios.iter().filter(|s| s.profiled) {
@@ -156,7 +161,8 @@ pub fn flames(dir: &Path, r: &Results) -> Vec<Flame> {
                 let file = if off { &p.off_cpu } else { &p.on_cpu };
                 let Some(text) = file
                     .as_ref()
-                    .and_then(|f| std::fs::read_to_string(dir.join(f)).ok())
+                    .and_then(|f: &String| crate::results::inside(dir, f))
+                    .and_then(|f| crate::sys::read_bounded(&f, FOLDED_LIMIT).ok())
                 else {
                     continue;
                 };

@@ -189,17 +189,25 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
 }
 
 /// Merges the shards in `dirs` into `out`: results.json, the plan and every log the runs
-/// name. `out` must not hold results already (unless it is one of the inputs' own
-/// directory, which is then rewritten with the same content).
+/// name (those inside their shard's folder). `out` must not hold results already, and is
+/// never one of the shards.
 pub fn merge_dirs(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Results> {
     let inputs = dirs
         .iter()
         .map(|d| read(d))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let out_canon = std::fs::canonicalize(out).ok();
-    let is_input =
-        |i: &Input| out_canon.is_some() && std::fs::canonicalize(&i.dir).ok() == out_canon;
-    if out.join("results.json").exists() && !inputs.iter().any(is_input) {
+    if let Some(i) = inputs
+        .iter()
+        .find(|i| out_canon.is_some() && std::fs::canonicalize(&i.dir).ok() == out_canon)
+    {
+        bail!(
+            "--out `{}` is the shard `{}` itself: merging there would overwrite its results; choose another --out",
+            out.display(),
+            i.dir.display()
+        );
+    }
+    if out.join("results.json").exists() {
         bail!(
             "`{}` already holds results; choose another --out",
             out.display()
@@ -222,10 +230,16 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Results> {
     }
     for (dir, logs) in sources {
         for rel in logs {
-            let (from, to) = (dir.join(&rel), out.join(&rel));
-            if std::fs::canonicalize(&from).ok() == std::fs::canonicalize(&to).ok() {
+            // A log named outside the shard's folder is not copied (nor written outside
+            // --out): a results file names only its own files.
+            let (Some(from), Some(to)) = (super::inside(&dir, &rel), super::inside(out, &rel))
+            else {
+                eprintln!(
+                    "bakeoff: merge: `{}` names a log outside its folder, `{rel}`; not copied",
+                    dir.join("results.json").display()
+                );
                 continue;
-            }
+            };
             if let Some(parent) = to.parent() {
                 std::fs::create_dir_all(parent)?;
             }

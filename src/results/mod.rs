@@ -699,6 +699,23 @@ impl Results {
     }
 }
 
+/// Where a path read from a results file (a log, a profile's stacks) is, or `None` when it
+/// would lead out of the results folder `dir`: only a relative path of plain names is
+/// taken (no `..`, no root), and, where the file exists, none of it may be a link that
+/// leads outside. A tampered results file can then name nothing but its own folder.
+pub fn inside(dir: &Path, rel: &str) -> Option<std::path::PathBuf> {
+    use std::path::Component;
+    let path = Path::new(rel);
+    if rel.is_empty() || !path.components().all(|c| matches!(c, Component::Normal(_))) {
+        return None;
+    }
+    let joined = dir.join(path);
+    match (std::fs::canonicalize(dir), std::fs::canonicalize(&joined)) {
+        (Ok(d), Ok(f)) if !f.starts_with(&d) => None,
+        _ => Some(joined),
+    }
+}
+
 /// Replaces `path` with `bytes` so that a reader sees the old or the new file, never half.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
@@ -892,6 +909,25 @@ mod tests {
         v.as_object_mut().unwrap().remove("schema_version");
         let e = format!("{:#}", Results::from_json(v).unwrap_err());
         assert!(e.contains("(none)"), "{e}");
+    }
+
+    #[test]
+    fn paths_from_results_stay_inside_their_folder() {
+        let dir = std::env::temp_dir().join(format!("bakeoff-inside-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("logs")).unwrap();
+        std::fs::write(dir.join("logs/a.log"), "a").unwrap();
+        assert_eq!(inside(&dir, "logs/a.log"), Some(dir.join("logs/a.log")));
+        assert_eq!(
+            inside(&dir, "logs/not-yet.log"),
+            Some(dir.join("logs/not-yet.log"))
+        );
+        for bad in ["../x", "logs/../../x", "/etc/hostname", "", "./logs/a.log"] {
+            assert_eq!(inside(&dir, bad), None, "{bad}");
+        }
+        // A link inside the folder that leads out of it.
+        std::os::unix::fs::symlink("/etc/hostname", dir.join("logs/link")).unwrap();
+        assert_eq!(inside(&dir, "logs/link"), None);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -200,17 +200,20 @@ fn plan_hash(plan: &Plan, opts: &RunOptions) -> anyhow::Result<String> {
 /// Reopens an interrupted run: the plan is the copy kept with the results (paths in it are
 /// still relative to the original plan file); repetitions that did not finish are redone.
 pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
+    let dir = &std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot resume `{}`", dir.display()))?;
+    // Only a results folder is cleaned, and only once it has been read as one.
+    let mut results = Results::load(dir)?;
     // What a killed earlier run left behind goes first.
-    let killed = crate::contender::leftovers::clean(dir);
-    if killed > 0 {
+    let cleaned = crate::contender::leftovers::clean(dir)
+        .with_context(|| format!("cannot resume `{}`", dir.display()))?;
+    if cleaned.killed > 0 {
         eprintln!(
-            "bakeoff: killed {killed} processes an earlier run of `{}` left behind",
+            "bakeoff: killed {} an earlier run of `{}` left behind",
+            crate::report::count(cleaned.killed as u64, "process"),
             dir.display()
         );
     }
-    let dir = &std::fs::canonicalize(dir)
-        .with_context(|| format!("cannot resume `{}`", dir.display()))?;
-    let mut results = Results::load(dir)?;
     let text = std::fs::read_to_string(dir.join("plan.toml"))
         .with_context(|| format!("`{}` has no plan.toml to resume from", dir.display()))?;
     let mut plan = Plan::parse(Path::new(&results.plan_path), &text)?;
