@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-test-deps.sh
-cargo test "$@"
+# --no-fail-fast: one failing test binary must not hide the others.
+cargo test --no-fail-fast "$@"

@@ -84,8 +84,9 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
     assert_eq!(analysis.verdicts.len(), 2, "one per point");
     for v in &analysis.verdicts {
         let t = v.get(Figure::Throughput).unwrap();
+        // Different and higher: what the code must find, never how fast (a busy machine
+        // gave 54× (47×–61×) against an old `lo > 50` here).
         assert_eq!(t.call, Call::Higher, "{t}");
-        assert!(t.ratio.lo > 50.0, "{t}");
     }
     assert!(text.contains("more throughput"), "{text}");
     assert!(!text.contains("too few runs"), "{text}");
