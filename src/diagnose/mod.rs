@@ -211,7 +211,7 @@ impl fmt::Display for Finding {
                     ),
                     None => write!(
                         f,
-                        "{what} — looks like Nagle + delayed ACK, but forcing TCP_NODELAY to check it failed: {} (seen in {seen})",
+                        "{what} — looks like Nagle + delayed ACK, but forcing TCP_NODELAY could not check it: {} (seen in {seen})",
                         c.why.as_deref().unwrap_or("no socket was found")
                     ),
                 }
@@ -556,12 +556,15 @@ fn stall_check(r: &Results, contender: &str) -> Option<StallCheck> {
                 continue;
             };
             let after = c.load.as_ref();
+            // A file from before the rule may hold a "confirmed" measured on no calls.
+            let check = crate::load::stall::band_gone(after);
             let why = c
                 .error
                 .clone()
-                .or_else(|| (!c.forced.took()).then(|| c.forced.problems.join("; ")));
+                .or_else(|| (!c.forced.took()).then(|| c.forced.problems.join("; ")))
+                .or_else(|| check.clone().err());
             all.push(StallCheck {
-                confirmed: c.confirmed,
+                confirmed: c.confirmed.filter(|_| check.is_ok()),
                 place: c.point.to_string(),
                 p50_before_us: before.latency_us.p50,
                 p50_after_us: after.map(|l| l.latency_us.p50),

@@ -36,3 +36,61 @@ pub fn stall_in(h: &Histogram<u64>) -> Option<(u64, u64)> {
     let gap = h.count_between(gap_lo, lo - 1);
     (band > 0 && gap * 4 <= band).then_some((band, h.len()))
 }
+
+/// The fewest answered calls a re-measurement with TCP_NODELAY forced needs before it may
+/// say the band went or stayed: a handful of calls (or none, after Ctrl-C) proves nothing.
+pub const CHECK_MIN_CALLS: u64 = 20;
+
+/// What a re-measurement with TCP_NODELAY forced says: the band gone (`Ok(true)`), the band
+/// still there (`Ok(false)`), or nothing, and why (`Err`).
+pub fn band_gone(l: Option<&LoadResult>) -> Result<bool, String> {
+    let Some(l) = l else {
+        return Err("nothing was measured with the option forced".into());
+    };
+    let answered = l.successes;
+    if l.interrupted {
+        Err("the re-measurement was interrupted".into())
+    } else if l.mostly_failed() {
+        Err(format!(
+            "{} of {} calls failed with the option forced",
+            l.failures, l.requests
+        ))
+    } else if answered < CHECK_MIN_CALLS {
+        Err(format!(
+            "only {} answered with the option forced; a check needs at least {CHECK_MIN_CALLS}",
+            crate::units::count(answered, "call")
+        ))
+    } else {
+        Ok(stall_band(l).is_none())
+    }
+}
+
+#[cfg(test)]
+mod check_tests {
+    use super::*;
+    use crate::load::result::tests::part;
+
+    fn load(latencies_us: &[u64], failures: u64) -> LoadResult {
+        let n = latencies_us.len() as u64;
+        let mut l = part(latencies_us, n + failures, 1.0);
+        l.failures = failures;
+        l.successes = n;
+        l
+    }
+
+    #[test]
+    fn too_few_calls_confirm_nothing() {
+        // After Ctrl-C: no call at all was measured with the option forced.
+        let none = band_gone(Some(&load(&[], 0))).unwrap_err();
+        assert!(none.contains("only 0 calls"), "{none}");
+        assert!(band_gone(None).is_err());
+        assert!(band_gone(Some(&load(&[100; 5], 0))).is_err());
+        let mut cut = load(&[100; 30], 0);
+        cut.interrupted = true;
+        assert!(band_gone(Some(&cut)).unwrap_err().contains("interrupted"));
+        let failed = band_gone(Some(&load(&[100; 30], 40))).unwrap_err();
+        assert!(failed.contains("failed"), "{failed}");
+        assert_eq!(band_gone(Some(&load(&[100; 30], 0))), Ok(true));
+        assert_eq!(band_gone(Some(&load(&[44_000; 30], 0))), Ok(false));
+    }
+}

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use super::ramps::Shape;
 use super::{Ctx, Live, Reporter};
 use crate::contender::nodelay::Forced;
-use crate::load::stall::stall_band;
+use crate::load::stall::{band_gone, stall_band};
 use crate::results::{self, Confirmation, PointId, PointRun, Results, WhatIf};
 
 /// Adds one forcing to what a contender's forcing did so far.
@@ -81,13 +81,14 @@ impl Ctx<'_> {
             }
             // The listeners were set once, before the first of these points; each records them.
             let forced = live.forcing.take().unwrap_or_default();
-            let confirmed = if forced.took() {
-                out.load
-                    .as_ref()
-                    .filter(|l| !l.mostly_failed())
-                    .map(|l| stall_band(l).is_none())
-            } else {
-                None
+            // Too few answered calls (a Ctrl-C, a failing server) confirm nothing.
+            let confirmed = match band_gone(out.load.as_ref()) {
+                _ if !forced.took() => None,
+                Ok(gone) => Some(gone),
+                Err(why) => {
+                    out.error.get_or_insert(why);
+                    None
+                }
             };
             super::report_point(rep, &name, s, p, &out);
             results.runs[live.idx].confirmations.push(Confirmation {
