@@ -168,6 +168,33 @@ pub fn descendants(pid: i32) -> Vec<i32> {
     out
 }
 
+/// The environment of `pid` (empty for a zombie: it is dead and only waits to be reaped).
+/// Bounded: an environment is limited by the kernel's argument size, far below this.
+fn environ(pid: i32) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    if let Ok(f) = std::fs::File::open(format!("/proc/{pid}/environ")) {
+        let _ = f.take(1 << 22).read_to_end(&mut out);
+    }
+    out
+}
+
+/// Whether the environment of `pid` holds exactly `entry` (`NAME=value`).
+pub fn environ_has(pid: i32, entry: &str) -> bool {
+    environ(pid)
+        .split(|&b| b == 0)
+        .any(|kv| kv == entry.as_bytes())
+}
+
+/// The value of `name` in the environment of `pid`, if it is there.
+pub fn environ_value(pid: i32, name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
+    environ(pid)
+        .split(|&b| b == 0)
+        .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))
+        .and_then(|v| String::from_utf8(v.to_vec()).ok())
+}
+
 /// The PIDs of every process now in /proc.
 pub fn pids() -> Vec<i32> {
     std::fs::read_dir("/proc")

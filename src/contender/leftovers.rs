@@ -117,11 +117,11 @@ pub fn clean(results: &Path) -> Result<Cleaned, Refused> {
 /// without its mark whose guard is gone, or a guard PID now held by another process).
 fn clean_one(r: &Record, killed: &mut std::collections::BTreeSet<i32>) -> bool {
     let me = std::process::id() as i32;
-    let marked = |pid: i32, tag: &str| super::spawn::carries(pid, &mark(tag));
+    let marked = |pid: i32, tag: &str| crate::sys::environ_has(pid, &mark(tag));
     // The guard: the exact process (start tick) and carrying a mark, ours if it was recorded.
     let guard_tag = stat(r.pgid)
         .filter(|(s, _)| *s == r.start)
-        .and_then(|_| super::spawn::tag_of(r.pgid))
+        .and_then(|_| crate::sys::environ_value(r.pgid, super::TAG_VAR))
         .filter(|t| r.tag.as_ref().is_none_or(|want| want == t));
     let Some(tag) = guard_tag.clone().or_else(|| r.tag.clone()) else {
         // An old record whose guard is gone: nothing left proves what is ours.

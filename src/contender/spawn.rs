@@ -383,35 +383,8 @@ pub fn tagged(needle: &str) -> Vec<i32> {
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != me)
-        .filter(|&pid| carries(pid, needle))
+        .filter(|&pid| crate::sys::environ_has(pid, needle))
         .collect()
-}
-
-/// The environment of `pid` (empty for a zombie: it is dead and only waits to be reaped).
-/// Bounded: an environment is limited by the kernel's argument size, far below this.
-fn environ(pid: i32) -> Vec<u8> {
-    use std::io::Read as _;
-    let mut out = Vec::new();
-    if let Ok(f) = File::open(format!("/proc/{pid}/environ")) {
-        let _ = f.take(1 << 22).read_to_end(&mut out);
-    }
-    out
-}
-
-/// Whether the environment of `pid` holds exactly `needle` (`NAME=value`).
-pub fn carries(pid: i32, needle: &str) -> bool {
-    environ(pid)
-        .split(|&b| b == 0)
-        .any(|kv| kv == needle.as_bytes())
-}
-
-/// The start's mark (`BAKEOFF_RUN`'s value) in the environment of `pid`, if it has one.
-pub fn tag_of(pid: i32) -> Option<String> {
-    let prefix = format!("{}=", super::TAG_VAR);
-    environ(pid)
-        .split(|&b| b == 0)
-        .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))
-        .and_then(|v| String::from_utf8(v.to_vec()).ok())
 }
 
 #[cfg(test)]
