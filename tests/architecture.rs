@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// Lowest first. Modules in one layer may not use each other.
 const LAYERS: &[&[&str]] = &[
-    &["rng", "sys", "units"],
+    &["cancel", "rng", "sys", "units"],
     &["protocol", "stats"],
     &["load"],
     &["plan"],

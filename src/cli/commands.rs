@@ -6,6 +6,9 @@ use std::io::IsTerminal as _;
 use anyhow::bail;
 
 use super::*;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
+
+use crate::cancel::Cancel;
 use crate::load;
 use crate::report;
 use crate::runner;
@@ -22,8 +25,8 @@ pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
         )),
         None => None,
     };
+    let cfg = cfg.cancelled_by(install_interrupt_handler());
     let client = args.target.build(false)?;
-    install_interrupt_handler();
     let mut bar = report::progress::Bar::new(std::io::stderr().is_terminal());
     let mut progress = |p| {
         bar.update(p);
@@ -119,7 +122,7 @@ pub(super) fn warn_if_too_many_clients(clients: usize) {
 /// (what was measured is kept), 3 compat cases differ and `--fail-on-diff` was given,
 /// 130 interrupted.
 pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
-    install_handler(on_interrupt_run, 0);
+    let cancel = install_handler(on_interrupt_run, 0);
     // Contenders inherit it too; many clients need it raised.
     crate::sys::raise_open_files_limit();
     let opts = runner::RunOptions {
@@ -132,6 +135,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         shard: args.shard()?,
         what_if: args.what_if.iter().map(|w| w.name().to_string()).collect(),
         profile: args.profile,
+        cancel,
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
@@ -139,9 +143,9 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
 }
 
 pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
-    install_handler(on_interrupt_run, 0);
+    let cancel = install_handler(on_interrupt_run, 0);
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
-    let done = crate::demo::run(args.out.clone(), &mut rep)?;
+    let done = crate::demo::run(args.out.clone(), cancel, &mut rep)?;
     finish_run(&done, false, None)
 }
 
@@ -417,8 +421,21 @@ pub(super) fn emit(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
+/// The one static left: where a signal handler finds the running command's [`Cancel`] (a
+/// handler can reach nothing else). Set by [`install_handler`], which makes the value.
+static SIGNALLED: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Sets the command's cancellation; whether it was set before (a second signal).
+fn signal_cancel() -> bool {
+    let flag = SIGNALLED.load(Relaxed);
+    // SAFETY: the pointer is null or points at a flag whose `Cancel` is kept alive for the
+    // rest of the process (`install_handler` leaks one clone); an atomic swap is
+    // async-signal-safe.
+    !flag.is_null() && unsafe { (*flag).swap(true, Relaxed) }
+}
+
 pub(super) extern "C" fn on_interrupt(_: libc::c_int) {
-    load::INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+    signal_cancel();
 }
 
 /// During `bakeoff run`: the first Ctrl-C or SIGTERM stops after the step in progress and
@@ -426,7 +443,7 @@ pub(super) extern "C" fn on_interrupt(_: libc::c_int) {
 /// contenders' process groups at once, and the run has three seconds to record their exits
 /// and the interruption in results.json before an alarm ends the process anyway.
 pub(super) extern "C" fn on_interrupt_run(_: libc::c_int) {
-    if load::INTERRUPTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+    if signal_cancel() {
         crate::contender::kill_all_live();
         // SAFETY: sigaction and alarm are async-signal-safe; the handler only calls _exit.
         unsafe {
@@ -445,11 +462,16 @@ extern "C" fn on_alarm(_: libc::c_int) {
 
 /// First Ctrl-C or SIGTERM: stop sending, finish what is in flight, report what was
 /// measured. A second one kills as usual (SA_RESETHAND).
-pub(super) fn install_interrupt_handler() {
-    install_handler(on_interrupt, libc::SA_RESETHAND);
+pub(super) fn install_interrupt_handler() -> Cancel {
+    install_handler(on_interrupt, libc::SA_RESETHAND)
 }
 
-pub(super) fn install_handler(handler: extern "C" fn(libc::c_int), flags: libc::c_int) {
+/// Makes the command's cancellation and has SIGINT and SIGTERM set it through `handler`.
+pub(super) fn install_handler(handler: extern "C" fn(libc::c_int), flags: libc::c_int) -> Cancel {
+    let cancel = Cancel::new();
+    // One clone lives as long as the process: a signal may come at any time.
+    std::mem::forget(cancel.clone());
+    SIGNALLED.store(cancel.as_ptr().cast_mut(), Relaxed);
     // SAFETY: the handlers only touch atomics and call async-signal-safe functions.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -458,6 +480,7 @@ pub(super) fn install_handler(handler: extern "C" fn(libc::c_int), flags: libc::
         libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
     }
+    cancel
 }
 
 /// The shortest names that tell paths apart: what is left when the path components they all

@@ -16,7 +16,6 @@ pub mod usage;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::load::INTERRUPTED;
 use crate::plan::{Check, Contender, Probe};
 pub use member::kill_all_live;
 use member::{describe_exit, log_tail, register_group, unregister_group, MemberProc};
@@ -45,6 +44,8 @@ pub struct Launch<'a> {
     pub log_limit: u64,
     /// The plan's compiled `.proto` files, for gRPC readiness probes.
     pub protos: &'a crate::client::Descriptors,
+    /// The command's cancellation: ends setup commands and probes early.
+    pub cancel: crate::cancel::Cancel,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +118,8 @@ pub struct Running {
     members: Vec<MemberProc>,
     sampler: Sampler,
     started: Instant,
-    tag: String,
+    /// Its mark, results folder and cancellation.
+    owner: spawn::Owner,
     stop_timeout: Duration,
     cleanup: Vec<Vec<String>>,
     cleanup_log: PathBuf,
@@ -126,8 +128,6 @@ pub struct Running {
     stopped: bool,
     /// The ports given to it, by name: checked free after it stopped.
     ports: std::collections::BTreeMap<String, u16>,
-    /// Where its members' guards are recorded (`leftovers`).
-    results_dir: PathBuf,
     /// Members that start once the members their `after` names are ready.
     pending: Vec<Prepared>,
     ctx: SpawnCtx,
@@ -152,6 +152,11 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     );
+    let owner = spawn::Owner {
+        tag,
+        results: results_dir,
+        cancel: l.cancel.clone(),
+    };
     let cluster = c.members.len() > 1;
     let state_of = |m: &str| {
         if cluster {
@@ -188,7 +193,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
             &cmd,
             &setup_log,
             c.dir.as_deref(),
-            (&tag, &results_dir),
+            &owner,
             Duration::from_secs(600),
         )
         .map_err(StartError::Setup)?;
@@ -243,7 +248,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         members: Vec::new(),
         sampler: Sampler::start(Vec::new()),
         started: Instant::now(),
-        tag,
+        owner,
         stop_timeout: c.stop_timeout,
         cleanup,
         cleanup_log: l.logs.join(format!("{}.cleanup.log", l.log_prefix)),
@@ -251,7 +256,6 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         protos: l.protos.clone(),
         stopped: false,
         ports: ports.clone(),
-        results_dir,
         pending: later,
         ctx: SpawnCtx {
             dir: c.dir.clone(),
@@ -324,7 +328,7 @@ impl Running {
                     stdout: &p.logs[0],
                     stderr: &p.logs[1],
                     cpus: self.ctx.cpus.as_deref(),
-                    tag: &self.tag,
+                    tag: &self.owner.tag,
                     log_limit: self.ctx.log_limit,
                     log_cpus: self.ctx.log_cpus.as_deref(),
                 })
@@ -336,7 +340,7 @@ impl Running {
         })?;
         let pid = child.id() as i32;
         register_group(pid);
-        leftovers::record(&self.results_dir, pid, &self.tag);
+        leftovers::record(&self.owner.results, pid, &self.owner.tag);
         self.sampler.add(pid);
         if self.members.is_empty() {
             self.started = Instant::now();
@@ -368,22 +372,21 @@ impl Running {
     ) -> Result<Startup, (Option<Duration>, ProbeError)> {
         let protos = self.protos.clone();
         let state = self.state.clone();
-        let (tag, results_dir) = (self.tag.clone(), self.results_dir.clone());
+        let owner = self.owner.clone();
         let waiter = |m: &MemberProc| {
             let env = probe::ProbeEnv {
                 logs: &m.logs,
                 protos: &protos,
                 endpoint: &m.endpoint,
                 state: &state,
-                tag: &tag,
-                results: &results_dir,
+                owner: &owner,
             };
             probe::Waiter::new(&m.ready, &env)
         };
         // Each member's probe waits on its own thread (with its own runtime), so a probe the
         // server holds (etcd's /health until it has a leader) never holds another member's:
         // every member's first response is timed to its own probe's pauses.
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = crate::cancel::Cancel::new();
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Duration, ProbeError>, Instant)>();
         let mut threads = Vec::new();
         let watch = |k: usize, w: probe::Waiter, threads: &mut Vec<std::thread::JoinHandle<()>>| {
@@ -405,7 +408,7 @@ impl Running {
             }
         };
         let end = |threads: Vec<std::thread::JoinHandle<()>>| {
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            stop.cancel();
             for t in threads {
                 let _ = t.join();
             }
@@ -452,7 +455,7 @@ impl Running {
                 end(threads);
                 return Err((None, ProbeError::Exited(e)));
             }
-            if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            if self.owner.cancel.is_cancelled() {
                 end(threads);
                 return Err((None, ProbeError::Interrupted));
             }
@@ -556,8 +559,7 @@ impl Running {
                     protos: &protos,
                     endpoint: &self.endpoints[i],
                     state: &state,
-                    tag: &self.tag,
-                    results: &self.results_dir,
+                    owner: &self.owner,
                 };
                 match probe::ask(&p, &env, rt) {
                     Ok(()) => return Ok(i),
@@ -567,9 +569,7 @@ impl Running {
             if let Some(e) = self.exited() {
                 return Err(e);
             }
-            if start.elapsed() >= probe.timeout
-                || INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
-            {
+            if start.elapsed() >= probe.timeout || self.owner.cancel.is_cancelled() {
                 return Err(format!(
                     "no member answered the `leader` probe as the leader within {:.1?} ({})",
                     probe.timeout,
@@ -619,14 +619,13 @@ impl Running {
     ) -> Result<(), ProbeError> {
         let protos = self.protos.clone();
         let state = self.state.clone();
-        let (tag, results_dir) = (self.tag.clone(), self.results_dir.clone());
+        let owner = self.owner.clone();
         let env = probe::ProbeEnv {
             logs,
             protos: &protos,
             endpoint,
             state: &state,
-            tag: &tag,
-            results: &results_dir,
+            owner: &owner,
         };
         probe::wait(probe, &env, rt, &mut || self.exited())
     }
@@ -733,13 +732,13 @@ impl Running {
                 &cmd,
                 &self.cleanup_log,
                 None,
-                (&self.tag, &self.results_dir),
+                &self.owner,
                 Duration::from_secs(600),
             ) {
                 problems.push(format!("cleanup command failed: {e}"));
             }
         }
-        spawn::sweep(&self.tag);
+        spawn::sweep(&self.owner.tag);
         // The last check: nothing it started may still listen on its ports.
         for (name, port) in &self.ports {
             if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", *port)) {
@@ -809,10 +808,10 @@ impl Running {
         for m in &mut self.members {
             kill_group(m.pid, libc::SIGKILL);
             unregister_group(m.pid);
-            leftovers::forget(&self.results_dir, m.pid);
+            leftovers::forget(&self.owner.results, m.pid);
             m.flush_logs();
         }
-        spawn::sweep(&self.tag);
+        spawn::sweep(&self.owner.tag);
     }
 }
 

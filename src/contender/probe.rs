@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::client::{Client, Descriptors, Options};
-use crate::load::INTERRUPTED;
 use crate::plan::{Call, Check, Probe};
 use crate::protocol::target::Endpoint;
 use crate::protocol::{Class, GrpcCode};
@@ -19,10 +18,9 @@ pub struct ProbeEnv<'a> {
     pub endpoint: &'a str,
     /// The contender's state folder, for `{state}` in the probe's TLS settings.
     pub state: &'a std::path::Path,
-    /// The start's mark and its results folder: a `command` probe runs under a guard,
-    /// recorded there, like a member.
-    pub tag: &'a str,
-    pub results: &'a Path,
+    /// The start it belongs to: a `command` probe runs under a guard recorded in its
+    /// results folder, like a member; its cancellation ends the wait.
+    pub owner: &'a super::spawn::Owner,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -48,8 +46,7 @@ enum Prepared {
     Log(regex_lite::Regex),
     Command {
         cmd: Vec<String>,
-        tag: String,
-        results: PathBuf,
+        owner: super::spawn::Owner,
     },
 }
 
@@ -66,7 +63,7 @@ pub fn wait(
         if let Some(e) = exited() {
             return Err(ProbeError::Exited(e));
         }
-        if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+        if env.owner.cancel.is_cancelled() {
             return Err(ProbeError::Interrupted);
         }
         if w.attempt(rt)? {
@@ -93,6 +90,8 @@ pub struct Waiter {
     /// anywhere in it. (An attempt the server holds until it is ready ends when it is.)
     pub resolution: Duration,
     last_end: Instant,
+    /// The command's cancellation.
+    cancel: crate::cancel::Cancel,
 }
 
 impl Waiter {
@@ -108,6 +107,7 @@ impl Waiter {
             passed: false,
             resolution: Duration::ZERO,
             last_end: now,
+            cancel: env.owner.cancel.clone(),
         })
     }
 
@@ -147,18 +147,13 @@ impl Waiter {
 
 /// Waits for one probe on a thread of its own, with its own runtime, until it passes (how
 /// precisely: [`Waiter::resolution`]), times out, or `stop` is set (then `Interrupted`).
-pub fn wait_alone(
-    mut w: Waiter,
-    stop: &std::sync::atomic::AtomicBool,
-) -> Result<Duration, ProbeError> {
+pub fn wait_alone(mut w: Waiter, stop: &crate::cancel::Cancel) -> Result<Duration, ProbeError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| ProbeError::Setup(e.to_string()))?;
     loop {
-        if stop.load(std::sync::atomic::Ordering::Relaxed)
-            || INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if stop.is_cancelled() || w.cancel.is_cancelled() {
             return Err(ProbeError::Interrupted);
         }
         if w.attempt(&rt)? {
@@ -166,7 +161,7 @@ pub fn wait_alone(
         }
         // Short naps, so a stop is seen within 20 ms even during a long pause.
         let until = w.next_at();
-        while Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        while Instant::now() < until && !stop.is_cancelled() && !w.cancel.is_cancelled() {
             std::thread::sleep(
                 until
                     .saturating_duration_since(Instant::now())
@@ -227,8 +222,7 @@ fn prepare(probe: &Probe, env: &ProbeEnv) -> Result<Prepared, String> {
         Check::Log(re) => Prepared::Log(regex_lite::Regex::new(re).map_err(|e| e.to_string())?),
         Check::Command(cmd) => Prepared::Command {
             cmd: cmd.clone(),
-            tag: env.tag.to_string(),
-            results: env.results.to_path_buf(),
+            owner: env.owner.clone(),
         },
     })
 }
@@ -291,16 +285,13 @@ fn attempt(
                 Err(format!("no log line matches `{}`", re.as_str()))
             }
         }
-        Prepared::Command { cmd, tag, results } => {
-            super::spawn::run_guarded(&super::spawn::Oneshot {
-                cmd,
-                dir: None,
-                tag,
-                results,
-                log: None,
-                limit,
-            })
-        }
+        Prepared::Command { cmd, owner } => super::spawn::run_guarded(&super::spawn::Oneshot {
+            cmd,
+            dir: None,
+            owner,
+            log: None,
+            limit,
+        }),
     }
 }
 

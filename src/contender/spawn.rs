@@ -237,14 +237,21 @@ fn program_found(program: &str, dir: Option<&Path>) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(program))))
 }
 
+/// What a contender's start and everything it runs belong to: the start's mark (carried in
+/// every process's environment), the results folder its guards are recorded in, and the
+/// command's cancellation.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    pub tag: String,
+    pub results: PathBuf,
+    pub cancel: crate::cancel::Cancel,
+}
+
 /// A command bakeoff runs to completion: a setup or cleanup command, a `command` probe.
 pub struct Oneshot<'a> {
     pub cmd: &'a [String],
     pub dir: Option<&'a Path>,
-    /// The start's mark, carried in its environment.
-    pub tag: &'a str,
-    /// Where its guard is recorded while it runs, so `cleanup` knows it.
-    pub results: &'a Path,
+    pub owner: &'a Owner,
     /// Its output (`None`: discarded).
     pub log: Option<&'a Path>,
     pub limit: Duration,
@@ -277,7 +284,7 @@ pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
         .arg(super::guard::ARG)
         .arg("--")
         .args(o.cmd)
-        .env(super::TAG_VAR, o.tag)
+        .env(super::TAG_VAR, &o.owner.tag)
         .env("BAKEOFF_GUARD_PARENT", std::process::id().to_string())
         .stdin(Stdio::null())
         .stdout(out)
@@ -298,7 +305,7 @@ pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
     }
     let mut child = c.spawn().map_err(|e| format!("`{}`: {e}", o.cmd[0]))?;
     let guard = child.id() as i32;
-    super::leftovers::record(o.results, guard, o.tag);
+    super::leftovers::record(&o.owner.results, guard, &o.owner.tag);
     let start = Instant::now();
     let outcome = loop {
         match child.try_wait() {
@@ -307,7 +314,7 @@ pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
             Ok(None) if start.elapsed() >= o.limit => {
                 break Err(format!("`{}` still running after {:?}", shown(), o.limit))
             }
-            Ok(None) if crate::load::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) => {
+            Ok(None) if o.owner.cancel.is_cancelled() => {
                 break Err(format!("`{}` interrupted", shown()))
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
@@ -329,7 +336,7 @@ pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
     }
     // What it left in its group (its guard reaped what re-parented to it).
     super::kill_group(guard, libc::SIGKILL);
-    super::leftovers::forget(o.results, guard);
+    super::leftovers::forget(&o.owner.results, guard);
     outcome
 }
 
@@ -338,14 +345,13 @@ pub fn run_logged(
     cmd: &[String],
     log: &Path,
     dir: Option<&Path>,
-    (tag, results): (&str, &Path),
+    owner: &Owner,
     limit: Duration,
 ) -> Result<(), String> {
     run_guarded(&Oneshot {
         cmd,
         dir,
-        tag,
-        results,
+        owner,
         log: Some(log),
         limit,
     })

@@ -55,7 +55,11 @@ duration = "2s"
 "#;
 
 /// Writes the demo plan next to the results and runs it.
-pub fn run(out: Option<PathBuf>, rep: &mut dyn Reporter) -> anyhow::Result<Finished> {
+pub fn run(
+    out: Option<PathBuf>,
+    cancel: crate::cancel::Cancel,
+    rep: &mut dyn Reporter,
+) -> anyhow::Result<Finished> {
     let exe = std::env::current_exe().context("cannot find bakeoff's own executable")?;
     let text = PLAN.replace("{exe}", &exe.display().to_string());
     let dir = std::env::temp_dir().join(format!("bakeoff-demo-{}", std::process::id()));
@@ -64,6 +68,7 @@ pub fn run(out: Option<PathBuf>, rep: &mut dyn Reporter) -> anyhow::Result<Finis
     std::fs::write(&plan, text)?;
     let opts = RunOptions {
         out,
+        cancel,
         ..RunOptions::default()
     };
     let done = runner::run(Some(Path::new(&plan)), &opts, rep);

@@ -12,7 +12,7 @@ mod worker;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use pacing::{Dispenser, Pacing, Stop, INTERRUPTED};
+pub use pacing::{Dispenser, Pacing, Stop};
 use recorder::Recorder;
 pub use result::{Latency, LoadResult};
 pub use session::{Runs, Session};
@@ -38,6 +38,8 @@ pub struct LoadConfig {
     warmup: Duration,
     timeout: Duration,
     cpus: Vec<usize>,
+    /// The command's cancellation: a cancelled load stops sending and reports what it has.
+    cancel: crate::cancel::Cancel,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -117,7 +119,14 @@ impl LoadConfig {
             warmup,
             timeout,
             cpus: Vec::new(),
+            cancel: crate::cancel::Cancel::new(),
         })
+    }
+
+    /// Stops sending once `cancel` is set (Ctrl-C), keeping what was measured.
+    pub fn cancelled_by(mut self, cancel: crate::cancel::Cancel) -> LoadConfig {
+        self.cancel = cancel;
+        self
     }
 
     /// Pins worker thread `i` to `cpus[i % len]`.
@@ -365,6 +374,44 @@ mod tests {
         fn describe(&self) -> String {
             "counting".into()
         }
+    }
+
+    /// The command's `Cancel` reaches the engine through its config: set while calls are
+    /// under way, the load stops sending and reports what it measured as interrupted; a
+    /// config made without one is never cancelled by another command's.
+    #[test]
+    fn a_cancel_handed_down_stops_the_load() {
+        let cancel = crate::cancel::Cancel::new();
+        let cfg = LoadConfig::new(
+            Pacing::Closed,
+            Stop::Count(1_000_000),
+            2,
+            1,
+            Duration::ZERO,
+            Duration::from_secs(5),
+        )
+        .unwrap()
+        .cancelled_by(cancel.clone());
+        let r = run(Arc::new(Instant1ms), &cfg, &mut |p| {
+            if p.done >= 20 {
+                cancel.cancel();
+            }
+            Flow::Continue
+        })
+        .unwrap();
+        assert!(r.interrupted, "{r:?}");
+        assert!(r.requests >= 20 && r.requests < 1_000_000, "{}", r.requests);
+        let other = LoadConfig::new(
+            Pacing::Closed,
+            Stop::Count(30),
+            2,
+            1,
+            Duration::ZERO,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let r = run(Arc::new(Instant1ms), &other, &mut |_| Flow::Continue).unwrap();
+        assert!(!r.interrupted && r.requests == 30, "{r:?}");
     }
 
     #[test]

@@ -29,9 +29,6 @@ pub struct Ticket {
     pub warmup: bool,
 }
 
-/// Set from a signal handler: stop issuing tickets, finish what is in flight, report.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
 pub struct Dispenser {
     pacing: Pacing,
     stop: Stop,
@@ -42,6 +39,8 @@ pub struct Dispenser {
     /// Measured tickets handed out in an open loop.
     handed: AtomicU64,
     cancelled: AtomicBool,
+    /// The command's cancellation (Ctrl-C): stop issuing tickets, finish what is in flight.
+    external: crate::cancel::Cancel,
 }
 
 impl Dispenser {
@@ -55,7 +54,14 @@ impl Dispenser {
             measured: AtomicU64::new(0),
             handed: AtomicU64::new(0),
             cancelled: AtomicBool::new(false),
+            external: crate::cancel::Cancel::new(),
         }
+    }
+
+    /// Stops issuing tickets, too, once `cancel` is set.
+    pub fn watching(mut self, cancel: crate::cancel::Cancel) -> Dispenser {
+        self.external = cancel;
+        self
     }
 
     /// Fixes the start of the run; tickets are handed out only after this.
@@ -67,8 +73,9 @@ impl Dispenser {
         self.cancelled.store(true, Relaxed);
     }
 
+    /// Whether it stopped issuing tickets early: cancelled, or the command was.
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Relaxed)
+        self.cancelled.load(Relaxed) || self.external.is_cancelled()
     }
 
     fn started(&self) -> Instant {
@@ -112,7 +119,7 @@ impl Dispenser {
     }
 
     pub fn next(&self) -> Option<Ticket> {
-        if self.cancelled.load(Relaxed) || INTERRUPTED.load(Relaxed) {
+        if self.is_cancelled() {
             return None;
         }
         match self.pacing {

@@ -11,7 +11,7 @@ use super::recorder::Recorder;
 use super::worker::Job;
 use super::{
     summarize, Dispenser, Edge, Flow, LoadConfig, LoadError, LoadResult, Pacing, Progress, Ready,
-    Stop, Usage, WorkerOut, INTERRUPTED,
+    Stop, Usage, WorkerOut,
 };
 use crate::protocol::Protocol;
 use crate::sys;
@@ -122,7 +122,8 @@ impl<P: Protocol> Runs for Session<P> {
             warmup,
             ..self.cfg.clone()
         };
-        let dispenser = Arc::new(Dispenser::new(cfg.pacing, stop, warmup));
+        let dispenser =
+            Arc::new(Dispenser::new(cfg.pacing, stop, warmup).watching(cfg.cancel.clone()));
         let counters: Vec<Arc<AtomicU64>> = (0..cfg.threads).map(|_| Arc::default()).collect();
         let t0 = Instant::now();
         dispenser.start(t0);
@@ -233,7 +234,7 @@ impl<P: Protocol> Runs for Session<P> {
             rec,
             usage,
             measure_start,
-            INTERRUPTED.load(Relaxed) || dispenser.is_cancelled(),
+            dispenser.is_cancelled(),
         );
         result.dropped = if result.interrupted {
             0

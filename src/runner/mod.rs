@@ -14,13 +14,12 @@ mod setup;
 mod whatif;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::Context as _;
 
 use crate::client::{self, Client, Descriptors, Options};
 use crate::contender::{self, Launch, Running};
-use crate::load::{Edge, Flow, LoadConfig, INTERRUPTED};
+use crate::load::{Edge, Flow, LoadConfig};
 use crate::plan::{Order, Plan, Point, Scenario, Spread};
 use crate::protocol::target::Endpoint;
 use crate::results::{self, PointRun, Results, Run};
@@ -51,6 +50,9 @@ pub struct RunOptions {
     pub what_if: Vec<String>,
     /// `--profile`: every plain scenario is profiled (docs/profiles.md).
     pub profile: bool,
+    /// The command's cancellation: set by Ctrl-C or SIGTERM, the run stops after the step in
+    /// progress and keeps what it measured.
+    pub cancel: crate::cancel::Cancel,
 }
 
 /// What a finished (or interrupted) bake-off leaves: its directory and results.
@@ -120,6 +122,7 @@ pub fn run(
         rt: &rt,
         here,
         shard,
+        cancel: opts.cancel.clone(),
     };
     let done = |results: &Results, repetition: u32, ci: usize| {
         let name = &plan.contenders[ci].name;
@@ -133,7 +136,7 @@ pub fn run(
             if shard.is_some_and(|s| !s.runs(repetition)) {
                 continue;
             }
-            if INTERRUPTED.load(Relaxed) {
+            if opts.cancel.is_cancelled() {
                 break;
             }
             let (cis, earlier): (Vec<_>, Vec<_>) = schedule
@@ -158,7 +161,7 @@ pub fn run(
             if done(&results, repetition, ci) {
                 continue;
             }
-            if INTERRUPTED.load(Relaxed) {
+            if opts.cancel.is_cancelled() {
                 break;
             }
             let name = &plan.contenders[ci].name;
@@ -167,7 +170,7 @@ pub fn run(
         }
     }
     let _ = crate::sys::pin_current_thread(&allowed);
-    results.status = if INTERRUPTED.load(Relaxed) {
+    results.status = if opts.cancel.is_cancelled() {
         "interrupted"
     } else {
         "complete"
@@ -187,6 +190,8 @@ struct Ctx<'a> {
     rt: &'a tokio::runtime::Runtime,
     here: crate::results::env::Environment,
     shard: Option<results::Shard>,
+    /// The command's cancellation (Ctrl-C): handed to every launch and load.
+    cancel: crate::cancel::Cancel,
 }
 
 impl Ctx<'_> {
@@ -281,6 +286,7 @@ impl Ctx<'_> {
             log_cpus: self.log_cpus(),
             log_limit: self.plan.log_limit,
             protos: self.protos,
+            cancel: self.cancel.clone(),
         };
         let ticks0 = crate::sys::cpu_ticks();
         let mut running = match contender::start(&launch) {
@@ -288,7 +294,7 @@ impl Ctx<'_> {
             Err(e) => {
                 let run = &mut results.runs[idx];
                 // A setup command cut short by Ctrl-C is redone on --resume, not a failure.
-                run.status = if INTERRUPTED.load(Relaxed) {
+                run.status = if self.cancel.is_cancelled() {
                     "interrupted"
                 } else {
                     "failed"
@@ -413,7 +419,7 @@ impl Ctx<'_> {
         });
         run.disk_end_bytes = Some(contender::usage::disk_usage(&live.state));
         if run.status == "running" {
-            run.status = if INTERRUPTED.load(Relaxed) {
+            run.status = if self.cancel.is_cancelled() {
                 "interrupted"
             } else {
                 "complete"
@@ -492,7 +498,7 @@ impl Ctx<'_> {
         rep: &mut dyn Reporter,
     ) -> anyhow::Result<()> {
         for set in &self.plan.compat {
-            if INTERRUPTED.load(Relaxed) {
+            if self.cancel.is_cancelled() {
                 return Ok(());
             }
             let answers = crate::compat::run_set(
@@ -536,7 +542,7 @@ impl Ctx<'_> {
         let name = self.plan.contenders[live.ci].name.clone();
         for s in &self.plan.scenarios {
             for p in &s.points {
-                if INTERRUPTED.load(Relaxed) {
+                if self.cancel.is_cancelled() {
                     return Ok(());
                 }
                 if live.died("before", s, p, results, rep) {
@@ -635,7 +641,10 @@ impl Ctx<'_> {
             how.warmup,
             s.timeout,
         )
-        .map(|c| c.pin_to(self.load_cpus.clone()));
+        .map(|c| {
+            c.pin_to(self.load_cpus.clone())
+                .cancelled_by(self.cancel.clone())
+        });
         let (driver, cfg) = match (built, cfg) {
             (Ok(d), Ok(c)) => (d, c),
             (Err(e), _) => {

@@ -6,14 +6,13 @@
 //! ratio (server CPU per request, else throughput) is precise enough within the repetition,
 //! or the plan's limit.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use anyhow::Context as _;
 
 use super::{measure, report_point, Ctx, Live, Reporter};
 use crate::client::{Client, Options};
-use crate::load::{LoadConfig, LoadResult, Runs, Stop, INTERRUPTED};
+use crate::load::{LoadConfig, LoadResult, Runs, Stop};
 use crate::plan::{Point, Rounds, Scenario, Spread};
 use crate::results::{self, balanced_rounds, PointRun, Results, ServerCost, Slice};
 use crate::stats::paired::{round_precision, williams};
@@ -38,7 +37,7 @@ impl Ctx<'_> {
             + 1;
         let mut lives = Vec::new();
         for &ci in cis {
-            if INTERRUPTED.load(Relaxed) {
+            if self.cancel.is_cancelled() {
                 break;
             }
             *step += 1;
@@ -76,7 +75,7 @@ impl Ctx<'_> {
     ) -> anyhow::Result<()> {
         for s in &self.plan.scenarios {
             for p in &s.points {
-                if INTERRUPTED.load(Relaxed) {
+                if self.cancel.is_cancelled() {
                     return Ok(());
                 }
                 let mut active = Vec::new();
@@ -206,7 +205,7 @@ impl Ctx<'_> {
         let mut reached = None;
         while clean < max
             && round < max + max / 2
-            && !INTERRUPTED.load(Relaxed)
+            && !self.cancel.is_cancelled()
             && sessions.iter().any(Option::is_some)
         {
             // Rotated by repetition too, so no contender always opens a repetition's rounds.
@@ -314,7 +313,10 @@ impl Ctx<'_> {
             Duration::ZERO,
             s.timeout,
         )
-        .map(|c| c.pin_to(self.load_cpus.clone()))
+        .map(|c| {
+            c.pin_to(self.load_cpus.clone())
+                .cancelled_by(self.cancel.clone())
+        })
         .map_err(|e| e.to_string())
     }
 

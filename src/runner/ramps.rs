@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::Reporter;
 use super::{Ctx, Live};
-use crate::load::{LoadResult, Pacing, Stop, INTERRUPTED};
+use crate::load::{LoadResult, Pacing, Stop};
 use crate::plan::{Capacity, Point, Scenario};
 use crate::results::{self, CapacityRun, CapacityStep, PointRun};
 
@@ -47,6 +47,9 @@ impl Ctx<'_> {
         let (mut cpu, mut best): (f64, Option<PointRun>) = (0.0, None);
         let mut error = None;
         let found = search(cap, &mut |rate| {
+            if self.cancel.is_cancelled() {
+                return None;
+            }
             let mut step = PointRun::new(out.id.clone());
             let how = Shape {
                 pacing: Pacing::Open { rate },
@@ -108,9 +111,7 @@ impl Ctx<'_> {
         let leader = first.leader.clone();
         let mut outs = Vec::new();
         for (k, st) in s.stages.iter().enumerate() {
-            if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
-                || live.running.exited().is_some()
-            {
+            if self.cancel.is_cancelled() || live.running.exited().is_some() {
                 break;
             }
             let mut out = PointRun::new(results::stage_id(s, p, k, st));
@@ -185,9 +186,7 @@ pub(super) fn search(
     let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
     let mut steps = Vec::new();
     let mut rate = cap.min_rate;
-    while steps.len() < cap.max_steps as usize
-        && !INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
-    {
+    while steps.len() < cap.max_steps as usize {
         let Some(s) = step(rate) else { break };
         let passed = s.passed;
         steps.push(s);

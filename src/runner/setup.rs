@@ -2,14 +2,12 @@
 //! servers' answers, where things are pinned, and the order contenders take turns in.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::{bail, Context as _};
 
 use super::{Reporter, RunOptions, COMPAT_TIMEOUT};
 use crate::client::Descriptors;
 use crate::contender;
-use crate::load::INTERRUPTED;
 use crate::plan::{Order, Plan};
 use crate::results::{self, env::Environment, Results};
 
@@ -210,7 +208,7 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
     if cleaned.killed > 0 {
         eprintln!(
             "bakeoff: killed {} an earlier run of `{}` left behind",
-            crate::report::count(cleaned.killed as u64, "process"),
+            crate::units::count(cleaned.killed as u64, "process"),
             dir.display()
         );
     }
@@ -236,7 +234,6 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
         .retain(|r| r.status == "complete" || r.status == "failed");
     results.status = "running".into();
     results.finished_at = None;
-    INTERRUPTED.store(false, Relaxed);
     Ok((plan, dir.to_path_buf(), results))
 }
 
