@@ -38,7 +38,7 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
     readme_shows_this_output(&text);
 
     let r = Results::load(&out).unwrap();
-    assert_eq!(r.status, "complete");
+    assert_eq!(r.status, bakeoff::results::Status::Complete);
     assert_eq!(
         r.runs.len(),
         7,

@@ -215,7 +215,7 @@ fn three_shards_in_their_own_namespaces_merge_into_the_report_of_one_run() {
     let ids = |r: &Results| {
         r.runs
             .iter()
-            .map(|x| (x.id.contender.clone(), x.id.repetition, x.status.clone()))
+            .map(|x| (x.id.contender.clone(), x.id.repetition, x.status))
             .collect::<Vec<_>>()
     };
     assert_eq!(ids(&merged), ids(&whole));

@@ -236,22 +236,19 @@ pub(super) fn finish_run(
     report::export::github_step_summary(&analysis)?;
     let results = done.dir.join("results.json");
     eprintln!("results: {}", results.display());
-    if done.results.status == "interrupted" {
+    if done.results.status == crate::results::Status::Interrupted {
         eprintln!(
             "interrupted; continue with: bakeoff run --resume {}",
             done.dir.display()
         );
         return Ok(130);
     }
-    let failed = done
-        .results
-        .runs
+    let failed = done.results.runs.iter().any(|r| {
+        r.status == crate::results::Status::Failed || r.points.iter().any(|p| p.error.is_some())
+    }) || analysis
+        .findings
         .iter()
-        .any(|r| r.status == "failed" || r.points.iter().any(|p| p.error.is_some()))
-        || analysis
-            .findings
-            .iter()
-            .any(|f| matches!(f, crate::diagnose::Finding::MostCallsFailed { .. }));
+        .any(|f| matches!(f, crate::diagnose::Finding::MostCallsFailed { .. }));
     let differs = fail_on_diff && analysis.compat.iter().any(|c| c.differences > 0);
     let worse = fail_on_regression.map_or(Vec::new(), |pct| {
         report::verdicts::regressions(&analysis.verdicts, pct / 100.0)

@@ -86,7 +86,7 @@ impl Exporter for Json {
         let report = JsonReport {
             schema_version: REPORT_SCHEMA_VERSION,
             name: &r.name,
-            status: &r.status,
+            status: r.status.as_str(),
             smoke: r.smoke,
             started_at: &r.started_at,
             finished_at: r.finished_at.as_deref(),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
 
-use super::{Results, Shards, SCHEMA_VERSION};
+use super::{Results, Shards, Status, SCHEMA_VERSION};
 
 /// One shard's results, read from its directory.
 pub struct Input {
@@ -82,7 +82,7 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
                 i.results.plan_hash.as_deref().unwrap_or("none")
             );
         }
-        if i.results.status == "running" || i.results.status == "interrupted" {
+        if matches!(i.results.status, Status::Running | Status::Interrupted) {
             bail!(
                 "shard {} in `{}` did not finish (status {}): finish it with `bakeoff run --resume {}`, then merge",
                 list(&s.have),
@@ -122,7 +122,7 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
     let mut out = first.results.clone();
     out.schema_version = SCHEMA_VERSION;
     out.tool = super::tool();
-    out.status = "complete".into();
+    out.status = Status::Complete;
     out.started_at = inputs
         .iter()
         .map(|i| i.results.started_at.clone())

@@ -16,6 +16,35 @@ use crate::load::LoadResult;
 pub use id::{PointId, RunId, Vars};
 pub use paired::{balanced_rounds, ServerCost, Slice, STEAL_LIMIT};
 
+/// Where a run, or a whole bake-off, stands. Serialized as the lower-case word.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    #[default]
+    Running,
+    Complete,
+    /// The contender did not start or died (runs only).
+    Failed,
+    Interrupted,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Complete => "complete",
+            Status::Failed => "failed",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Bumped whenever a field changes meaning or disappears. Version 2: typed identities (a
 /// run's `variant` and `shard`, a point's `target`, `rate` and `stage`; scenarios list their
 /// points as identities, not labels). Version 1 files are upgraded when read.
@@ -30,7 +59,7 @@ pub struct Results {
     /// The plan file as given (absolute); its text is copied next to this file as `plan.toml`.
     pub plan_path: String,
     /// `running`, `complete` or `interrupted`.
-    pub status: String,
+    pub status: Status,
     /// A `--smoke` run (one repetition, short scenarios): not for comparing.
     pub smoke: bool,
     /// UTC, RFC 3339.
@@ -251,7 +280,7 @@ pub struct Run {
     #[serde(flatten)]
     pub id: RunId,
     /// `running`, `complete`, `failed` (the contender did not start or died) or `interrupted`.
-    pub status: String,
+    pub status: Status,
     pub error: Option<String>,
     pub started_at: String,
     pub startup: Option<Startup>,

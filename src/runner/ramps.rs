@@ -3,132 +3,111 @@
 
 use std::time::Duration;
 
-use super::Reporter;
-use super::{Ctx, Live};
+use super::ctx::{Ctx, Shape};
+use super::events::Reporter;
+use super::live::Live;
+use super::measure::{load_once, prepare_point};
 use crate::load::{LoadResult, Pacing, Stop};
 use crate::plan::{Capacity, Point, Scenario};
 use crate::results::{self, CapacityRun, CapacityStep, PointRun};
 
-/// How one load of a point is shaped.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Shape {
-    pub(super) pacing: Pacing,
-    pub(super) stop: Stop,
-    pub(super) warmup: Duration,
-    pub(super) clients: usize,
-}
-
-impl Shape {
-    /// The point as the plan shapes it: its pacing, the scenario's stop and warm-up.
-    pub(super) fn of(s: &crate::plan::Scenario, p: &crate::plan::Point) -> Shape {
-        Shape {
-            pacing: p.pacing(s.pacing),
-            stop: s.stop,
-            warmup: s.warmup,
-            clients: p.clients,
-        }
+/// A capacity search at one point; the point's `load` is the step at the rate found.
+pub(super) fn capacity_point(
+    ctx: &Ctx,
+    live: &mut Live,
+    s: &Scenario,
+    p: &Point,
+    rep: &mut dyn Reporter,
+) -> PointRun {
+    let cap = s.capacity.as_ref().expect("a capacity scenario");
+    let mut out = PointRun::new(results::point_id(s, p));
+    if !prepare_point(ctx, live, s, p, &mut out) {
+        return out;
     }
-}
-
-impl Ctx<'_> {
-    /// A capacity search at one point; the point's `load` is the step at the rate found.
-    pub(super) fn capacity_point(
-        &self,
-        live: &mut Live,
-        s: &Scenario,
-        p: &Point,
-        rep: &mut dyn Reporter,
-    ) -> PointRun {
-        let cap = s.capacity.as_ref().expect("a capacity scenario");
-        let mut out = PointRun::new(results::point_id(s, p));
-        if !self.prepare_point(live, s, p, &mut out) {
-            return out;
+    let (mut cpu, mut best): (f64, Option<PointRun>) = (0.0, None);
+    let mut error = None;
+    let found = search(cap, &mut |rate| {
+        if ctx.cancel.is_cancelled() {
+            return None;
         }
-        let (mut cpu, mut best): (f64, Option<PointRun>) = (0.0, None);
-        let mut error = None;
-        let found = search(cap, &mut |rate| {
-            if self.cancel.is_cancelled() {
+        let mut step = PointRun::new(out.id.clone());
+        let how = Shape {
+            pacing: Pacing::Open { rate },
+            stop: Stop::Duration(cap.step),
+            // At a rate too low for one request in the warm-up, there is none.
+            warmup: if 1.0 / rate <= cap.step_warmup.as_secs_f64() {
+                cap.step_warmup
+            } else {
+                Duration::ZERO
+            },
+            clients: p.clients,
+        };
+        load_once(ctx, live, s, p, how, &mut step, rep);
+        cpu += step.contender_cpu_s.unwrap_or(0.0);
+        let judged = match &step.load {
+            Some(l) => judge(cap, rate, l),
+            None => {
+                error = step.error.clone();
                 return None;
             }
-            let mut step = PointRun::new(out.id.clone());
-            let how = Shape {
-                pacing: Pacing::Open { rate },
-                stop: Stop::Duration(cap.step),
-                // At a rate too low for one request in the warm-up, there is none.
-                warmup: if 1.0 / rate <= cap.step_warmup.as_secs_f64() {
-                    cap.step_warmup
-                } else {
-                    Duration::ZERO
-                },
-                clients: p.clients,
-            };
-            self.load_once(live, s, p, how, &mut step, rep);
-            cpu += step.contender_cpu_s.unwrap_or(0.0);
-            let judged = match &step.load {
-                Some(l) => judge(cap, rate, l),
-                None => {
-                    error = step.error.clone();
-                    return None;
-                }
-            };
-            if judged.passed
-                && best
-                    .as_ref()
-                    .is_none_or(|b| b.load.as_ref().is_some_and(|l| l.rate < Some(rate)))
-            {
-                best = Some(step);
-            }
-            Some(judged)
-        });
-        out.contender_cpu_s = Some(cpu);
-        if let Some(b) = best {
-            out.load = b.load;
-            out.cost = b.cost;
-            out.steal = b.steal;
+        };
+        if judged.passed
+            && best
+                .as_ref()
+                .is_none_or(|b| b.load.as_ref().is_some_and(|l| l.rate < Some(rate)))
+        {
+            best = Some(step);
         }
-        if found.steps.is_empty() {
-            out.error = error.or(Some("the capacity search ran no step".into()));
-        } else if let Some(e) = error {
-            // A step that could not run ends the search; what it found so far stays.
-            out.error = Some(format!("the search stopped early: {e}"));
-        }
-        out.capacity = Some(found);
-        out
+        Some(judged)
+    });
+    out.contender_cpu_s = Some(cpu);
+    if let Some(b) = best {
+        out.load = b.load;
+        out.cost = b.cost;
+        out.steal = b.steal;
     }
+    if found.steps.is_empty() {
+        out.error = error.or(Some("the capacity search ran no step".into()));
+    } else if let Some(e) = error {
+        // A step that could not run ends the search; what it found so far stays.
+        out.error = Some(format!("the search stopped early: {e}"));
+    }
+    out.capacity = Some(found);
+    out
+}
 
-    /// A staged ramp at one point: each stage measured in turn, one result per stage.
-    pub(super) fn stage_points(
-        &self,
-        live: &mut Live,
-        s: &Scenario,
-        p: &Point,
-        rep: &mut dyn Reporter,
-    ) -> Vec<PointRun> {
-        let mut first = PointRun::new(results::stage_id(s, p, 0, &s.stages[0]));
-        if !self.prepare_point(live, s, p, &mut first) {
-            return vec![first];
-        }
-        let leader = first.leader.clone();
-        let mut outs = Vec::new();
-        for (k, st) in s.stages.iter().enumerate() {
-            if self.cancel.is_cancelled() || live.running.exited().is_some() {
-                break;
-            }
-            let mut out = PointRun::new(results::stage_id(s, p, k, st));
-            out.leader = leader.clone();
-            let how = Shape {
-                pacing: st
-                    .rate
-                    .map_or(p.pacing(s.pacing), |rate| Pacing::Open { rate }),
-                stop: Stop::Duration(st.duration),
-                warmup: if k == 0 { s.warmup } else { Duration::ZERO },
-                clients: st.clients.unwrap_or(p.clients),
-            };
-            self.load_once(live, s, p, how, &mut out, rep);
-            outs.push(out);
-        }
-        outs
+/// A staged ramp at one point: each stage measured in turn, one result per stage.
+pub(super) fn stage_points(
+    ctx: &Ctx,
+    live: &mut Live,
+    s: &Scenario,
+    p: &Point,
+    rep: &mut dyn Reporter,
+) -> Vec<PointRun> {
+    let mut first = PointRun::new(results::stage_id(s, p, 0, &s.stages[0]));
+    if !prepare_point(ctx, live, s, p, &mut first) {
+        return vec![first];
     }
+    let leader = first.leader.clone();
+    let mut outs = Vec::new();
+    for (k, st) in s.stages.iter().enumerate() {
+        if ctx.cancel.is_cancelled() || live.running.exited().is_some() {
+            break;
+        }
+        let mut out = PointRun::new(results::stage_id(s, p, k, st));
+        out.leader = leader.clone();
+        let how = Shape {
+            pacing: st
+                .rate
+                .map_or(p.pacing(s.pacing), |rate| Pacing::Open { rate }),
+            stop: Stop::Duration(st.duration),
+            warmup: if k == 0 { s.warmup } else { Duration::ZERO },
+            clients: st.clients.unwrap_or(p.clients),
+        };
+        load_once(ctx, live, s, p, how, &mut out, rep);
+        outs.push(out);
+    }
+    outs
 }
 
 /// Whether a step held: every call answered well, none unsent or unfinished, and the

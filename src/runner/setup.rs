@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
 
-use super::{Reporter, RunOptions, COMPAT_TIMEOUT};
+use super::events::Reporter;
+use super::options::{RunOptions, COMPAT_TIMEOUT};
 use crate::client::Descriptors;
 use crate::contender;
 use crate::plan::{Order, Plan};
-use crate::results::{self, env::Environment, Results};
+use crate::results::{self, env::Environment, Results, Status};
 
 /// Asks the reference servers (outside servers the plan names) every case of their sets,
 /// once, before any contender starts.
@@ -57,7 +58,16 @@ pub(super) fn record_reference(
     results.compat_reference.extend(answers);
 }
 
-pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, PathBuf, Results)> {
+/// A results folder ready to run in: the plan as it runs, the folder, its results so far,
+/// and the `.proto` set the checks compiled (every client and probe of the run shares it).
+pub(super) struct Opened {
+    pub(super) plan: Plan,
+    pub(super) dir: PathBuf,
+    pub(super) results: Results,
+    pub(super) protos: Descriptors,
+}
+
+pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
     let path = std::fs::canonicalize(path)
         .with_context(|| format!("cannot read the plan `{}`", path.display()))?;
     let mut plan = Plan::load(&path)?;
@@ -89,10 +99,8 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
         }
     }
     // Every check before the results folder exists: a plan that cannot start leaves none.
-    super::preflight::check(
-        &plan,
-        &Descriptors::new(plan.protos.clone(), plan.includes.clone()),
-    )?;
+    let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
+    super::preflight::check(&plan, &protos)?;
     let started_at = results::now_utc();
     let dir = match &opts.out {
         Some(d) => d.clone(),
@@ -120,7 +128,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
         tool: results::tool(),
         name: plan.name.clone(),
         plan_path: path.display().to_string(),
-        status: "running".into(),
+        status: results::Status::Running,
         smoke: opts.smoke,
         started_at,
         finished_at: None,
@@ -180,7 +188,12 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<(Plan, Pat
             have: vec![s.k],
         }),
     };
-    Ok((plan, dir, results))
+    Ok(Opened {
+        plan,
+        dir,
+        results,
+        protos,
+    })
 }
 
 /// What shards must agree on: the plan with its templates expanded (`plan show`), and what
@@ -197,7 +210,7 @@ fn plan_hash(plan: &Plan, opts: &RunOptions) -> anyhow::Result<String> {
 
 /// Reopens an interrupted run: the plan is the copy kept with the results (paths in it are
 /// still relative to the original plan file); repetitions that did not finish are redone.
-pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
+pub(super) fn resume(dir: &Path) -> anyhow::Result<Opened> {
     let dir = &std::fs::canonicalize(dir)
         .with_context(|| format!("cannot resume `{}`", dir.display()))?;
     // Only a results folder is cleaned, and only once it has been read as one.
@@ -231,10 +244,17 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<(Plan, PathBuf, Results)> {
         .map_err(anyhow::Error::msg)?;
     results
         .runs
-        .retain(|r| r.status == "complete" || r.status == "failed");
-    results.status = "running".into();
+        .retain(|r| matches!(r.status, Status::Complete | Status::Failed));
+    results.status = Status::Running;
     results.finished_at = None;
-    Ok((plan, dir.to_path_buf(), results))
+    let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
+    super::preflight::check(&plan, &protos)?;
+    Ok(Opened {
+        plan,
+        dir: dir.to_path_buf(),
+        results,
+        protos,
+    })
 }
 
 /// Paired contenders must see the same machine: without `cores` in the plan they share the

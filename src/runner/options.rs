@@ -1,0 +1,39 @@
+//! What a caller asks of a run, and what a run leaves.
+
+use std::path::PathBuf;
+
+use crate::results::{self, Results};
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Where results go [default: `bakeoff-results/<timestamp>-<name>`].
+    pub out: Option<PathBuf>,
+    /// Continue the run in this results directory.
+    pub resume: Option<PathBuf>,
+    /// One repetition, every point at one request per client.
+    pub smoke: bool,
+    /// `--repetitions N`: instead of the plan's.
+    pub repetitions: Option<u32>,
+    /// `--only A,B`: these contenders (and their noise instances) only.
+    pub only: Vec<String>,
+    /// `--scenario S`: these scenarios only.
+    pub scenarios: Vec<String>,
+    /// `--shard K/N`: only the repetitions of shard K (docs/scale-out.md).
+    pub shard: Option<results::Shard>,
+    /// `--what-if nodelay`: a variant of every contender compared (docs/what-if.md).
+    pub what_if: Vec<String>,
+    /// `--profile`: every plain scenario is profiled (docs/profiles.md).
+    pub profile: bool,
+    /// The command's cancellation: set by Ctrl-C or SIGTERM, the run stops after the step in
+    /// progress and keeps what it measured.
+    pub cancel: crate::cancel::Cancel,
+}
+
+/// What a finished (or interrupted) bake-off leaves: its directory and results.
+pub struct Finished {
+    pub dir: PathBuf,
+    pub results: Results,
+}
+
+/// Per compat call: a server that holds a request longer is recorded as timed out.
+pub(crate) const COMPAT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

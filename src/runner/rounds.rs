@@ -1,0 +1,220 @@
+//! Paired rounds (docs/verdicts.md): one point for every contender serving it, in rounds; in
+//! a round every contender gets one short slice of load, in a balanced order (a Williams
+//! design: A B, B A, …), so each round compares them in the same seconds of the machine's
+//! life. Rounds are added until the main ratio (server CPU per request, else throughput) is
+//! precise enough within the repetition, or the limit. A round the host stole from is run
+//! again. Written against the [`Serving`] seam, so it runs on fakes in its tests.
+
+use std::time::Duration;
+
+use super::events::Reporter;
+use super::seam::Serving;
+use crate::load::{LoadResult, Stop};
+use crate::plan::Rounds;
+use crate::results::{balanced_rounds, PointId, PointRun, ServerCost, Slice};
+use crate::stats::paired::{round_precision, williams};
+
+/// How a point's rounds run: at least `min` clean ones, at most `max` (and never more than
+/// half as many again counting stolen ones), stopping once the main ratio is within
+/// `precision` (±share) after an even number of rounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Course {
+    pub(super) min: u32,
+    pub(super) max: u32,
+    pub(super) precision: Option<f64>,
+    /// Rotates the order by repetition too, so no contender always opens a repetition.
+    pub(super) repetition: u32,
+}
+
+impl Course {
+    /// A count-stopped point is one round (its count is the point); a duration-stopped one
+    /// gets at least enough rounds for its duration, and at least two, so A B is always
+    /// followed by B A.
+    pub(super) fn of(stop: Stop, slice: Duration, rounds: Rounds, repetition: u32) -> Course {
+        let (min, max, precision) = match (stop, rounds) {
+            (Stop::Count(_), _) => (1, 1, None),
+            (Stop::Duration(_), Rounds::Fixed(n)) => (n, n, None),
+            (Stop::Duration(d), Rounds::Auto { max, precision }) => {
+                let wanted = (d.as_secs_f64() / slice.as_secs_f64()).ceil() as u32;
+                let min = (wanted.max(2).div_ceil(2) * 2).min(max);
+                (min, max, Some(precision))
+            }
+        };
+        Course {
+            min,
+            max,
+            precision,
+            repetition,
+        }
+    }
+}
+
+/// What the rounds of a point left: a `PointRun` per contender (in the order given), the
+/// rounds run, and the precision reached (when it could be computed).
+pub(super) struct Done {
+    pub(super) points: Vec<PointRun>,
+    pub(super) rounds: u32,
+    pub(super) reached: Option<f64>,
+}
+
+/// Runs the rounds of point `id` for `subjects`; `baselines` pairs each contender with its
+/// baseline's index among them (for the precision stop).
+pub(super) fn run(
+    subjects: &mut [&mut dyn Serving],
+    course: Course,
+    baselines: &[(usize, usize)],
+    id: &PointId,
+    cancel: &crate::cancel::Cancel,
+    rep: &mut dyn Reporter,
+) -> Done {
+    let n = subjects.len();
+    let mut outs: Vec<PointRun> = subjects
+        .iter()
+        .map(|x| {
+            let mut o = PointRun::new(id.clone());
+            o.leader = x.leader();
+            o.error = x.failed().map(str::to_string);
+            o
+        })
+        .collect();
+    let mut serving: Vec<bool> = subjects.iter().map(|x| x.failed().is_none()).collect();
+    let mut parts: Vec<Vec<LoadResult>> = vec![Vec::new(); n];
+    for (x, _) in subjects.iter_mut().zip(&serving).filter(|(_, on)| **on) {
+        x.start_profile();
+    }
+    let cpu0: Vec<f64> = subjects.iter_mut().map(|x| x.cpu_s()).collect();
+    let Course {
+        min,
+        max,
+        precision,
+        repetition,
+    } = course;
+    // `round` counts every round run, `clean` those the host did not steal from: a round
+    // with a stolen slice is run again (it is left out of the verdicts), up to half as
+    // many rounds again as `max`, so a stormy host cannot hold a point forever.
+    let (mut round, mut clean) = (0, 0);
+    let mut reached = None;
+    while clean < max && round < max + max / 2 && !cancel.is_cancelled() && serving.contains(&true)
+    {
+        let order = williams(n, round as usize + repetition as usize - 1);
+        for (position, &k) in order.iter().enumerate() {
+            if !serving[k] {
+                continue;
+            }
+            let m = subjects[k].slice(rep);
+            match m.load {
+                Ok(load) => {
+                    outs[k]
+                        .slices
+                        .push(slice_of(&load, round, position, m.cost, m.steal));
+                    parts[k].push(load);
+                }
+                Err(e) => {
+                    outs[k].error = Some(e);
+                    serving[k] = false;
+                }
+            }
+            if subjects[k].exited() {
+                serving[k] = false;
+            }
+        }
+        let stolen = outs
+            .iter()
+            .any(|o| o.slices.iter().any(|x| x.round == round && x.stolen()));
+        round += 1;
+        if !stolen {
+            clean += 1;
+        }
+        if clean >= min && round % 2 == 0 {
+            if let Some(target) = precision {
+                reached = worst_precision(&outs, baselines);
+                if reached.is_some_and(|r| r <= target) {
+                    break;
+                }
+            }
+        }
+    }
+    if precision.is_some() && reached.is_none() {
+        reached = worst_precision(&outs, baselines);
+    }
+    for (k, out) in outs.iter_mut().enumerate() {
+        out.profile = subjects[k].stop_profile();
+        out.contender_cpu_s = Some((subjects[k].cpu_s() - cpu0[k]).max(0.0));
+        out.load = LoadResult::merge(&parts[k]);
+        out.cost = sum_costs(&out.slices);
+        let steals: Vec<f64> = out.slices.iter().filter_map(|x| x.steal).collect();
+        out.steal = (!steals.is_empty()).then(|| steals.iter().sum::<f64>() / steals.len() as f64);
+    }
+    Done {
+        points: outs,
+        rounds: round,
+        reached,
+    }
+}
+
+fn slice_of(
+    load: &LoadResult,
+    round: u32,
+    position: usize,
+    cost: Option<ServerCost>,
+    steal: Option<f64>,
+) -> Slice {
+    Slice {
+        round,
+        position: position as u32,
+        requests: load.requests,
+        failures: load.failures,
+        items: load.items,
+        duration_s: load.duration_s,
+        requests_per_s: load.requests_per_s,
+        items_per_s: load.items_per_s,
+        p50_us: load.latency_us.p50,
+        p90_us: load.latency_us.p90,
+        p99_us: load.latency_us.p99,
+        cost,
+        steal,
+    }
+}
+
+/// The widest within-repetition interval (±share) of the main ratio over the contenders
+/// whose baseline is among them; `None` when no pair is there yet.
+fn worst_precision(outs: &[PointRun], baselines: &[(usize, usize)]) -> Option<f64> {
+    baselines
+        .iter()
+        .map(|&(k, b)| {
+            round_precision(&main_pairs(&outs[b].slices, &outs[k].slices)).unwrap_or(f64::INFINITY)
+        })
+        .reduce(f64::max)
+}
+
+/// The round-by-round pairs (baseline, contender) of the main figure, balanced for
+/// position: server CPU per request where both slices measured it, else requests/s.
+pub fn main_pairs(base: &[Slice], other: &[Slice]) -> Vec<(f64, f64)> {
+    let cpu = balanced_rounds(base, other, &|x| x.cpu_us_per_request());
+    if !cpu.is_empty() {
+        return cpu;
+    }
+    balanced_rounds(base, other, &|x| Some(x.requests_per_s))
+}
+
+fn sum_costs(slices: &[Slice]) -> Option<ServerCost> {
+    slices.iter().try_fold(
+        ServerCost {
+            cpu_s: 0.0,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+        },
+        |a, x| {
+            let c = x.cost?;
+            Some(ServerCost {
+                cpu_s: a.cpu_s + c.cpu_s,
+                voluntary_switches: a.voluntary_switches + c.voluntary_switches,
+                involuntary_switches: a.involuntary_switches + c.involuntary_switches,
+            })
+        },
+    )
+}
+
+#[cfg(test)]
+#[path = "rounds_tests.rs"]
+mod tests;

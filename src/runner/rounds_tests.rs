@@ -1,0 +1,261 @@
+//! The paired round logic on fakes: order, stolen rounds, the precision stop, the limit.
+
+use super::*;
+use crate::load::result::tests::part;
+use crate::results::ProfileRun;
+use crate::runner::seam::Sliced;
+
+/// A contender that serves slices from a script: its server CPU per request in each
+/// slice (by the slice's number), the host's steal, and when it dies or fails.
+struct Fake {
+    /// µs of server CPU per request in slice `i` (the last one repeats).
+    cpu_us: Vec<f64>,
+    steal: Vec<f64>,
+    /// It dies after this many slices.
+    dies_after: Option<usize>,
+    /// Its slice `i` fails.
+    fails_at: Option<usize>,
+    /// Which slices it served, with the clock of every fake (the order they ran in).
+    served: Vec<u64>,
+    clock: std::rc::Rc<std::cell::Cell<u64>>,
+    connect_error: Option<String>,
+}
+
+impl Fake {
+    fn new(clock: &std::rc::Rc<std::cell::Cell<u64>>, cpu_us: &[f64]) -> Fake {
+        Fake {
+            cpu_us: cpu_us.to_vec(),
+            steal: vec![0.0],
+            dies_after: None,
+            fails_at: None,
+            served: Vec::new(),
+            clock: clock.clone(),
+            connect_error: None,
+        }
+    }
+}
+
+impl Serving for Fake {
+    fn failed(&self) -> Option<&str> {
+        self.connect_error.as_deref()
+    }
+    fn leader(&self) -> Option<String> {
+        None
+    }
+    fn slice(&mut self, _: &mut dyn Reporter) -> Sliced {
+        let i = self.served.len();
+        let t = self.clock.get();
+        self.clock.set(t + 1);
+        self.served.push(t);
+        if self.fails_at == Some(i) {
+            return Sliced {
+                load: Err("connection reset".into()),
+                cost: None,
+                steal: None,
+            };
+        }
+        let at = |v: &[f64]| v[i.min(v.len() - 1)];
+        let requests = 1000;
+        Sliced {
+            load: Ok(part(&[100; 10], requests, 0.1)),
+            cost: Some(ServerCost {
+                cpu_s: at(&self.cpu_us) * requests as f64 / 1e6,
+                voluntary_switches: 0,
+                involuntary_switches: 0,
+            }),
+            steal: Some(at(&self.steal)),
+        }
+    }
+    fn cpu_s(&mut self) -> f64 {
+        self.served.len() as f64 * 0.01
+    }
+    fn exited(&mut self) -> bool {
+        self.dies_after.is_some_and(|n| self.served.len() >= n)
+    }
+    fn stop_profile(&mut self) -> Option<ProfileRun> {
+        None
+    }
+}
+
+fn id() -> PointId {
+    PointId {
+        scenario: "s".into(),
+        vars: Default::default(),
+        clients: 1,
+        target: None,
+        rate: None,
+        stage: None,
+    }
+}
+
+fn course(min: u32, max: u32, precision: Option<f64>) -> Course {
+    Course {
+        min,
+        max,
+        precision,
+        repetition: 1,
+    }
+}
+
+fn go(fakes: &mut [Fake], c: Course) -> Done {
+    let mut subjects: Vec<&mut dyn Serving> =
+        fakes.iter_mut().map(|f| f as &mut dyn Serving).collect();
+    let cancel = crate::cancel::Cancel::new();
+    run(
+        &mut subjects,
+        c,
+        &[(1, 0)],
+        &id(),
+        &cancel,
+        &mut super::super::events::Quiet,
+    )
+}
+
+#[test]
+fn rounds_take_turns_in_a_williams_order() {
+    let clock = Default::default();
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+    let done = go(&mut f, course(4, 4, None));
+    assert_eq!(done.rounds, 4);
+    // A B, B A, A B, B A: A at times 0, 3, 4, 7.
+    assert_eq!(f[0].served, [0, 3, 4, 7]);
+    assert_eq!(f[1].served, [1, 2, 5, 6]);
+    let positions: Vec<u32> = done.points[0].slices.iter().map(|s| s.position).collect();
+    assert_eq!(positions, [0, 1, 0, 1]);
+    // The second repetition opens with B.
+    let clock = Default::default();
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+    let c = Course {
+        repetition: 2,
+        ..course(2, 2, None)
+    };
+    go(&mut f, c);
+    assert_eq!(
+        f[1].served[0], 0,
+        "repetition 2 begins with the other contender"
+    );
+}
+
+#[test]
+fn a_stolen_round_is_run_again_up_to_a_limit() {
+    let clock = Default::default();
+    let mut a = Fake::new(&clock, &[10.0]);
+    a.steal = vec![0.0, 0.0, 0.5, 0.0]; // its third slice (round 2) was stolen from
+    let mut f = [a, Fake::new(&clock, &[10.0])];
+    let done = go(&mut f, course(4, 4, None));
+    assert_eq!(done.rounds, 5, "one round more for the stolen one");
+    // A host that steals every slice: at most half as many rounds again.
+    let clock = Default::default();
+    let mut a = Fake::new(&clock, &[10.0]);
+    a.steal = vec![0.9];
+    let mut f = [a, Fake::new(&clock, &[10.0])];
+    assert_eq!(go(&mut f, course(4, 4, None)).rounds, 6);
+}
+
+#[test]
+fn rounds_stop_once_precise_and_never_before_the_minimum() {
+    // Steady figures: precise at once, so the rounds stop at the minimum.
+    let clock = Default::default();
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[12.0])];
+    let done = go(&mut f, course(4, 30, Some(0.02)));
+    assert_eq!(done.rounds, 4);
+    assert!(
+        done.reached.is_some_and(|r| r <= 0.02),
+        "{:?}",
+        done.reached
+    );
+    // Noisy figures never reach ±1 %: the rounds go on to the limit.
+    let clock = Default::default();
+    let noisy = [10.0, 14.0, 9.0, 13.0, 8.0, 15.0];
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &noisy)];
+    f[1].cpu_us = (0..40).map(|i| noisy[i % noisy.len()]).collect();
+    let done = go(&mut f, course(2, 10, Some(0.01)));
+    assert_eq!(done.rounds, 10);
+    assert!(done.reached.is_some_and(|r| r > 0.01), "{:?}", done.reached);
+}
+
+#[test]
+fn a_contender_that_fails_or_dies_sits_out_and_the_others_go_on() {
+    let clock = Default::default();
+    let mut a = Fake::new(&clock, &[10.0]);
+    a.fails_at = Some(1);
+    let mut b = Fake::new(&clock, &[10.0]);
+    b.dies_after = Some(3);
+    let mut c = Fake::new(&clock, &[10.0]);
+    c.connect_error = Some("cannot connect".into());
+    let mut f = [a, b, c];
+    let mut subjects: Vec<&mut dyn Serving> = f.iter_mut().map(|x| x as &mut dyn Serving).collect();
+    let cancel = crate::cancel::Cancel::new();
+    let done = run(
+        &mut subjects,
+        course(6, 6, None),
+        &[],
+        &id(),
+        &cancel,
+        &mut super::super::events::Quiet,
+    );
+    assert_eq!(done.points[0].error.as_deref(), Some("connection reset"));
+    assert_eq!(done.points[0].slices.len(), 1);
+    assert_eq!(
+        done.points[1].slices.len(),
+        3,
+        "it died after its third slice"
+    );
+    assert!(done.points[1].error.is_none());
+    assert_eq!(done.points[2].error.as_deref(), Some("cannot connect"));
+    assert!(done.points[2].slices.is_empty() && f[2].served.is_empty());
+    assert_eq!(done.rounds, 3, "rounds end when nobody serves");
+}
+
+#[test]
+fn a_cancelled_run_stops_between_rounds() {
+    let clock = Default::default();
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+    let mut subjects: Vec<&mut dyn Serving> = f.iter_mut().map(|x| x as &mut dyn Serving).collect();
+    let cancel = crate::cancel::Cancel::new();
+    cancel.cancel();
+    let done = run(
+        &mut subjects,
+        course(4, 4, None),
+        &[(1, 0)],
+        &id(),
+        &cancel,
+        &mut super::super::events::Quiet,
+    );
+    assert_eq!(done.rounds, 0);
+    assert!(done
+        .points
+        .iter()
+        .all(|p| p.slices.is_empty() && p.load.is_none()));
+}
+
+#[test]
+fn rounds_cover_the_duration_in_pairs() {
+    let auto = Rounds::Auto {
+        max: 30,
+        precision: 0.02,
+    };
+    let s = Duration::from_secs(1);
+    let of = |stop, rounds| {
+        let c = Course::of(stop, s, rounds, 1);
+        (c.min, c.max, c.precision)
+    };
+    assert_eq!(
+        of(Stop::Duration(Duration::from_secs(5)), auto),
+        (6, 30, Some(0.02))
+    );
+    assert_eq!(
+        of(Stop::Duration(Duration::from_millis(300)), auto),
+        (2, 30, Some(0.02))
+    );
+    assert_eq!(of(Stop::Count(100), auto), (1, 1, None));
+    assert_eq!(of(Stop::Duration(s), Rounds::Fixed(7)), (7, 7, None));
+    let few = Rounds::Auto {
+        max: 4,
+        precision: 0.02,
+    };
+    assert_eq!(
+        of(Stop::Duration(Duration::from_secs(9)), few),
+        (4, 4, Some(0.02))
+    );
+}

@@ -1,0 +1,153 @@
+//! A contender's start for a repetition: fresh state, launch, readiness and start-up timing,
+//! its compat answers in repetition 1, and a what-if variant's forcing — recorded in its run.
+
+use super::ctx::Ctx;
+use super::events::Reporter;
+use super::live::{self, save, Live};
+use crate::contender::{self, Launch};
+use crate::results::{self, Results, Status};
+
+/// Starts contender `ci` for a repetition and records its start-up (and, in repetition 1,
+/// its compat answers). `None` when it did not start at all (recorded as failed); otherwise
+/// the caller must [`Live::finish`] it, whether it became ready or not.
+pub(super) fn start(
+    ctx: &Ctx,
+    ci: usize,
+    repetition: u32,
+    block: Option<u32>,
+    results: &mut Results,
+    rep: &mut dyn Reporter,
+) -> anyhow::Result<Option<Live>> {
+    let c = &ctx.plan.contenders[ci];
+    let prefix = format!("{}.r{repetition}", contender::slug(&c.name));
+    let state = ctx.dir.join("state").join(&prefix);
+    let _ = std::fs::remove_dir_all(&state);
+    let idx = live::open_record(ctx, ci, repetition, block, results)?;
+    let launch = Launch {
+        contender: c,
+        state: state.clone(),
+        logs: ctx.dir.join("logs"),
+        log_prefix: prefix,
+        cpus: ctx.contender_cpus.clone(),
+        log_cpus: ctx.log_cpus(),
+        log_limit: ctx.plan.log_limit,
+        protos: ctx.protos,
+        cancel: ctx.cancel.clone(),
+    };
+    let ticks0 = crate::sys::cpu_ticks();
+    let mut running = match contender::start(&launch) {
+        Ok(r) => r,
+        Err(e) => {
+            let run = &mut results.runs[idx];
+            // A setup command cut short by Ctrl-C is redone on --resume, not a failure.
+            run.status = if ctx.cancel.is_cancelled() {
+                Status::Interrupted
+            } else {
+                Status::Failed
+            };
+            run.error = Some(format!("did not start: {e}"));
+            rep.contender_failed(&c.name, &e.to_string());
+            let _ = std::fs::remove_dir_all(&state);
+            save(ctx.dir, results)?;
+            return Ok(None);
+        }
+    };
+    results.runs[idx].logs = running
+        .logs
+        .iter()
+        .map(|l| l.strip_prefix(ctx.dir).unwrap_or(l).display().to_string())
+        .collect();
+    let mut endpoints = Vec::new();
+    match running.wait_ready(ctx.rt) {
+        Ok(s) => {
+            let startup = startup_of(ctx, &s, &state, &ticks0, &running);
+            rep.contender_ready(&c.name, &startup);
+            results.runs[idx].startup = Some(startup);
+            save(ctx.dir, results)?;
+            // Parsed and resolved once; every client of this repetition uses them.
+            match crate::client::endpoints(&running.endpoints) {
+                Ok(eps) => {
+                    if repetition == 1 && !ctx.plan.compat.is_empty() {
+                        super::answers::compat(ctx, &eps, &state, results, idx, rep)?;
+                        super::answers::member_references(ctx, &running, &state, results, rep)?;
+                    }
+                    endpoints = eps;
+                }
+                Err(e) => live::fail(&mut results.runs[idx], format!("{e:#}"), rep),
+            }
+        }
+        Err((first, e)) => {
+            let text = match first {
+                Some(f) => format!("answered after {f:.1?} but its ready condition failed: {e}"),
+                None => format!("never became ready: {e}"),
+            };
+            let run = &mut results.runs[idx];
+            run.status = if matches!(e, contender::ProbeError::Interrupted) {
+                Status::Interrupted
+            } else {
+                Status::Failed
+            };
+            run.error = Some(text.clone());
+            rep.contender_failed(&c.name, &text);
+        }
+    }
+    // A what-if variant: the option forced on its listening sockets once it is ready
+    // (after its compat answers, before any load), then on each connection before load
+    // is sent.
+    let forcing = match &c.variant {
+        Some(v) if v.what == "nodelay" && !endpoints.is_empty() => {
+            let mut w = results::WhatIf::nodelay();
+            super::live::count_forced(Some(&mut w), &running.force_nodelay(false));
+            if !w.took() {
+                let why = w.problems.join("; ");
+                rep.warning(&format!(
+                    "{}: what-if nodelay: nothing forced: {why}",
+                    c.name
+                ));
+            }
+            Some(w)
+        }
+        _ => None,
+    };
+    Ok(Some(Live {
+        ci,
+        idx,
+        running,
+        endpoints,
+        state,
+        leader: None,
+        forcing,
+    }))
+}
+
+/// What a start-up measured, from the probes' timings and the contender's cost so far.
+fn startup_of(
+    ctx: &Ctx,
+    s: &contender::Startup,
+    state: &std::path::Path,
+    ticks0: &[Option<crate::sys::CpuTicks>],
+    running: &contender::Running,
+) -> results::Startup {
+    results::Startup {
+        first_response_s: s.first_response.as_secs_f64(),
+        ready_s: s.ready.as_secs_f64(),
+        disk_after_start_bytes: contender::usage::disk_usage(state),
+        steal: crate::sys::steal_share(ticks0, &crate::sys::cpu_ticks(), &ctx.busy_cpus()),
+        // On the scheduler's clock (nanoseconds): a start-up of a few milliseconds is below
+        // the sampled ticks' 10 ms.
+        cpu_s: Some(running.cost().cpu_ns as f64 / 1e9),
+        first_response_resolution_s: Some(s.resolution.as_secs_f64()),
+        members: if s.members.len() > 1 {
+            s.members
+                .iter()
+                .map(|m| results::MemberStartup {
+                    member: m.name.clone(),
+                    started_s: m.started.as_secs_f64(),
+                    first_response_s: m.first_response.as_secs_f64(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
