@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::recorder::Recorder;
-use super::worker::Job;
+use super::worker::{Job, RunOrder};
 use super::{
     summarize, Dispenser, Edge, Flow, LoadConfig, LoadError, LoadResult, Pacing, Progress, Ready,
     Stop, Usage, WorkerOut,
@@ -39,12 +39,6 @@ pub struct Session<P: Protocol> {
     handles: Vec<std::thread::JoinHandle<()>>,
     /// The worker threads' ids.
     tids: Vec<i32>,
-}
-
-/// What a worker is told for each run.
-pub(super) struct RunOrder {
-    pub(super) dispenser: Arc<Dispenser>,
-    pub(super) counter: Arc<AtomicU64>,
 }
 
 impl<P: Protocol> Session<P> {

@@ -8,11 +8,17 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::recorder::Recorder;
-use super::session::RunOrder;
 use super::{Dispenser, Ready, WorkerOut};
 use crate::protocol::{CallError, Protocol, Reply};
 use crate::sys;
 
+/// What a worker is told for each run.
+pub(super) struct RunOrder {
+    pub(super) dispenser: Arc<Dispenser>,
+    pub(super) counter: Arc<AtomicU64>,
+}
+
+/// One worker thread's share of a session: its clients, their timeout, its CPU.
 pub(super) struct Job<P> {
     pub(super) proto: Arc<P>,
     pub(super) clients: usize,

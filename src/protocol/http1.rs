@@ -101,7 +101,10 @@ impl Http1 {
                 &c.scratch
             }
         };
-        c.stream.write_all(request).await.map_err(CallError::io)?;
+        c.stream
+            .write_all(request)
+            .await
+            .map_err(super::tls::call_error)?;
         let head_only = self.request.method.eq_ignore_ascii_case("HEAD");
         read_response(c, head_only, self.keep_body).await
     }
@@ -160,7 +163,7 @@ async fn fill(c: &mut Http1Conn) -> Result<usize, CallError> {
         .stream
         .read(&mut c.buf[c.end..])
         .await
-        .map_err(CallError::io)?;
+        .map_err(super::tls::call_error)?;
     c.end += n;
     Ok(n)
 }

@@ -195,13 +195,6 @@ impl CallError {
             CallError::Request(_) => Class::Request,
         }
     }
-
-    pub(crate) fn io(e: std::io::Error) -> CallError {
-        match super::tls::explain_io(&e) {
-            Some(why) => CallError::Tls(why),
-            None => CallError::Io(e.to_string()),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -164,7 +164,7 @@ pub async fn connect(endpoint: &Endpoint) -> Result<Stream, CallError> {
             addr: addr.to_string(),
             reason: e.to_string(),
         })?;
-    tcp.set_nodelay(true).map_err(CallError::io)?;
+    tcp.set_nodelay(true).map_err(super::tls::call_error)?;
     match (&endpoint.tls, endpoint.secure) {
         (Some(tls), true) => tls.handshake(tcp).await,
         (None, true) => Err(CallError::Tls(format!(

@@ -337,6 +337,14 @@ fn describe(e: &rustls::Error, name: &str, has_cert: bool) -> String {
     }
 }
 
+/// A call's I/O error as a [`CallError`]: a TLS failure by its cause, else as is.
+pub(crate) fn call_error(e: io::Error) -> CallError {
+    match explain_io(&e) {
+        Some(why) => CallError::Tls(why),
+        None => CallError::Io(e.to_string()),
+    }
+}
+
 /// Explains an I/O error from a connection: a TLS alert or failure by its cause, else as is.
 pub fn explain_io(e: &io::Error) -> Option<String> {
     if let Some(m) = e.get_ref().and_then(|i| i.downcast_ref::<Mismatch>()) {

@@ -76,7 +76,7 @@ impl<'a> Analysis<'a> {
             .collect();
         Analysis {
             results: r,
-            summary: super::tables::summary(r, &compat, &findings, &verdicts),
+            summary: super::summary::summary(r, &compat, &findings, &verdicts),
             startup: super::tables::startup(r),
             members: super::tables::members(r),
             scenarios,

@@ -17,7 +17,7 @@ use crate::stats::Sample;
 pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
     let info = r.scenarios.iter().find(|s| s.name == name)?;
     let goal = info.capacity.as_ref()?;
-    let axes = super::tables::Axes::of(info);
+    let axes = super::cells::Axes::of(info);
     let mut head = axes.head();
     let pct = goal.percentile.as_str();
     head.extend(
@@ -75,7 +75,7 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
                     );
             }
             let mut row = axes.cells(id);
-            row.push(super::tables::contender_cell(
+            row.push(super::cells::contender_cell(
                 &c.name,
                 &r.point_runs(&c.name, id).collect::<Vec<_>>(),
             ));
@@ -97,7 +97,7 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
         }
     }
     Some(Table {
-        id: super::tables::serving_id(name),
+        id: super::cells::serving_id(name),
         title: format!(
             "{name} (`{call}`): capacity at {pct} ≤ {}, no errors (median of the repetitions, min–max)",
             fmt_us(goal.goal_us)

@@ -2,6 +2,7 @@
 
 pub mod analysis;
 mod capacity;
+mod cells;
 pub mod compare_table;
 pub mod compat;
 pub mod export;
@@ -13,6 +14,7 @@ pub mod paired;
 pub mod profiles;
 pub mod progress;
 pub mod scaling;
+mod summary;
 pub mod table;
 pub mod tables;
 pub mod terminal;

@@ -116,7 +116,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
         });
         o
     };
-    let axes = super::tables::Axes::of(info);
+    let axes = super::cells::Axes::of(info);
     let mut head = axes.head();
     head.extend(["contender", "req/s", "CPU/req", "p50", "p99", "failed"].map(String::from));
     head.extend(order.iter().map(|f| format!("{} ×", f.name())));
@@ -142,7 +142,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
             {
                 let mostly = loads.iter().any(|l| l.mostly_failed());
                 let of =
-                    |f: &dyn Fn(&crate::load::LoadResult) -> f64| super::tables::figures(&loads, f);
+                    |f: &dyn Fn(&crate::load::LoadResult) -> f64| super::cells::figures(&loads, f);
                 let cpus: Vec<f64> = if mostly {
                     Vec::new()
                 } else {
@@ -154,7 +154,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                 let mut d = data.row();
                 axes.data(&mut d, id);
                 d.cell("contender", c.name.as_str())
-                    .cell("leaders", super::tables::leaders(&pts).join(" "))
+                    .cell("leaders", super::cells::leaders(&pts).join(" "))
                     .stats("throughput", "rps", &of(&|l| l.requests_per_s))
                     .stats("cpu_per_request", "s", &cpus)
                     .stats("p50", "s", &of(&|l| l.latency_us.p50 as f64 / 1e6))
@@ -189,9 +189,9 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                     .num("rounds_max", n.iter().max().map(|x| *x as f64));
             }
             let mut row = axes.cells(id);
-            row.push(super::tables::contender_cell(&c.name, &pts));
+            row.push(super::cells::contender_cell(&c.name, &pts));
             // Figures of failures would read as a fast contender.
-            if let Some(none) = super::tables::mostly_failed_cell(&loads) {
+            if let Some(none) = super::cells::mostly_failed_cell(&loads) {
                 let failed: u64 = loads.iter().map(|l| l.failures).sum();
                 row.extend([none, "—".into(), "—".into(), "—".into(), failed.to_string()]);
                 row.extend(order.iter().map(|_| String::new()));
@@ -235,7 +235,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
         }
     }
     Some(Table {
-        id: super::tables::serving_id(name),
+        id: super::cells::serving_id(name),
         title: format!("{name} (`{call}`), paired: ratio to the baseline (95% interval)"),
         head,
         rows,

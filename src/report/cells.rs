@@ -1,0 +1,174 @@
+//! Cells every table shares: a contender's name with the member that led, a point's
+//! figures (none where most calls failed), the leading axis columns, medians with their
+//! range, a serving table's id.
+
+use super::table::Row;
+use crate::results::{PointId, Results};
+use crate::stats::Sample;
+
+/// Median with the range, e.g. `1.23 ms (1.20–1.31)`; the range only when there are several.
+pub(super) fn med(values: &[f64], fmt: &dyn Fn(f64) -> String) -> String {
+    match Sample::new(values.to_vec()) {
+        Ok(s) if s.len() > 1 => format!("{} ({}–{})", fmt(s.median()), fmt(s.min()), fmt(s.max())),
+        Ok(s) => fmt(s.median()),
+        Err(_) => "—".into(),
+    }
+}
+
+pub(super) fn median(values: &[f64]) -> Option<f64> {
+    Sample::new(values.to_vec()).ok().map(|s| s.median())
+}
+
+/// The contender's name, with the member that led at a `target = "leader"` point (each
+/// different one once, in the order the repetitions found them).
+pub(super) fn contender_cell(name: &str, pts: &[&crate::results::PointRun]) -> String {
+    let leaders = leaders(pts);
+    if leaders.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} (leader {})", leaders.join(", "))
+    }
+}
+
+/// A figure of a point's loads, one per repetition; none when most calls failed there (its
+/// figures would be of failures).
+pub(super) fn figures(
+    loads: &[&crate::load::LoadResult],
+    f: &dyn Fn(&crate::load::LoadResult) -> f64,
+) -> Vec<f64> {
+    if loads.iter().any(|l| l.mostly_failed()) {
+        Vec::new()
+    } else {
+        loads.iter().map(|l| f(l)).collect()
+    }
+}
+
+/// The members that led at a `target = "leader"` point, each once, in the order found.
+pub(super) fn leaders<'a>(pts: &[&'a crate::results::PointRun]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for l in pts.iter().filter_map(|p| p.leader.as_deref()) {
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    }
+    out
+}
+
+/// The leading columns of a serving table: the point's axes (variables in plan order,
+/// clients, and the target when the scenario has that axis).
+pub(super) struct Axes {
+    vars: Vec<String>,
+    target: bool,
+    rate: bool,
+    stage: bool,
+}
+
+impl Axes {
+    pub(super) fn of(info: &crate::results::ScenarioInfo) -> Axes {
+        Axes {
+            vars: info
+                .points
+                .first()
+                .map(|p| p.vars.0.iter().map(|(k, _)| k.clone()).collect())
+                .unwrap_or_default(),
+            target: info.points.iter().any(|p| p.target.is_some()),
+            rate: info.points.iter().any(|p| p.rate.is_some()),
+            stage: info.points.iter().any(|p| p.stage.is_some()),
+        }
+    }
+
+    pub(super) fn head(&self) -> Vec<String> {
+        let mut head = self.vars.clone();
+        if self.stage {
+            head.push("stage".into());
+        }
+        head.push("clients".into());
+        if self.target {
+            head.push("target".into());
+        }
+        if self.rate {
+            head.push("offered req/s".into());
+        }
+        head
+    }
+
+    /// The same columns, typed: variables as numbers where they are, clients, the target,
+    /// the stage and the offered rate.
+    pub(super) fn data(&self, row: &mut Row, id: &PointId) {
+        for (k, v) in &id.vars.0 {
+            match v.parse::<f64>() {
+                Ok(x) if x.is_finite() => row.num(k, Some(x)),
+                _ => row.cell(k, v.as_str()),
+            };
+        }
+        if self.stage {
+            row.cell("stage", id.stage);
+        }
+        row.cell("clients", id.clients);
+        if self.target {
+            row.cell("target", id.spread().as_str());
+        }
+        if self.rate {
+            row.num("offered_rps", id.rate);
+        }
+    }
+
+    pub(super) fn cells(&self, id: &PointId) -> Vec<String> {
+        let mut row: Vec<String> = id.vars.0.iter().map(|(_, v)| v.clone()).collect();
+        if self.stage {
+            row.push(id.stage.map_or("—".into(), |k| k.to_string()));
+        }
+        row.push(id.clients.to_string());
+        if self.target {
+            row.push(id.spread().as_str().into());
+        }
+        if self.rate {
+            row.push(id.rate.map_or("—".into(), |r| format!("{r}")));
+        }
+        row
+    }
+}
+
+/// `— (N% of calls failed)`, the cell that stands for a figure when most calls of a point
+/// failed (its figures are of failures); `None` otherwise.
+pub(super) fn mostly_failed_cell(loads: &[&crate::load::LoadResult]) -> Option<String> {
+    if !loads.iter().any(|l| l.mostly_failed()) {
+        return None;
+    }
+    let failed: u64 = loads.iter().map(|l| l.failures).sum();
+    let requests: u64 = loads.iter().map(|l| l.requests).sum();
+    let share = failed as f64 * 100.0 / requests.max(1) as f64;
+    Some(format!("— ({share:.0}% of calls failed)"))
+}
+
+/// The id (and CSV file name) of a scenario's serving table.
+pub(super) fn serving_id(scenario: &str) -> String {
+    format!("serving-{}", crate::results::slug(scenario).to_lowercase())
+}
+
+/// Whether throughput differs for real between a contender and its baseline at one point:
+/// Mann-Whitney U over the repetitions (see `stats`).
+pub(super) fn verdict(r: &Results, point: &PointId, base: &str, name: &str) -> String {
+    use crate::stats::{compare, min_two_sided_p, Direction, Thresholds, Verdict};
+    let rates = |c: &str| Sample::new(r.rates(c, point)).ok();
+    let (Some(b), Some(c)) = (rates(base), rates(name)) else {
+        return String::new();
+    };
+    let t = Thresholds::default();
+    match compare(&b, &c, Direction::HigherIsBetter, t).verdict {
+        Verdict::Better => "faster".into(),
+        Verdict::Worse => "slower".into(),
+        Verdict::WithinNoise => "within noise".into(),
+        Verdict::NoChange => "~".into(),
+        Verdict::Underpowered => {
+            let needs = (2..64)
+                .find(|&n| min_two_sided_p(n, n) <= t.alpha)
+                .unwrap_or(64);
+            format!(
+                "too few runs ({}+{}, needs {needs}+{needs})",
+                b.len(),
+                c.len()
+            )
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The report's first lines: same answers?, start-up, serving (paired verdicts, capacity),
+//! findings — one line each, computed once for every exporter.
+
+use super::cells::{median, verdict};
+use super::fmt_us;
+use crate::compat::CompatReport;
+use crate::diagnose::Finding;
+use crate::results::Results;
+
+/// The answer first: same answers?, start-up, serving, findings — one line each.
+pub(super) fn summary(
+    r: &Results,
+    compat: &[CompatReport],
+    found: &[Finding],
+    paired: &[super::verdicts::PointVerdicts],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for rep in compat {
+        for (i, c) in rep
+            .sets
+            .first()
+            .map(|s| s.contenders.clone())
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let (mut same, mut total) = (0, 0);
+            let mut classes: Vec<(usize, String)> = Vec::new();
+            for s in &rep.sets {
+                let x = &s.contenders[i];
+                same += x.identical + x.same_failure;
+                total += x.compared;
+                // One kind of difference found at several calls is counted once, summed.
+                for k in x.classes.iter().filter(|k| k.kind != "both_failed") {
+                    match classes.iter_mut().find(|(_, c)| *c == k.class) {
+                        Some((n, _)) => *n += k.cases,
+                        None => classes.push((k.cases, k.class.clone())),
+                    }
+                }
+            }
+            classes.sort_by_key(|c| std::cmp::Reverse(c.0));
+            let why: Vec<String> = classes
+                .iter()
+                .take(3)
+                .map(|(n, k)| format!("{n} × {k}"))
+                .collect();
+            out.push(format!(
+                "**Same answers?** {}: {same} of {total} cases answer like {}{}",
+                c.contender,
+                rep.baseline,
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!("; differences: {}", why.join(", "))
+                }
+            ));
+        }
+    }
+    let ready: Vec<(String, f64, f64)> = r
+        .compared()
+        .filter_map(|c| {
+            let (first, ready) = r.startup_medians(&c.name)?;
+            Some((c.name.clone(), first, ready))
+        })
+        .collect();
+    if ready.len() > 1 {
+        let parts: Vec<String> = ready
+            .iter()
+            .map(|(n, f, rd)| {
+                format!(
+                    "{n} answers after {}, is ready after {}",
+                    fmt_us(f * 1e6),
+                    fmt_us(rd * 1e6)
+                )
+            })
+            .collect();
+        out.push(format!("**Start-up:** {}", parts.join("; ")));
+    }
+    out.extend(super::paired::summary(paired));
+    for c in r.compared().filter(|_| paired.is_empty()) {
+        let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
+            continue;
+        };
+        // Throughput deltas (%) at the points where it was faster and where it was slower.
+        let (mut faster, mut slower): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+        let (mut significant, mut points) = (0, 0);
+        // Capacity scenarios have their own line (below).
+        for s in r.scenarios.iter().filter(|s| s.capacity.is_none()) {
+            for p in &s.points {
+                let rate = |who: &str| median(&r.rates(who, p));
+                let (Some(a), Some(b)) = (rate(base), rate(&c.name)) else {
+                    continue;
+                };
+                points += 1;
+                if a > 0.0 && b > a {
+                    faster.push((b - a) / a * 100.0);
+                } else if a > 0.0 && b < a {
+                    slower.push((b - a) / a * 100.0);
+                }
+                let v = verdict(r, p, base, &c.name);
+                if v == "faster" || v == "slower" {
+                    significant += 1;
+                }
+            }
+        }
+        if points > 0 {
+            out.push(format!(
+                "**Serving:** {} has more throughput than {base} at {} of {points} points{} and less at {}{}; {significant} of those differences are significant (Mann-Whitney U over the repetitions)",
+                c.name,
+                faster.len(),
+                delta_range(&faster),
+                slower.len(),
+                delta_range(&slower),
+            ));
+        }
+    }
+    out.extend(super::capacity::summary(r));
+    if !found.is_empty() {
+        out.push(format!(
+            "**Findings:** {} (details below); first: {}",
+            found.len(),
+            found[0]
+        ));
+    }
+    out
+}
+
+/// ` (+12%)` or ` (+3% to +40%)` for a set of deltas in percent; empty for none. When a gain
+/// reaches 100 %, the range reads as factors: ` (1.40× to 525×)`.
+fn delta_range(deltas: &[f64]) -> String {
+    let lo = deltas.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = deltas.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let show = |d: f64| {
+        if hi < 100.0 {
+            format!("{d:+.0}%")
+        } else {
+            let f = 1.0 + d / 100.0;
+            if f < 2.0 {
+                format!("{f:.2}×")
+            } else if f < 10.0 {
+                format!("{f:.1}×")
+            } else {
+                format!("{f:.0}×")
+            }
+        }
+    };
+    match deltas.len() {
+        0 => String::new(),
+        _ if show(lo) == show(hi) => format!(" ({})", show(lo)),
+        _ => format!(" ({} to {})", show(lo), show(hi)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_ranges_read_as_one_figure_or_a_span() {
+        assert_eq!(delta_range(&[]), "");
+        assert_eq!(delta_range(&[12.2]), " (+12%)");
+        assert_eq!(delta_range(&[40.0, 3.4, 12.0]), " (+3% to +40%)");
+        assert_eq!(delta_range(&[-5.0, -20.4]), " (-20% to -5%)");
+        assert_eq!(delta_range(&[52441.0, 53650.0]), " (525× to 538×)");
+        assert_eq!(delta_range(&[40.0, 150.0]), " (1.40× to 2.5×)");
+    }
+
+    #[test]
+    fn one_kind_of_difference_at_several_calls_is_summed_once() {
+        use crate::compat::analyze::*;
+        let class = |cases: usize| ClassReport {
+            kind: "value_differs".into(),
+            class: "differs at header.revision".into(),
+            cases,
+            example: Example {
+                case: 0,
+                origin: "requests[0]".into(),
+                request: "{}".into(),
+                baseline: serde_json::Value::Null,
+                other: serde_json::Value::Null,
+                diff: Vec::new(),
+            },
+        };
+        let set = |name: &str, cases: usize| SetReport {
+            name: name.into(),
+            call: name.into(),
+            mode: crate::plan::CompatMode::MustMatch,
+            cases: 10,
+            noise_fields: Vec::new(),
+            noisy_cases: 0,
+            contenders: vec![ContenderReport {
+                contender: "b".into(),
+                identical: 10 - cases,
+                same_failure: 0,
+                compared: 10,
+                classes: vec![class(cases)],
+            }],
+            reference: Vec::new(),
+        };
+        let rep = CompatReport {
+            baseline: "a".into(),
+            noise_instances: Vec::new(),
+            sets: vec![set("Range", 3), set("Put", 4)],
+            differences: 7,
+            changing_noise: Vec::new(),
+        };
+        let r: Results = serde_json::from_value(serde_json::json!({
+            "schema_version": 2, "tool": "t", "name": "n", "plan_path": "p", "status": "complete",
+            "smoke": false, "started_at": "", "finished_at": null,
+            "environment": crate::results::env::Environment::detect(),
+            "baseline": null, "repetitions": 1, "order": "interleaved",
+            "contenders": [], "scenarios": [], "runs": [], "warnings": []
+        }))
+        .unwrap();
+        let lines = summary(&r, &[rep], &[], &[]);
+        assert_eq!(
+            lines[0],
+            "**Same answers?** b: 13 of 20 cases answer like a; differences: 7 × differs at header.revision"
+        );
+    }
+}
