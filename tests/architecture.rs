@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["client"],
     &["results"],
     &["contender", "compat", "import"],
+    &["build"],
     &["runner", "compare"],
     &["diagnose"],
     &["report"],

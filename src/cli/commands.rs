@@ -135,11 +135,79 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         shard: args.shard()?,
         what_if: args.what_if.iter().map(|w| w.name().to_string()).collect(),
         profile: args.profile,
+        refs: args.refs.clone(),
+        rebuild: args.rebuild,
         cancel,
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
-    finish_run(&done, args.fail_on_diff, None)
+    finish_run(&done, args.fail_on_diff, args.fail_on_regression)
+}
+
+/// `bakeoff cache list|prune`.
+pub(super) fn run_cache(action: &CacheAction) -> anyhow::Result<u8> {
+    use crate::build::cache;
+    let root = cache::root();
+    let age = |secs: u64| {
+        let d = cache::now().saturating_sub(secs);
+        match d {
+            0..=3599 => format!("{} min", d / 60),
+            3600..=86_399 => format!("{} h", d / 3600),
+            _ => format!("{} d", d / 86_400),
+        }
+    };
+    let line = |l: &cache::Listed| {
+        let s = &l.entry.source;
+        let at = match (&s.commit, s.dirty) {
+            (Some(c), false) => c[..c.len().min(12)].to_string(),
+            (Some(c), true) => format!("{}, dirty", &c[..c.len().min(12)]),
+            (None, _) => "folder".into(),
+        };
+        format!(
+            "{}  {}  {} @ {} ({at})  {}  built {} ago, used {} ago",
+            l.key,
+            l.entry.contender,
+            s.repository,
+            s.reference.as_deref().unwrap_or("working tree"),
+            report::fmt_bytes(l.bytes as f64),
+            age(l.entry.built_at),
+            age(l.entry.used_at)
+        )
+    };
+    match action {
+        CacheAction::List => {
+            let all = cache::list(&root);
+            for l in &all {
+                emit(&format!("{}\n", line(l)))?;
+            }
+            let bytes: u64 = all.iter().map(|l| l.bytes).sum();
+            eprintln!(
+                "{} in {} ({})",
+                crate::units::count(all.len() as u64, "build"),
+                root.display(),
+                report::fmt_bytes(bytes as f64)
+            );
+        }
+        CacheAction::Prune { older_than, all } => {
+            let older = if *all {
+                None
+            } else {
+                Some(older_than.unwrap_or(Duration::from_secs(30 * 86_400)))
+            };
+            let gone = cache::prune(&root, older);
+            for l in &gone {
+                eprintln!("removed {}", line(l));
+            }
+            let bytes: u64 = gone.iter().map(|l| l.bytes).sum();
+            eprintln!(
+                "removed {} ({}) from {}",
+                crate::units::count(gone.len() as u64, "build"),
+                report::fmt_bytes(bytes as f64),
+                root.display()
+            );
+        }
+    }
+    Ok(0)
 }
 
 pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
@@ -248,7 +316,13 @@ pub(super) fn finish_run(
     }) || analysis
         .findings
         .iter()
-        .any(|f| matches!(f, crate::diagnose::Finding::MostCallsFailed { .. }));
+        .any(|f| matches!(f, crate::diagnose::Finding::MostCallsFailed { .. }))
+        // A contender whose build failed did not run.
+        || done
+            .results
+            .contenders
+            .iter()
+            .any(|c| c.source.as_ref().is_some_and(|s| s.error.is_some()));
     let differs = fail_on_diff && analysis.compat.iter().any(|c| c.differences > 0);
     let worse = fail_on_regression.map_or(Vec::new(), |pct| {
         report::verdicts::regressions(&analysis.verdicts, pct / 100.0)

@@ -65,6 +65,11 @@ pub enum Command {
         #[command(subcommand)]
         action: CiAction,
     },
+    /// The cache of contenders built from source: list or prune it (docs/from-source.md).
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
     /// Kill what an earlier run in DIR left running (if bakeoff and its guards were killed
     /// outright), by the record it keeps of its members' process groups and start times.
     Cleanup {
@@ -94,12 +99,38 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum CacheAction {
+    /// Every build in the cache: key, contender, source @ commit, size, age, last used.
+    List,
+    /// Remove builds not used for a while (and what interrupted builds left).
+    Prune {
+        /// Builds not used for this long, e.g. 30d, 12h [default: 30d].
+        #[arg(long = "older-than", value_name = "AGE", value_parser = parse_age, conflicts_with = "all")]
+        older_than: Option<Duration>,
+        /// Every build.
+        #[arg(long = "all")]
+        all: bool,
+    },
+}
+
+/// `30d`, `12h`, `90m` or a duration bakeoff reads elsewhere.
+fn parse_age(s: &str) -> Result<Duration, String> {
+    match s.strip_suffix('d').map(str::parse::<u64>) {
+        Some(Ok(days)) => Ok(Duration::from_secs(days * 86_400)),
+        _ => parse_duration(s),
+    }
+}
+
+#[derive(Debug, Subcommand)]
 pub enum PlanAction {
     /// Run every check `bakeoff run` makes before starting anything; exit 1 at the first
     /// mistake (file:line:column).
     Check {
         /// The plan file (TOML).
         plan: PathBuf,
+        /// Check contender NAME's source at REF (as `run --ref`).
+        #[arg(long = "ref", value_name = "NAME=REF", value_parser = parse_ref)]
+        refs: Vec<(String, String)>,
     },
     /// Print the plan as `run` uses it: `like`, `members = N`, `{join:…}`, `{index}` and
     /// `vars` expanded (comments are not kept). The plan is then checked.
@@ -252,6 +283,30 @@ pub struct RunArgs {
     /// Indexed Job; index 0 is shard 1). Also read from $BAKEOFF_SHARDS.
     #[arg(long = "shards", value_name = "N", conflicts_with = "resume")]
     pub shards: Option<u32>,
+    /// Build contender NAME (from a git `source`) at REF for this run: a tag, branch,
+    /// commit or revision (repeatable; docs/from-source.md).
+    #[arg(long = "ref", value_name = "NAME=REF", value_parser = parse_ref, conflicts_with = "resume")]
+    pub refs: Vec<(String, String)>,
+    /// Build contenders from source again even when the cache has their build.
+    #[arg(long = "rebuild")]
+    pub rebuild: bool,
+    /// Exit with status 4 when a paired verdict says a contender is worse than its baseline
+    /// by more than this (e.g. 5%): more CPU per request or item, less throughput, or a
+    /// higher p50/p99, with the whole interval past it (the rule of `merge`).
+    #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_on_regression: Option<f64>,
+}
+
+/// `NAME=REF` of `--ref`.
+fn parse_ref(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, r)) if !n.trim().is_empty() && !r.trim().is_empty() => {
+            Ok((n.trim().to_string(), r.trim().to_string()))
+        }
+        _ => Err(format!(
+            "`{s}` is not NAME=REF (a contender's name, `=`, a ref)"
+        )),
+    }
 }
 
 impl RunArgs {
@@ -839,9 +894,9 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Merge(args) => run_merge(&args),
         Command::Ci { action } => run_ci(&action),
         Command::Plan {
-            action: PlanAction::Check { plan },
+            action: PlanAction::Check { plan, refs },
         } => {
-            let p = crate::runner::check_plan(&plan)?;
+            let p = crate::runner::check_plan(&plan, &refs)?;
             let points: usize = p.scenarios.iter().map(|s| s.points.len()).sum();
             let cases: usize = p.compat.iter().map(|c| c.cases.len()).sum();
             use crate::report::count;
@@ -864,9 +919,10 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             let text = std::fs::read_to_string(&plan)
                 .with_context(|| format!("cannot read the plan `{}`", plan.display()))?;
             print!("{}", crate::plan::Plan::show(&plan, &text)?);
-            crate::runner::check_plan(&plan)?;
+            crate::runner::check_plan(&plan, &[])?;
             Ok(0)
         }
+        Command::Cache { action } => run_cache(&action),
         Command::Cleanup { dir } => {
             let done = crate::contender::leftovers::clean(&dir)?;
             eprintln!(

@@ -20,7 +20,9 @@ use crate::plan::{Check, Contender, Probe};
 pub use member::kill_all_live;
 use member::{describe_exit, log_tail, register_group, unregister_group, MemberProc};
 pub use probe::ProbeError;
-pub use spawn::{expand, ports_named, Placeholders};
+pub use spawn::{
+    expand, ports_named, run_guarded, run_guarded_spent, Oneshot, Owner, Placeholders, Spent,
+};
 use usage::{Sampler, Usage};
 
 /// The environment variable every process started for a contender carries, so teardown can

@@ -289,6 +289,7 @@ fn attempt(
             cmd,
             dir: None,
             owner,
+            env: &[],
             log: None,
             limit,
         }),

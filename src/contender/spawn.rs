@@ -252,16 +252,15 @@ pub struct Oneshot<'a> {
     pub cmd: &'a [String],
     pub dir: Option<&'a Path>,
     pub owner: &'a Owner,
+    /// Set in its environment (a build's contender `env`).
+    pub env: &'a [(String, String)],
     /// Its output (`None`: discarded).
     pub log: Option<&'a Path>,
     pub limit: Duration,
 }
 
-/// Runs a command under its own guard (as a member runs: it dies with bakeoff, and takes
-/// everything it started with it) in its own process group, recorded in the results folder
-/// while it runs. Ends it, and all it started, when it overstays its limit or the user
-/// interrupts.
-pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
+/// Starts a command's guard; its PID.
+fn spawn_guarded(o: &Oneshot) -> Result<i32, String> {
     let (out, err) = match o.log {
         Some(log) => {
             let open = || OpenOptions::new().create(true).append(true).open(log);
@@ -272,7 +271,6 @@ pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
         }
         None => (Stdio::null(), Stdio::null()),
     };
-    let shown = || o.cmd.join(" ");
     if !program_found(&o.cmd[0], o.dir) {
         return Err(format!(
             "cannot run `{}`: No such file or directory (os error 2)",
@@ -284,6 +282,7 @@ pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
         .arg(super::guard::ARG)
         .arg("--")
         .args(o.cmd)
+        .envs(o.env.iter().map(|(k, v)| (k, v)))
         .env(super::TAG_VAR, &o.owner.tag)
         .env("BAKEOFF_GUARD_PARENT", std::process::id().to_string())
         .stdin(Stdio::null())
@@ -303,41 +302,111 @@ pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
             Ok(())
         });
     }
-    let mut child = c.spawn().map_err(|e| format!("`{}`: {e}", o.cmd[0]))?;
-    let guard = child.id() as i32;
+    // Waited for with wait4 (std's Child is not asked again): its resource usage is the
+    // guard's whole subtree's, which it reaped.
+    let child = c.spawn().map_err(|e| format!("`{}`: {e}", o.cmd[0]))?;
+    Ok(child.id() as i32)
+}
+
+/// Runs a command under its own guard (as a member runs: it dies with bakeoff, and takes
+/// everything it started with it) in its own process group, recorded in the results folder
+/// while it runs. Ends it, and all it started, when it overstays its limit or the user
+/// interrupts.
+pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
+    run_guarded_spent(o).0
+}
+
+/// [`run_guarded`], with what the command and all it started used (when it was reaped).
+pub fn run_guarded_spent(o: &Oneshot) -> (Result<(), String>, Option<Spent>) {
+    let guard = match spawn_guarded(o) {
+        Ok(g) => g,
+        Err(e) => return (Err(e), None),
+    };
+    let shown = || o.cmd.join(" ");
     super::leftovers::record(&o.owner.results, guard, &o.owner.tag);
     let start = Instant::now();
+    let mut ended: Option<(libc::c_int, libc::rusage)> = None;
     let outcome = loop {
-        match child.try_wait() {
-            Ok(Some(s)) if s.success() => break Ok(()),
-            Ok(Some(s)) => break Err(format!("`{}` {s}", shown())),
-            Ok(None) if start.elapsed() >= o.limit => {
+        ended = ended.or_else(|| wait4(guard, false));
+        match ended {
+            Some((st, _)) if libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0 => break Ok(()),
+            Some((st, _)) => break Err(format!("`{}` {}", shown(), describe(st))),
+            None if start.elapsed() >= o.limit => {
                 break Err(format!("`{}` still running after {:?}", shown(), o.limit))
             }
-            Ok(None) if o.owner.cancel.is_cancelled() => {
+            None if o.owner.cancel.is_cancelled() => {
                 break Err(format!("`{}` interrupted", shown()))
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => break Err(e.to_string()),
+            None => std::thread::sleep(Duration::from_millis(5)),
         }
     };
-    if child.try_wait().ok().flatten().is_none() {
+    if ended.is_none() {
         // The guard kills the command's whole subtree; the group kill is the fallback.
         // SAFETY: kill has no memory preconditions; the guard is our child, not yet reaped.
         unsafe {
             libc::kill(guard, super::guard::PARENT_DIED);
         }
         let until = Instant::now() + Duration::from_secs(2);
-        while child.try_wait().ok().flatten().is_none() && Instant::now() < until {
+        while ended.is_none() && Instant::now() < until {
+            ended = wait4(guard, false);
             std::thread::sleep(Duration::from_millis(5));
         }
         super::kill_group(guard, libc::SIGKILL);
-        let _ = child.wait();
+        ended = ended.or_else(|| wait4(guard, true));
     }
     // What it left in its group (its guard reaped what re-parented to it).
     super::kill_group(guard, libc::SIGKILL);
     super::leftovers::forget(&o.owner.results, guard);
-    outcome
+    let usage = ended.map(|(_, r)| {
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        Spent {
+            cpu_s: secs(r.ru_utime) + secs(r.ru_stime),
+            peak_rss_bytes: r.ru_maxrss.max(0) as u64 * 1024,
+        }
+    });
+    (outcome, usage)
+}
+
+/// What a command and everything it started used, as its guard reaped them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spent {
+    pub cpu_s: f64,
+    /// The largest process's peak resident set.
+    pub peak_rss_bytes: u64,
+}
+
+/// Reaps `pid` when it has ended (or waits for it, with `block`): its wait status and the
+/// resources it and its reaped descendants used.
+fn wait4(pid: i32, block: bool) -> Option<(libc::c_int, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: wait4 writes the status and usage into locals.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let flags = if block { 0 } else { libc::WNOHANG };
+    let got = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
+    (got == pid).then_some((status, usage))
+}
+
+/// `exit status: 3`, `signal: 9 (SIGKILL)`.
+fn describe(status: libc::c_int) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit status: {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        format!("signal: {sig} ({})", signal_name(sig))
+    } else {
+        format!("wait status {status}")
+    }
+}
+
+fn signal_name(sig: libc::c_int) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        _ => "a signal",
+    }
 }
 
 /// Runs a setup or cleanup command to completion (bounded), appending its output to `log`.
@@ -352,6 +421,7 @@ pub fn run_logged(
         cmd,
         dir,
         owner,
+        env: &[],
         log: Some(log),
         limit,
     })

@@ -459,6 +459,7 @@ impl Checker<'_> {
             noise_of: None,
             leader,
             variant: None,
+            source: super::source::check(r, base, &|span, m| self.span(span, m))?,
         })
     }
 

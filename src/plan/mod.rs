@@ -9,12 +9,14 @@ pub mod error;
 mod matrix;
 mod probe;
 mod raw;
+mod source;
 mod template;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use error::PlanError;
+pub use source::{fill as fill_source, Location, Rev, Source, SourceKind};
 
 use crate::load::{Pacing, Stop};
 
@@ -225,6 +227,8 @@ pub struct Contender {
     /// A what-if variant of another contender (`NAME+nodelay`): the same build, run exactly
     /// like it, with the option forced once ready.
     pub variant: Option<Variant>,
+    /// Built from source before the run (docs/from-source.md); `{source}` is its tree.
+    pub source: Option<Source>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -821,6 +825,36 @@ impl Plan {
     /// Adds the what-if variant `what` of contender `of` (see [`add_variant`]).
     pub fn with_variant(&mut self, of: &str, what: &str) -> Result<(), String> {
         add_variant(&mut self.contenders, of, what)
+    }
+
+    /// `--ref NAME=REF`: contender NAME's git source at REF for this run (its noise instances
+    /// and variants, copies of it, too).
+    pub fn with_refs(mut self, refs: &[(String, String)]) -> Result<Plan, String> {
+        for (name, r) in refs {
+            if !self.contenders.iter().any(|c| c.name == *name) {
+                let names: Vec<&str> = self.contenders.iter().map(|c| c.name.as_str()).collect();
+                return Err(format!(
+                    "--ref {name}={r}: no contender is named `{name}`{}",
+                    error::did_you_mean(name, names.iter().copied())
+                ));
+            }
+            let copies = self.contenders.iter_mut().filter(|c| {
+                c.name == *name
+                    || c.noise_of.as_deref() == Some(name)
+                    || c.variant.as_ref().is_some_and(|v| v.of == *name)
+            });
+            for c in copies {
+                match c.source.as_mut().map(|s| &mut s.from) {
+                    Some(SourceKind::Git { rev, .. }) => *rev = Rev::Ref(r.clone()),
+                    _ => {
+                        return Err(format!(
+                            "--ref {name}={r}: contender `{name}` is not built from a git `source`"
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(self)
     }
 
     /// `--what-if WHAT`: the variant of every contender compared (not noise instances, not

@@ -191,6 +191,24 @@ pub struct RawContender {
     /// What-if variants run beside it, e.g. `["nodelay"]`: `NAME+nodelay`.
     #[serde(default, skip_serializing_if = "is_empty")]
     pub what_if: Vec<Spanned<String>>,
+    /// Built from source (docs/from-source.md): a repository at a ref, or a folder.
+    pub source: Option<Spanned<RawSource>>,
+    /// Commands run in the checked-out tree, one after another, to build it.
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub build: Vec<Spanned<Vec<String>>>,
+    pub build_timeout: Option<Spanned<String>>,
+}
+
+/// `source = { git = "…", ref = "…" }`, `{ git = "…", worktree = true }` or `{ path = "…" }`.
+/// Every key optional here, so `like` can fill in what a contender leaves out.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSource {
+    pub git: Option<String>,
+    pub path: Option<String>,
+    #[serde(rename = "ref")]
+    pub reference: Option<String>,
+    pub worktree: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

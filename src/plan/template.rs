@@ -26,7 +26,7 @@ use super::PlanError;
 type Res<T> = Result<T, PlanError>;
 
 /// Placeholders filled in when a member starts, or by the template itself: never vars.
-const RESERVED: &[&str] = &["port", "state", "member", "index", "join", "env"];
+const RESERVED: &[&str] = &["port", "state", "member", "index", "join", "env", "source"];
 
 /// The most members one template may make.
 const MAX_MEMBERS: i64 = 100;
@@ -104,6 +104,32 @@ fn resolve_likes(
     Ok(())
 }
 
+/// A source is copied key by key: a contender that gives only `ref` keeps the other's
+/// repository (a `path` or a `git` of its own stands alone).
+fn copy_source(to: &mut RawContender, from: &RawContender) {
+    match (&mut to.source, &from.source) {
+        (None, Some(f)) => to.source = Some(f.clone()),
+        (Some(t), Some(f)) => {
+            let (t, f) = (t.get_mut(), f.get_ref());
+            if t.git.is_none() && t.path.is_none() {
+                t.git = f.git.clone();
+                t.path = f.path.clone();
+            }
+            if t.reference.is_none() && t.worktree.is_none() {
+                t.reference = f.reference.clone();
+                t.worktree = f.worktree;
+            }
+        }
+        _ => {}
+    }
+    if to.build.is_empty() {
+        to.build = from.build.clone();
+    }
+    if to.build_timeout.is_none() {
+        to.build_timeout = from.build_timeout.clone();
+    }
+}
+
 /// Fills what `to` leaves out from `from`.
 fn copy_from(to: &mut RawContender, from: &RawContender) {
     fn fill<T: Clone>(to: &mut Option<T>, from: &Option<T>) {
@@ -137,6 +163,7 @@ fn copy_from(to: &mut RawContender, from: &RawContender) {
     for (k, v) in &from.vars {
         to.vars.entry(k.clone()).or_insert_with(|| v.clone());
     }
+    copy_source(to, from);
     to.like = None;
 }
 
@@ -348,10 +375,25 @@ fn walk_contender(c: &mut RawContender, span: Range<usize>, f: &mut Edit) -> Res
     {
         walk_probe(p, None, f)?;
     }
-    for cmd in c.setup.iter_mut().chain(c.cleanup.iter_mut()) {
+    for cmd in c
+        .setup
+        .iter_mut()
+        .chain(c.cleanup.iter_mut())
+        .chain(c.build.iter_mut())
+    {
         let s = cmd.span();
         for a in cmd.get_mut() {
             f(a, None, &s)?;
+        }
+    }
+    if let Some(src) = &mut c.source {
+        let s = src.span();
+        let r = src.get_mut();
+        for t in [&mut r.git, &mut r.path, &mut r.reference]
+            .into_iter()
+            .flatten()
+        {
+            f(t, None, &s)?;
         }
     }
     for (i, m) in c.members.iter_mut().enumerate() {

@@ -68,6 +68,14 @@ pub fn render(a: &Analysis) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "## Environment\n\n{}\n", environment_line(r));
+    let sources = source_lines(r);
+    if !sources.is_empty() {
+        let _ = writeln!(out, "Built from source:\n");
+        for s in sources {
+            let _ = writeln!(out, "- {s}");
+        }
+        out.push('\n');
+    }
     // Once per contender and what its handshakes negotiated (the same for every point, as
     // a rule; a change shows as a second entry).
     let mut tls = std::collections::BTreeSet::new();
@@ -90,6 +98,51 @@ pub fn render(a: &Analysis) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Each contender built from source: `repository @ ref (commit, clean or dirty)` and its
+/// build (its time, or cached, or why it failed).
+pub(super) fn source_lines(r: &crate::results::Results) -> Vec<String> {
+    r.contenders
+        .iter()
+        .filter(|c| c.variant.is_none() && c.noise_of.is_none())
+        .filter_map(|c| {
+            let s = c.source.as_ref()?;
+            let at = match &s.commit {
+                Some(commit) => format!(
+                    "`{}` ({})",
+                    &commit[..commit.len().min(12)],
+                    if s.dirty { "dirty" } else { "clean" }
+                ),
+                None => "a folder, as it was".into(),
+            };
+            let built = match (&s.build, &s.error) {
+                (_, Some(e)) => {
+                    format!("**build failed**: {}", e.lines().next().unwrap_or_default())
+                }
+                (Some(b), None) => {
+                    let cost = format!(
+                        "{:.1} s, CPU {:.1} s, peak RSS {}",
+                        b.seconds,
+                        b.cpu_s,
+                        super::fmt_bytes(b.peak_rss_bytes as f64)
+                    );
+                    if b.cached {
+                        format!("cached (built in {cost})")
+                    } else {
+                        format!("built in {cost}")
+                    }
+                }
+                (None, None) => String::new(),
+            };
+            Some(format!(
+                "{}: {} @ {} → {at} — {built}",
+                c.name,
+                s.repository,
+                s.reference.as_deref().unwrap_or("working tree")
+            ))
+        })
+        .collect()
 }
 
 /// The machine, pinning, tool, repetitions and order of a run, on one line (the Markdown's

@@ -37,6 +37,9 @@ impl Reporter for Terminal {
     fn warning(&mut self, text: &str) {
         say(&format!("warning: {text}"));
     }
+    fn build_progress(&mut self, text: &str) {
+        say(text);
+    }
     fn contender_starting(&mut self, contender: &str, repetition: u32, step: usize, steps: usize) {
         say(&format!(
             "[{step}/{steps}] {contender}, repetition {repetition}: starting"

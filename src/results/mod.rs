@@ -242,6 +242,46 @@ pub struct ContenderInfo {
     /// A what-if variant (`v1+nodelay`): the contender it is a variant of, and what.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<VariantInfo>,
+    /// Built from source: where from and how (docs/from-source.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceInfo>,
+}
+
+/// A contender's provenance: the source it was built from and its build.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SourceInfo {
+    /// The repository (or folder) as the plan names it.
+    pub repository: String,
+    /// The ref as asked for (`--ref` included); none for the working tree or a folder.
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The commit the ref resolved to (none for a folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Built with uncommitted or untracked changes (a working tree), or from a folder.
+    pub dirty: bool,
+    /// The build cache's key: what determines the build.
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildInfo>,
+    /// Why it could not be built (the log's last lines included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a build cost, or that the cache had it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct BuildInfo {
+    /// Found in the cache: the figures are of the build that made it.
+    pub cached: bool,
+    pub seconds: f64,
+    /// User + system CPU time of the build processes.
+    pub cpu_s: f64,
+    /// The largest build process's peak resident set.
+    pub peak_rss_bytes: u64,
+    /// The build's output, relative to the results folder (`logs/NAME-build.log`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -44,6 +44,8 @@ pub trait Reporter {
     ) {
     }
     fn compat_done(&mut self, _set: &str, _cases: usize) {}
+    /// A contender built from source: building, waiting, built, cached.
+    fn build_progress(&mut self, _text: &str) {}
 }
 
 /// Shows nothing.

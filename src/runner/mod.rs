@@ -21,6 +21,7 @@ mod ramps;
 mod rounds;
 mod seam;
 mod setup;
+mod sources;
 mod startup;
 mod whatif;
 
@@ -47,7 +48,7 @@ pub fn run(
     // The `.proto` set the checks compiled is the one every client and probe of the run
     // shares.
     let Opened {
-        plan,
+        mut plan,
         dir,
         mut results,
         protos,
@@ -69,11 +70,15 @@ pub fn run(
     }
     save(&dir, &results)?;
 
+    // Built once, before anything is measured; a contender whose build failed does not run.
+    let unbuilt = sources::build_all(&mut plan, &dir, &mut results, opts, rep)?;
+    let plan = plan;
     let shard = results.shards.as_ref().and_then(|s| match s.have[..] {
         [k] => Some(results::Shard { k, n: s.of }),
         _ => None,
     });
-    let schedule = schedule(&plan, shard);
+    let mut schedule = schedule(&plan, shard);
+    schedule.retain(|(_, ci)| !unbuilt.contains(ci));
     rep.run_started(&dir, schedule.len());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -122,8 +127,10 @@ pub fn run(
 
 /// Every check `run` makes before it starts anything (the plan itself, then the programs
 /// and every client its scenarios need), for `bakeoff plan check`.
-pub fn check_plan(path: &std::path::Path) -> anyhow::Result<Plan> {
-    let plan = Plan::load(path)?;
+pub fn check_plan(path: &std::path::Path, refs: &[(String, String)]) -> anyhow::Result<Plan> {
+    let plan = Plan::load(path)?
+        .with_refs(refs)
+        .map_err(anyhow::Error::msg)?;
     let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
     preflight::check(&plan, &protos)?;
     Ok(plan)

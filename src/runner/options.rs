@@ -24,6 +24,10 @@ pub struct RunOptions {
     pub what_if: Vec<String>,
     /// `--profile`: every plain scenario is profiled (docs/profiles.md).
     pub profile: bool,
+    /// `--ref NAME=REF`: contender NAME's git source at REF (docs/from-source.md).
+    pub refs: Vec<(String, String)>,
+    /// `--rebuild`: build contenders from source again even when the cache has them.
+    pub rebuild: bool,
     /// The command's cancellation: set by Ctrl-C or SIGTERM, the run stops after the step in
     /// progress and keeps what it measured.
     pub cancel: crate::cancel::Cancel,

@@ -13,6 +13,14 @@ use crate::plan::Plan;
 use crate::client::{self, Client, Descriptors, Options};
 
 pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
+    // Every source's ref resolves (a URL is fetched into the cache for it).
+    let cache = crate::build::cache::root();
+    for c in plan.contenders.iter().filter(|c| c.variant.is_none()) {
+        if let Some(s) = &c.source {
+            crate::build::resolve(s, &cache)
+                .map_err(|e| anyhow::anyhow!("contender `{}`: source: {e}", c.name))?;
+        }
+    }
     for c in &plan.contenders {
         let ports: BTreeMap<String, u16> = ports_named(c).into_iter().map(|n| (n, 1)).collect();
         for m in &c.members {
@@ -30,7 +38,8 @@ pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
             }
             let program = expand(&m.command[0], &ph).map_err(at)?;
             let dir = c.dir.as_deref();
-            if !program_exists(&program, dir) {
+            // A program of the built tree exists once it is built.
+            if !program.contains("{source}") && !program_exists(&program, dir) {
                 anyhow::bail!(
                     "contender `{}`: program `{program}` not found{}",
                     c.name,

@@ -84,7 +84,8 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
         }
     }
     plan = plan
-        .with_what_if(&opts.what_if)
+        .with_refs(&opts.refs)
+        .and_then(|p| p.with_what_if(&opts.what_if))
         .and_then(|p| p.overridden(opts.repetitions, &opts.only, &opts.scenarios))
         .map_err(anyhow::Error::msg)?;
     if let Some(s) = opts.shard {
@@ -157,6 +158,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
                     of: v.of.clone(),
                     what: v.what.clone(),
                 }),
+                source: None,
             })
             .collect(),
         scenarios: plan
@@ -231,8 +233,15 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<Opened> {
     if results.smoke {
         plan = plan.smoke();
     }
-    // What `--what-if`, `--repetitions`, `--only` and `--scenario` chose is what the
-    // results hold.
+    // What `--ref`, `--what-if`, `--repetitions`, `--only` and `--scenario` chose is what
+    // the results hold.
+    let refs: Vec<(String, String)> = results
+        .contenders
+        .iter()
+        .filter(|c| c.variant.is_none() && c.noise_of.is_none())
+        .filter_map(|c| Some((c.name.clone(), c.source.as_ref()?.reference.clone()?)))
+        .collect();
+    plan = plan.with_refs(&refs).map_err(anyhow::Error::msg)?;
     for v in results.contenders.iter().filter_map(|c| c.variant.as_ref()) {
         plan.with_variant(&v.of, &v.what)
             .map_err(|e| anyhow::anyhow!("resuming a what-if variant: {e}"))?;

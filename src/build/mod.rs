@@ -1,0 +1,521 @@
+//! Contenders built from source (docs/from-source.md): a repository at a ref (or its
+//! working tree, or a folder) resolved to a commit, checked out without touching the user's
+//! checkout, built once per run before anything is measured, kept in a cache keyed by what
+//! determines the build, and described for the results (provenance, build cost).
+
+pub mod cache;
+mod git;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::cancel::Cancel;
+use crate::plan::{Location, Rev, Source, SourceKind};
+use crate::results::{BuildInfo, SourceInfo};
+
+/// A 64-bit FNV-1a hash over bytes, fed in pieces (the cache key, a tree's fingerprint).
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn feed(&mut self, bytes: &[u8]) -> &mut Fnv {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        // A separator, so ("ab", "c") and ("a", "bc") differ.
+        self.0 = (self.0 ^ 0xff).wrapping_mul(0x0000_0100_0000_01b3);
+        self
+    }
+    fn hex(self) -> String {
+        format!("{:016x}", self.0)
+    }
+}
+
+/// A source resolved to what it is now: the commit, whether the tree differs from it, and
+/// the repository to check it out from.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub commit: Option<String>,
+    pub dirty: bool,
+    /// A hash of what a dirty tree (or a folder) holds beyond the commit.
+    fingerprint: String,
+    /// The local repository, or the cache's clone of a URL; the folder of a `path` source.
+    from: PathBuf,
+}
+
+/// Resolves a source's ref to a commit (fetching a URL into the cache's partial clone); a ref
+/// that does not exist is an error naming the nearest refs the repository has.
+pub fn resolve(src: &Source, cache: &Path) -> Result<Resolved, String> {
+    match &src.from {
+        SourceKind::Path(p) => {
+            if !p.is_dir() {
+                return Err(format!("`source.path` `{}` is not a folder", p.display()));
+            }
+            Ok(Resolved {
+                commit: None,
+                dirty: true,
+                fingerprint: folder_fingerprint(p)?,
+                from: p.clone(),
+            })
+        }
+        SourceKind::Git { repo, at, rev } => {
+            let from = match at {
+                Location::Local(p) => {
+                    git::git(Some(p), &["rev-parse", "--git-dir"]).map_err(|_| {
+                        format!(
+                            "`source.git` `{repo}` ({}) is not a git repository",
+                            p.display()
+                        )
+                    })?;
+                    p.clone()
+                }
+                Location::Url(url) => fetch(url, cache)?,
+            };
+            match rev {
+                Rev::Worktree => {
+                    let commit = git::commit_of(&from, "HEAD")?;
+                    let fingerprint = worktree_fingerprint(&from)?;
+                    let dirty = fingerprint != Fnv::new().hex();
+                    Ok(Resolved {
+                        commit: Some(commit),
+                        dirty,
+                        fingerprint,
+                        from,
+                    })
+                }
+                Rev::Ref(r) => {
+                    let commit = git::commit_of(&from, r).map_err(|e| {
+                        let refs = git::refs(&from);
+                        let near = crate::plan::error::nearest(r, refs.iter().map(String::as_str));
+                        match near {
+                            Some(n) => format!("{e}; did you mean `{n}`?"),
+                            None if refs.is_empty() => e,
+                            None => format!(
+                                "{e}; it has {}",
+                                refs.iter().take(8).cloned().collect::<Vec<_>>().join(", ")
+                            ),
+                        }
+                    })?;
+                    Ok(Resolved {
+                        commit: Some(commit),
+                        dirty: false,
+                        fingerprint: Fnv::new().hex(),
+                        from,
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// The cache's partial clone of `url`, fetched again.
+fn fetch(url: &str, cache: &Path) -> Result<PathBuf, String> {
+    let dir = cache
+        .join("repos")
+        .join(Fnv::new().feed(url.as_bytes()).hex());
+    let offline = |e: String| {
+        format!("cannot fetch `{url}`: {e} (a URL needs the network: no network here, or a repository that is not there)")
+    };
+    if dir.join("HEAD").is_file() {
+        git::git(
+            Some(&dir),
+            &["fetch", "--quiet", "--prune", "--tags", "origin"],
+        )
+        .map_err(offline)?;
+    } else {
+        std::fs::create_dir_all(cache.join("repos")).map_err(|e| e.to_string())?;
+        let tmp = dir.with_extension(format!("tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let t = tmp.to_string_lossy().into_owned();
+        git::git(
+            None,
+            &["clone", "--quiet", "--bare", "--filter=blob:none", url, &t],
+        )
+        .map_err(offline)?;
+        // Branches as remote-tracking refs too, so `origin/main` resolves as it does locally.
+        let _ = git::git(
+            Some(&tmp),
+            &[
+                "config",
+                "remote.origin.fetch",
+                "+refs/heads/*:refs/remotes/origin/*",
+            ],
+        );
+        let _ = git::git(Some(&tmp), &["fetch", "--quiet", "origin"]);
+        std::fs::rename(&tmp, &dir).or_else(|e| {
+            // Another run made it meanwhile.
+            let _ = std::fs::remove_dir_all(&tmp);
+            if dir.join("HEAD").is_file() {
+                Ok(())
+            } else {
+                Err(e.to_string())
+            }
+        })?;
+    }
+    Ok(dir)
+}
+
+/// What a working tree holds beyond `HEAD`: the diff of tracked files, and every untracked
+/// (not ignored) file's name and bytes. The empty hash for a clean tree.
+fn worktree_fingerprint(repo: &Path) -> Result<String, String> {
+    let mut h = Fnv::new();
+    let diff = git::git(Some(repo), &["diff", "HEAD", "--binary", "--no-ext-diff"])?;
+    let untracked = git::ls_files(repo, &["--others", "--exclude-standard"])?;
+    if diff.is_empty() && untracked.is_empty() {
+        return Ok(h.hex());
+    }
+    h.feed(&diff);
+    for f in untracked {
+        h.feed(f.as_bytes());
+        h.feed(&std::fs::read(repo.join(&f)).unwrap_or_default());
+    }
+    Ok(h.hex())
+}
+
+/// Every file's name and bytes under a folder (`.git` left out), in name order.
+fn folder_fingerprint(dir: &Path) -> Result<String, String> {
+    fn walk(d: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(d)? {
+            let e = e?;
+            let name = e.file_name();
+            if name == ".git" {
+                continue;
+            }
+            let t = e.file_type()?;
+            if t.is_dir() {
+                walk(&e.path(), &rel.join(&name), out)?;
+            } else if t.is_file() {
+                out.push(rel.join(&name));
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(dir, Path::new(""), &mut files).map_err(|e| format!("{}: {e}", dir.display()))?;
+    files.sort();
+    let mut h = Fnv::new();
+    for f in files {
+        h.feed(f.to_string_lossy().as_bytes());
+        h.feed(&std::fs::read(dir.join(&f)).map_err(|e| format!("{}: {e}", f.display()))?);
+    }
+    Ok(h.hex())
+}
+
+/// What a build needs besides its source.
+pub struct Request<'a> {
+    pub contender: &'a str,
+    pub source: &'a Source,
+    pub env: &'a [(String, String)],
+    /// The run's results folder: the build log goes to `logs/NAME-build.log`, the guards of
+    /// its commands are recorded there.
+    pub results: &'a Path,
+    pub cache: &'a Path,
+    pub rebuild: bool,
+    pub cancel: &'a Cancel,
+}
+
+/// A built source: its tree and its provenance.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub tree: PathBuf,
+    pub info: SourceInfo,
+}
+
+/// The key of a build: the source as resolved, the build commands, the env, the toolchain.
+fn key(src: &Source, r: &Resolved, env: &[(String, String)]) -> String {
+    let mut h = Fnv::new();
+    h.feed(r.from.to_string_lossy().as_bytes())
+        .feed(r.commit.as_deref().unwrap_or("").as_bytes())
+        .feed(r.fingerprint.as_bytes());
+    for cmd in &src.build {
+        for a in cmd {
+            h.feed(a.as_bytes());
+        }
+        h.feed(b"\n");
+    }
+    for (k, v) in env {
+        h.feed(k.as_bytes()).feed(v.as_bytes());
+    }
+    let mut programs: Vec<&str> = src.build.iter().map(|c| c[0].as_str()).collect();
+    programs.sort_unstable();
+    programs.dedup();
+    for p in programs {
+        h.feed(p.as_bytes()).feed(&toolchain(p));
+    }
+    h.hex()
+}
+
+/// What a build program says of its version (`--version`), where it answers in 10 s.
+fn toolchain(program: &str) -> Vec<u8> {
+    let mut c = std::process::Command::new(program);
+    c.arg("--version").stdin(std::process::Stdio::null());
+    git::bounded(c, Duration::from_secs(10)).unwrap_or_default()
+}
+
+/// The source of `req` built, from the cache when it has the build. The provenance of a
+/// failure (the log's last lines included) is the error.
+pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<SourceInfo>> {
+    let mut info = SourceInfo {
+        repository: match &req.source.from {
+            SourceKind::Git { repo, .. } => repo.clone(),
+            SourceKind::Path(p) => p.display().to_string(),
+        },
+        reference: match &req.source.from {
+            SourceKind::Git {
+                rev: Rev::Ref(r), ..
+            } => Some(r.clone()),
+            _ => None,
+        },
+        ..SourceInfo::default()
+    };
+    let fail = |mut info: SourceInfo, e: String| {
+        info.error = Some(e);
+        Box::new(info)
+    };
+    let resolved = match resolve(req.source, req.cache) {
+        Ok(r) => r,
+        Err(e) => return Err(fail(info, e)),
+    };
+    info.commit = resolved.commit.clone();
+    info.dirty = resolved.dirty;
+    info.key = key(req.source, &resolved, req.env);
+    let builds = req.cache.join("builds");
+    if let Err(e) = std::fs::create_dir_all(&builds) {
+        return Err(fail(info, format!("{}: {e}", builds.display())));
+    }
+    let lock = builds.join(format!("{}.lock", info.key));
+    let _held = match cache::Lock::take(&lock, &|| req.cancel.is_cancelled(), &mut || {
+        say(format!(
+            "{}: waiting for another run that builds the same ({})",
+            req.contender, info.key
+        ))
+    }) {
+        Ok(l) => l,
+        Err(e) => return Err(fail(info, e)),
+    };
+    let done = builds.join(&info.key);
+    if req.rebuild {
+        let _ = std::fs::remove_dir_all(&done);
+    }
+    if let Some(mut entry) = cache::read_entry(&done) {
+        entry.used_at = cache::now();
+        let _ = cache::write_entry(&done, &entry);
+        let mut b = entry.source.build.unwrap_or_default();
+        b.cached = true;
+        b.log = None;
+        info.build = Some(b);
+        say(format!(
+            "{}: cached build of {} ({})",
+            req.contender,
+            req.source.describe(),
+            short(&info)
+        ));
+        return Ok(Built {
+            tree: done.join("tree"),
+            info,
+        });
+    }
+    let _ = std::fs::remove_dir_all(&done);
+    let tmp = builds.join(format!("{}.tmp-{}", info.key, std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    say(format!(
+        "{}: building {} ({})",
+        req.contender,
+        req.source.describe(),
+        short(&info)
+    ));
+    let outcome = checkout(req.source, &resolved, &tmp.join("tree"))
+        .and_then(|()| run_build(req, &tmp.join("tree"), say));
+    let b = match outcome {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(fail(info, e));
+        }
+    };
+    say(format!(
+        "{}: built in {:.1} s (CPU {:.1} s)",
+        req.contender, b.seconds, b.cpu_s
+    ));
+    info.build = Some(b);
+    let entry = cache::Entry {
+        contender: req.contender.to_string(),
+        source: info.clone(),
+        built_at: cache::now(),
+        used_at: cache::now(),
+    };
+    let kept = cache::write_entry(&tmp, &entry).and_then(|()| std::fs::rename(&tmp, &done));
+    if let Err(e) = kept {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(fail(
+            info,
+            format!("keeping the build in {}: {e}", done.display()),
+        ));
+    }
+    Ok(Built {
+        tree: done.join("tree"),
+        info,
+    })
+}
+
+/// `abc1234`, `abc1234, dirty` or `folder`.
+fn short(info: &SourceInfo) -> String {
+    match &info.commit {
+        Some(c) => format!(
+            "{}{}",
+            &c[..c.len().min(12)],
+            if info.dirty { ", dirty" } else { "" }
+        ),
+        None => "folder".into(),
+    }
+}
+
+/// Puts the source's tree at `tree`: a shared clone checked out at the commit (the user's
+/// repository is only read), with a dirty working tree's changes copied over; a folder's
+/// copy.
+fn checkout(src: &Source, r: &Resolved, tree: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(tree.parent().unwrap_or(tree)).map_err(|e| e.to_string())?;
+    let t = tree.to_string_lossy().into_owned();
+    let from = r.from.to_string_lossy().into_owned();
+    match &src.from {
+        SourceKind::Path(p) => copy_dir(p, tree),
+        SourceKind::Git { at, rev, .. } => {
+            let commit = r.commit.as_deref().unwrap_or("HEAD");
+            match at {
+                // The cache's own partial clone: a worktree of it fetches what it lacks.
+                Location::Url(_) => {
+                    git::git(
+                        Some(&r.from),
+                        &["worktree", "add", "--quiet", "--detach", &t, commit],
+                    )?;
+                }
+                Location::Local(_) => {
+                    git::git(
+                        None,
+                        &["clone", "--quiet", "--shared", "--no-checkout", &from, &t],
+                    )?;
+                    git::git(Some(tree), &["checkout", "--quiet", "--detach", commit])?;
+                }
+            }
+            if *rev == Rev::Worktree && r.dirty {
+                copy_changes(&r.from, tree)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A working tree's changes, onto a checkout of its `HEAD`: changed and untracked (not
+/// ignored) files copied, deleted ones removed.
+fn copy_changes(repo: &Path, tree: &Path) -> Result<(), String> {
+    let mut changed = git::ls_files(repo, &["--modified", "--others", "--exclude-standard"])?;
+    changed.sort();
+    changed.dedup();
+    for f in changed {
+        let (from, to) = (repo.join(&f), tree.join(&f));
+        if from.is_file() {
+            if let Some(d) = to.parent() {
+                std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+            }
+            std::fs::copy(&from, &to).map_err(|e| format!("copying {f}: {e}"))?;
+        } else if !from.exists() {
+            let _ = std::fs::remove_file(&to);
+        }
+    }
+    Ok(())
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for e in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let t = e.file_type().map_err(|e| e.to_string())?;
+        let dest = to.join(e.file_name());
+        if t.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else if t.is_file() {
+            std::fs::copy(e.path(), &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The build commands in `tree`, one after another, each under a guard, their output in
+/// `logs/NAME-build.log`; what they cost.
+fn run_build(req: &Request, tree: &Path, say: &mut dyn FnMut(String)) -> Result<BuildInfo, String> {
+    let logs = req.results.join("logs");
+    std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
+    let rel = format!("logs/{}-build.log", crate::results::slug(req.contender));
+    let log = req.results.join(&rel);
+    let _ = std::fs::remove_file(&log);
+    let owner = crate::contender::Owner {
+        tag: format!(
+            "{}-build-{}-{}",
+            std::process::id(),
+            crate::results::slug(req.contender),
+            cache::now()
+        ),
+        results: req.results.to_path_buf(),
+        cancel: req.cancel.clone(),
+    };
+    let (mut cpu_s, mut peak) = (0.0, 0);
+    let start = Instant::now();
+    let deadline = start + req.source.build_timeout;
+    for cmd in &req.source.build {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "the build took longer than its build_timeout ({:?}); output in {rel}",
+                req.source.build_timeout
+            ));
+        }
+        let (ran, spent) = crate::contender::run_guarded_spent(&crate::contender::Oneshot {
+            cmd,
+            dir: Some(tree),
+            owner: &owner,
+            env: req.env,
+            log: Some(&log),
+            limit: left,
+        });
+        let spent = spent.unwrap_or_default();
+        cpu_s += spent.cpu_s;
+        peak = peak.max(spent.peak_rss_bytes);
+        if let Err(e) = ran {
+            return Err(format!(
+                "build failed: {e}; the end of {rel}:\n{}",
+                tail(&log, 20)
+            ));
+        }
+        say(format!(
+            "{}: `{}` done ({:.1} s)",
+            req.contender,
+            cmd.join(" "),
+            start.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(BuildInfo {
+        cached: false,
+        seconds: start.elapsed().as_secs_f64(),
+        cpu_s,
+        peak_rss_bytes: peak,
+        log: Some(rel),
+    })
+}
+
+/// The last `n` lines of a log (its last 64 KiB read at most).
+fn tail(path: &Path, n: usize) -> String {
+    use std::io::{Read as _, Seek as _};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let _ = f.seek(std::io::SeekFrom::Start(len.saturating_sub(64 << 10)));
+    let mut buf = Vec::new();
+    let _ = f.take(64 << 10).read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}

@@ -1,0 +1,205 @@
+//! `source`, `build` and `build_timeout` on a contender (docs/from-source.md), checked: one
+//! kind of source, a ref or the working tree for git, `build` and `{source}` only with a
+//! source. No I/O beyond the plan: refs are resolved by the `build` module.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::raw::RawContender;
+use super::{Check, Contender, PlanError, Probe};
+
+type Res<T> = Result<T, PlanError>;
+
+/// Where a contender's source is, and how it is built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    pub from: SourceKind,
+    /// Commands run in the checked-out tree's root, one after another.
+    pub build: Vec<Vec<String>>,
+    pub build_timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceKind {
+    /// A git repository: `repo` as written in the plan, `at` where it is.
+    Git {
+        repo: String,
+        at: Location,
+        rev: Rev,
+    },
+    /// A folder, used as it is.
+    Path(PathBuf),
+}
+
+/// Where a repository is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Location {
+    /// A folder on this machine (absolute).
+    Local(PathBuf),
+    /// A URL git fetches from.
+    Url(String),
+}
+
+/// Which state of a repository.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rev {
+    /// A tag, branch, commit or any revision git understands.
+    Ref(String),
+    /// The working tree as it is, uncommitted and untracked changes included.
+    Worktree,
+}
+
+impl Source {
+    /// `repository @ ref` as the plan says it.
+    pub fn describe(&self) -> String {
+        match &self.from {
+            SourceKind::Git { repo, rev, .. } => match rev {
+                Rev::Ref(r) => format!("{repo} @ {r}"),
+                Rev::Worktree => format!("{repo} (working tree)"),
+            },
+            SourceKind::Path(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// The default `build_timeout`.
+pub const BUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// A URL rather than a folder: `scheme://…`, or scp-like `user@host:path`.
+fn is_url(repo: &str) -> bool {
+    repo.contains("://") || (repo.contains('@') && repo.contains(':') && !repo.starts_with('/'))
+}
+
+/// The contender's source, checked; `None` when it has none (then `build` and `{source}`
+/// are errors).
+pub(super) fn check(
+    r: &RawContender,
+    base: &Path,
+    at: &dyn Fn(Range<usize>, String) -> PlanError,
+) -> Res<Option<Source>> {
+    let name = r.name.get_ref();
+    let Some(s) = &r.source else {
+        if let Some(b) = r.build.first() {
+            return Err(at(
+                b.span(),
+                format!("contender `{name}`: `build` needs a `source` to build"),
+            ));
+        }
+        if mentions_source(r) {
+            return Err(at(
+                r.name.span(),
+                format!("contender `{name}`: `{{source}}` is the built tree of a `source`, and it has none"),
+            ));
+        }
+        return Ok(None);
+    };
+    let (span, raw) = (s.span(), s.get_ref());
+    let err = |m: String| Err(at(span.clone(), format!("contender `{name}`: {m}")));
+    let from = match (&raw.git, &raw.path) {
+        (Some(_), Some(_)) => return err("`source` is either `git` or `path`, not both".into()),
+        (None, None) => {
+            return err(
+                "`source` needs `git = \"…\"` (a repository: a folder or a URL) or `path = \"…\"` (a folder)"
+                    .into(),
+            )
+        }
+        (None, Some(p)) => {
+            if raw.reference.is_some() || raw.worktree.is_some() {
+                return err("`ref` and `worktree` are for a `git` source; a `path` is built as it is".into());
+            }
+            SourceKind::Path(base.join(p))
+        }
+        (Some(g), None) => {
+            let rev = match (&raw.reference, raw.worktree) {
+                (Some(_), Some(true)) => {
+                    return err("give `ref` or `worktree = true`, not both".into())
+                }
+                (Some(r), _) if r.trim().is_empty() => return err("`ref` is empty".into()),
+                (Some(r), _) => Rev::Ref(r.clone()),
+                (None, Some(true)) => Rev::Worktree,
+                (None, _) => {
+                    return err("a `git` source needs `ref = \"…\"` (a tag, branch or commit) or `worktree = true` (the working tree with its changes)".into())
+                }
+            };
+            let at = if is_url(g) {
+                if rev == Rev::Worktree {
+                    return err("`worktree = true` is for a repository on this machine, not a URL".into());
+                }
+                Location::Url(g.clone())
+            } else {
+                Location::Local(base.join(g))
+            };
+            SourceKind::Git {
+                repo: g.clone(),
+                at,
+                rev,
+            }
+        }
+    };
+    let mut build = Vec::new();
+    for b in &r.build {
+        if b.get_ref().first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(at(
+                b.span(),
+                "a build command is a list: program first, then its arguments".into(),
+            ));
+        }
+        build.push(b.get_ref().clone());
+    }
+    let build_timeout = match &r.build_timeout {
+        None => BUILD_TIMEOUT,
+        Some(t) => match super::parse_duration(t.get_ref()) {
+            Ok(d) if !d.is_zero() => d,
+            Ok(_) => return Err(at(t.span(), "`build_timeout` must be longer than 0".into())),
+            Err(e) => return Err(at(t.span(), format!("`build_timeout`: {e}"))),
+        },
+    };
+    Ok(Some(Source {
+        from,
+        build,
+        build_timeout,
+    }))
+}
+
+/// Whether any of the contender's strings holds `{source}`.
+fn mentions_source(r: &RawContender) -> bool {
+    toml::to_string(r).is_ok_and(|t| t.contains("{source}"))
+}
+
+/// Puts the built tree's path in for `{source}` in every string of the contender.
+pub fn fill(c: &mut Contender, tree: &Path) {
+    let tree = tree.display().to_string();
+    let f = |s: &mut String| {
+        if s.contains("{source}") {
+            *s = s.replace("{source}", &tree);
+        }
+    };
+    let cmds = |v: &mut Vec<Vec<String>>| v.iter_mut().flatten().for_each(f);
+    cmds(&mut c.setup);
+    cmds(&mut c.cleanup);
+    if let Some(d) = &mut c.dir {
+        let mut s = d.display().to_string();
+        f(&mut s);
+        *d = PathBuf::from(s);
+    }
+    for m in &mut c.members {
+        m.command.iter_mut().for_each(f);
+        m.env.iter_mut().for_each(|(_, v)| f(v));
+        f(&mut m.endpoint);
+        probe_strings(&mut m.ready).into_iter().for_each(f);
+    }
+    for p in c.ready_when.iter_mut().chain(c.leader.iter_mut()) {
+        probe_strings(p).into_iter().for_each(f);
+    }
+}
+
+/// The strings of a probe a placeholder can stand in.
+fn probe_strings(p: &mut Probe) -> Vec<&mut String> {
+    match &mut p.check {
+        Check::Tcp(a) | Check::Log(a) => vec![a],
+        Check::Http { url, .. } => vec![url],
+        Check::Grpc { endpoint, .. } => endpoint.iter_mut().collect(),
+        Check::Command(cmd) => cmd.iter_mut().collect(),
+    }
+}

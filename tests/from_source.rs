@@ -1,0 +1,440 @@
+//! Contenders built from a git repository made at test time (issue 24): three commits of a
+//! tiny C server — `fast`, `same` (a comment changed) and `slow` (twice the work per answer) —
+//! built with `cc`, cached, overridden with `--ref`, gated with `--fail-on-regression`; a ref
+//! that does not exist, a build that fails, the working tree with an uncommitted change, and
+//! two runs sharing one cache at once.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+
+const SERVER: &str = include_str!("fixtures/fromsource/server.c");
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A repository with the three commits, tagged.
+fn repo(dir: &Path) -> PathBuf {
+    let r = dir.join("repo");
+    std::fs::create_dir_all(&r).unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    let commit = |text: &str, tag: &str| {
+        std::fs::write(r.join("server.c"), text).unwrap();
+        git(&r, &["add", "server.c"]);
+        git(&r, &["commit", "-q", "-m", tag]);
+        git(&r, &["tag", tag]);
+    };
+    commit(SERVER, "fast");
+    commit(
+        &SERVER.replace("usage: server PORT", "usage: server PORT (same)"),
+        "same",
+    );
+    commit(
+        &SERVER.replace("#define WORK 20000", "#define WORK 40000"),
+        "slow",
+    );
+    r
+}
+
+/// A plan comparing `new` against `base`, both built from `repo` (`like` keeps the repository;
+/// only the ref differs).
+fn plan(dir: &Path, base: &str, new: &str, extra: &str) -> PathBuf {
+    let text = format!(
+        r#"name = "from source"
+repetitions = 2
+baseline = "base"
+
+[[contender]]
+name = "base"
+source = {{ git = "repo", ref = "{base}" }}
+build = [["cc", "-O1", "-o", "server", "server.c", "-lpthread"]]
+command = ["{{source}}/server", "{{port}}"]
+ready = {{ http = "http://127.0.0.1:{{port}}/", timeout = "20s" }}
+{extra}
+[[contender]]
+name = "new"
+like = "base"
+source = {{ ref = "{new}" }}
+
+[[scenario]]
+name = "get"
+http = "/"
+clients = [2]
+duration = "2s"
+"#
+    );
+    let p = dir.join("plan.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run(dir: &Path, cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(args)
+        .current_dir(dir)
+        .env("BAKEOFF_CACHE", cache)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn builds_once_then_the_cache_has_them_and_provenance_is_kept() {
+    let dir = TempDir::new("src-cache");
+    let r = repo(dir.path());
+    let cache = dir.path().join("cache");
+    let p = plan(dir.path(), "fast", "fast", "");
+    let args = |out: &str| -> Vec<String> {
+        vec![
+            "run".into(),
+            p.display().to_string(),
+            "--out".into(),
+            out.into(),
+            "--ref".into(),
+            "new=same".into(),
+            "--repetitions".into(),
+            "1".into(),
+        ]
+    };
+    let a: Vec<String> = args("out1");
+    let first = run(
+        dir.path(),
+        &cache,
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let err = stderr(&first);
+    assert_eq!(first.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches(": building repo @ ").count(), 2, "{err}");
+    let res = read_results(&dir.path().join("out1"));
+    let src = |name: &str| {
+        res["contenders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()["source"]
+            .clone()
+    };
+    assert_eq!(src("base")["commit"], git(&r, &["rev-parse", "fast"]));
+    assert_eq!(src("new")["commit"], git(&r, &["rev-parse", "same"]));
+    assert_eq!(src("new")["ref"], "same", "--ref is what was built");
+    assert_eq!(src("base")["dirty"], false);
+    let build = &src("base")["build"];
+    assert_eq!(build["cached"], false);
+    assert!(build["seconds"].as_f64().unwrap() > 0.0, "{build}");
+    assert!(build["cpu_s"].as_f64().unwrap() > 0.0, "{build}");
+    assert!(build["peak_rss_bytes"].as_u64().unwrap() > 0, "{build}");
+    let log = dir.path().join("out1").join(build["log"].as_str().unwrap());
+    assert!(log.is_file(), "{}", log.display());
+    let report = std::fs::read_to_string(dir.path().join("out1/report/report.md")).unwrap();
+    assert!(report.contains("base: repo @ fast → `"), "{report}");
+    assert!(report.contains("(clean) — built in"), "{report}");
+    // Nothing was built in the user's checkout.
+    assert!(!r.join("server").exists());
+    assert_eq!(git(&r, &["status", "--porcelain"]), "");
+
+    let a = args("out2");
+    let second = run(
+        dir.path(),
+        &cache,
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let err = stderr(&second);
+    assert_eq!(second.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches(": cached build of repo @ ").count(), 2, "{err}");
+    assert!(!err.contains(": building "), "{err}");
+    let res = read_results(&dir.path().join("out2"));
+    assert!(res["contenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["source"]["build"]["cached"] == true));
+    let listed = run(dir.path(), &cache, &["cache", "list"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.contains(&git(&r, &["rev-parse", "--short=12", "fast"])),
+        "{text}"
+    );
+    let pruned = run(dir.path(), &cache, &["cache", "prune", "--all"]);
+    assert!(
+        stderr(&pruned).contains("removed 2 builds"),
+        "{}",
+        stderr(&pruned)
+    );
+    assert!(cache::is_empty(&cache));
+}
+
+mod cache {
+    pub fn is_empty(cache: &std::path::Path) -> bool {
+        std::fs::read_dir(cache.join("builds"))
+            .map(|d| {
+                d.flatten()
+                    .all(|e| e.path().extension().is_some_and(|x| x == "lock"))
+            })
+            .unwrap_or(true)
+    }
+}
+
+#[test]
+fn a_ref_that_does_not_exist_is_a_plan_error_naming_the_nearest() {
+    let dir = TempDir::new("src-ref");
+    repo(dir.path());
+    let cache = dir.path().join("cache");
+    let p = plan(dir.path(), "fast", "slwo", "");
+    let o = run(dir.path(), &cache, &["plan", "check", p.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("contender `new`: source: `slwo` is not a ref"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `slow`?"), "{err}");
+    // `--ref` overrides it, in plan check as in run.
+    let o = run(
+        dir.path(),
+        &cache,
+        &["plan", "check", p.to_str().unwrap(), "--ref", "new=slow"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(
+        dir.path(),
+        &cache,
+        &["plan", "check", p.to_str().unwrap(), "--ref", "neww=slow"],
+    );
+    assert!(
+        stderr(&o).contains("no contender is named `neww`; did you mean `new`?"),
+        "{}",
+        stderr(&o)
+    );
+    // Nothing was run or built.
+    assert!(!dir.path().join("bakeoff-results").exists());
+}
+
+#[test]
+fn a_failed_build_is_that_contenders_result_and_the_others_go_on() {
+    let dir = TempDir::new("src-fail");
+    repo(dir.path());
+    let cache = dir.path().join("cache");
+    let p = plan(dir.path(), "fast", "fast", "");
+    // `broken` builds with a command that fails, after printing why.
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "[[scenario]]",
+        "[[contender]]\nname = \"broken\"\nlike = \"base\"\nbuild = [[\"sh\", \"-c\", \"echo the compiler is unhappy >&2; exit 3\"]]\n\n[[scenario]]",
+    );
+    std::fs::write(&p, text).unwrap();
+    let o = run(
+        dir.path(),
+        &cache,
+        &[
+            "run",
+            p.to_str().unwrap(),
+            "--out",
+            "out",
+            "--repetitions",
+            "1",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let res = read_results(&dir.path().join("out"));
+    let broken = res["contenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "broken")
+        .unwrap()["source"]
+        .clone();
+    let e = broken["error"].as_str().unwrap();
+    assert!(
+        e.contains("build failed") && e.contains("exit status: 3"),
+        "{e}"
+    );
+    assert!(e.contains("the compiler is unhappy"), "the log's tail: {e}");
+    // The others were measured.
+    let runs = res["runs"].as_array().unwrap();
+    assert!(runs
+        .iter()
+        .any(|r| r["contender"] == "base" && r["status"] == "complete"));
+    assert!(runs.iter().all(|r| r["contender"] != "broken"));
+    let report = std::fs::read_to_string(dir.path().join("out/report/report.md")).unwrap();
+    assert!(report.contains("broken: repo @ fast"), "{report}");
+    assert!(report.contains("**build failed**"), "{report}");
+    // Nothing was kept of the failed build.
+    assert!(std::fs::read_dir(cache.join("builds"))
+        .unwrap()
+        .flatten()
+        .all(|e| !e.file_name().to_string_lossy().contains(".tmp-")));
+}
+
+#[test]
+fn the_working_tree_with_an_uncommitted_change_is_built_as_it_is() {
+    let dir = TempDir::new("src-dirty");
+    let r = repo(dir.path());
+    let cache = dir.path().join("cache");
+    let p = dir.path().join("plan.toml");
+    std::fs::write(
+        &p,
+        r#"name = "dirty"
+repetitions = 1
+[[contender]]
+name = "here"
+source = { git = "repo", worktree = true }
+build = [["cc", "-O1", "-o", "server", "server.c", "-lpthread"]]
+command = ["{source}/server", "{port}"]
+ready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }
+[[scenario]]
+name = "get"
+http = "/"
+requests = 20
+"#,
+    )
+    .unwrap();
+    let changed = SERVER.replace("#define WORK 20000", "#define WORK 1234");
+    std::fs::write(r.join("server.c"), &changed).unwrap();
+    std::fs::write(r.join("notes.txt"), "untracked").unwrap();
+    let before = git(&r, &["status", "--porcelain"]);
+    let o = run(
+        dir.path(),
+        &cache,
+        &["run", p.to_str().unwrap(), "--out", "out"],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("(working tree)"), "{err}");
+    let res = read_results(&dir.path().join("out"));
+    let src = &res["contenders"][0]["source"];
+    assert_eq!(src["dirty"], true, "{src}");
+    assert_eq!(src["commit"], git(&r, &["rev-parse", "HEAD"]));
+    // The build had the change and the untracked file; the checkout is as it was.
+    let key = src["key"].as_str().unwrap();
+    let tree = cache.join("builds").join(key).join("tree");
+    assert_eq!(
+        std::fs::read_to_string(tree.join("server.c")).unwrap(),
+        changed
+    );
+    assert!(tree.join("notes.txt").is_file());
+    assert_eq!(git(&r, &["status", "--porcelain"]), before);
+    assert!(!r.join("server").exists());
+    // Another change is another build.
+    std::fs::write(r.join("notes.txt"), "changed again").unwrap();
+    let o = run(
+        dir.path(),
+        &cache,
+        &["run", p.to_str().unwrap(), "--out", "out2"],
+    );
+    assert!(stderr(&o).contains(": building "), "{}", stderr(&o));
+}
+
+#[test]
+fn two_runs_at_once_share_one_cache_and_build_once() {
+    let dir = TempDir::new("src-twice");
+    repo(dir.path());
+    let cache = dir.path().join("cache");
+    let p = dir.path().join("plan.toml");
+    // A build slow enough that the second run arrives while the first builds.
+    std::fs::write(
+        &p,
+        r#"name = "twice"
+repetitions = 1
+[[contender]]
+name = "one"
+source = { git = "repo", ref = "fast" }
+build = [["sh", "-c", "sleep 1 && cc -O1 -o server server.c -lpthread"]]
+command = ["{source}/server", "{port}"]
+ready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }
+[[scenario]]
+name = "get"
+http = "/"
+requests = 20
+"#,
+    )
+    .unwrap();
+    let start = |out: &str| {
+        Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+            .args(["run", p.to_str().unwrap(), "--out", out])
+            .current_dir(dir.path())
+            .env("BAKEOFF_CACHE", &cache)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (start("a"), start("b"));
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let (ea, eb) = (stderr(&a), stderr(&b));
+    assert_eq!(
+        (a.status.code(), b.status.code()),
+        (Some(0), Some(0)),
+        "{ea}\n---\n{eb}"
+    );
+    let built = [&ea, &eb]
+        .iter()
+        .filter(|e| e.contains(": building "))
+        .count();
+    let cached = [&ea, &eb]
+        .iter()
+        .filter(|e| e.contains(": cached build of "))
+        .count();
+    assert_eq!((built, cached), (1, 1), "{ea}\n---\n{eb}");
+    let builds: Vec<_> = std::fs::read_dir(cache.join("builds"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert_eq!(builds.len(), 1, "one build, no leftovers");
+}
+
+#[test]
+fn the_gate_trips_on_twice_the_work_and_not_on_an_identical_build() {
+    let dir = TempDir::new("src-gate");
+    repo(dir.path());
+    let cache = dir.path().join("cache");
+    let p = plan(dir.path(), "fast", "fast", "");
+    let gate = |new: &str, out: &str| {
+        run(
+            dir.path(),
+            &cache,
+            &[
+                "run",
+                p.to_str().unwrap(),
+                "--out",
+                out,
+                "--ref",
+                &format!("new={new}"),
+                "--fail-on-regression",
+                "5",
+            ],
+        )
+    };
+    let slow = gate("slow", "slow");
+    let err = stderr(&slow);
+    assert_eq!(slow.status.code(), Some(4), "{err}");
+    assert!(err.contains("regression: "), "{err}");
+    let same = gate("same", "same");
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+}
