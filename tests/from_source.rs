@@ -438,3 +438,42 @@ fn the_gate_trips_on_twice_the_work_and_not_on_an_identical_build() {
     let same = gate("same", "same");
     assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
 }
+
+#[test]
+fn shards_built_from_different_commits_do_not_merge() {
+    let dir = TempDir::new("src-merge");
+    repo(dir.path());
+    let cache = dir.path().join("cache");
+    let p = plan(dir.path(), "fast", "fast", "");
+    let shard = |k: &str, new: &str, out: &str| {
+        let o = run(
+            dir.path(),
+            &cache,
+            &[
+                "run",
+                p.to_str().unwrap(),
+                "--shard",
+                k,
+                "--out",
+                out,
+                "--ref",
+                &format!("new={new}"),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    };
+    shard("1/2", "fast", "s1");
+    shard("2/2", "same", "s2");
+    let o = run(
+        dir.path(),
+        &cache,
+        &["merge", "s1", "s2", "--out", "merged"],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("measured different builds: contender `new`"),
+        "{err}"
+    );
+    assert!(!dir.path().join("merged").exists());
+}

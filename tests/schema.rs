@@ -528,3 +528,51 @@ fn a_what_if_variant_a_confirmation_and_a_profile_fit_the_schema() {
     .unwrap();
     assert_fits_schema(REPORT_SCHEMA, &report);
 }
+
+/// Contenders built from source, one built and one whose build failed: their provenance and
+/// build cost fit the schema (docs/from-source.md).
+#[test]
+fn contenders_built_from_source_fit_the_schema() {
+    let dir = common::TempDir::new("schema-source");
+    let src = dir.path().join("srv");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("server.py"),
+        "import http.server, sys\nhttp.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), http.server.SimpleHTTPRequestHandler).serve_forever()\n",
+    )
+    .unwrap();
+    let plan = r#"name = "schema source"
+repetitions = 1
+[[contender]]
+name = "built"
+source = { path = "srv" }
+build = [["cp", "server.py", "s.py"]]
+command = ["python3", "{source}/s.py", "{port}"]
+ready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }
+[[contender]]
+name = "unbuilt"
+like = "built"
+build = [["false"]]
+[[scenario]]
+name = "get"
+http = "/"
+requests = 5
+"#;
+    let run = common::run_plan(dir.path(), plan, &[]);
+    let r = run.results.clone();
+    let sources: Vec<&Value> = r["contenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["source"])
+        .collect();
+    assert!(sources[0]["build"]["seconds"].is_number(), "{r}");
+    assert!(
+        sources[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("build failed"),
+        "{r}"
+    );
+    assert_fits_schema(RESULTS_SCHEMA, &r);
+}

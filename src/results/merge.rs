@@ -82,6 +82,13 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
                 i.results.plan_hash.as_deref().unwrap_or("none")
             );
         }
+        if let Some(why) = built_differently(&first.results, &i.results) {
+            bail!(
+                "`{}` and `{}` measured different builds: {why}; run every shard from the same commits (`--ref`)",
+                first.dir.display(),
+                i.dir.display()
+            );
+        }
         if matches!(i.results.status, Status::Running | Status::Interrupted) {
             bail!(
                 "shard {} in `{}` did not finish (status {}): finish it with `bakeoff run --resume {}`, then merge",
@@ -251,6 +258,34 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Results> {
         .save(out)
         .with_context(|| format!("writing `{}`", out.join("results.json").display()))?;
     Ok(merged)
+}
+
+/// The first contender whose build differs between two shards: another commit, or a
+/// dirty tree's other changes (another cache key).
+fn built_differently(a: &Results, b: &Results) -> Option<String> {
+    let key = |s: &Option<super::SourceInfo>| s.as_ref().map(|s| (s.commit.clone(), s.key.clone()));
+    a.contenders.iter().find_map(|ca| {
+        let cb = b.contenders.iter().find(|c| c.name == ca.name)?;
+        if key(&ca.source) == key(&cb.source) {
+            return None;
+        }
+        let at = |s: &Option<super::SourceInfo>| match s {
+            None => "not built from source".to_string(),
+            Some(s) => format!(
+                "{}{}",
+                s.commit
+                    .as_deref()
+                    .map_or("a folder", |c| &c[..c.len().min(12)]),
+                if s.dirty { " (dirty)" } else { "" }
+            ),
+        };
+        Some(format!(
+            "contender `{}` is {} in one and {} in the other",
+            ca.name,
+            at(&ca.source),
+            at(&cb.source)
+        ))
+    })
 }
 
 fn list(v: &[u32]) -> String {

@@ -488,6 +488,8 @@ pub fn run_plan_on(dir: &Path, plan: &str, extra: &[&str], cpus: Option<Vec<usiz
         .arg("--out")
         .arg(&out_dir)
         .args(extra)
+        // Builds from source go to the test's own cache.
+        .env("BAKEOFF_CACHE", dir.join("cache"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
