@@ -477,3 +477,167 @@ fn shards_built_from_different_commits_do_not_merge() {
     );
     assert!(!dir.path().join("merged").exists());
 }
+
+/// `bakeoff ci github` for a plan built from source: the workflow reads back (PyYAML), has
+/// the history checked out, the plan's `[ci]` setup, the builds' cache, the pull request's
+/// refs, the merge with its gate; an `{env:…}` nothing sets is warned about. Then its own
+/// shell steps run here, with GitHub's expressions filled in as a pull request would: setup,
+/// the shard, the merge.
+#[test]
+fn the_workflow_for_a_plan_from_source_runs_its_own_steps() {
+    let dir = TempDir::new("src-ci");
+    let r = repo(dir.path());
+    let cache = dir.path().join("cache");
+    let p = plan(dir.path(), "fast", "fast", "");
+    let text = std::fs::read_to_string(&p).unwrap().replace("repetitions = 2", "repetitions = 1")
+        + "\n[ci]\nsetup = [\"echo \\\"FROM_SETUP=yes\\\" >> \\\"$GITHUB_ENV\\\"\"]\nenv = { SET_HERE = \"1\" }\n";
+    // A contender that reads a variable nothing sets (and one the setup sets).
+    let text = text.replace(
+        "command = [\"{source}/server\", \"{port}\"]",
+        "command = [\"{source}/server\", \"{port}\"]\nenv = { A = \"{env:NOBODY_SETS_THIS:-x}\", B = \"{env:FROM_SETUP}\", C = \"{env:SET_HERE}\", D = \"{env:UNSET_IN_CI}\" }",
+    );
+    std::fs::write(&p, text).unwrap();
+    let o = run(
+        dir.path(),
+        &cache,
+        &[
+            "ci",
+            "github",
+            "plan.toml",
+            "--shards",
+            "1",
+            "--pull-request",
+            "base,new",
+            "--fail-on-regression",
+            "5",
+            "--out",
+            "wf",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("`{env:UNSET_IN_CI}`, which the workflow does not set"),
+        "{err}"
+    );
+    for set in ["FROM_SETUP", "SET_HERE", "NOBODY_SETS_THIS"] {
+        assert!(!err.contains(set), "{set} is set or has a default: {err}");
+    }
+    // Read back: the steps of each job as (name, run or uses), and the triggers.
+    let script = r#"
+import json, sys, yaml
+w = yaml.safe_load(open(sys.argv[1]))
+out = {"on": sorted(w["on"].keys()), "env": w["env"], "jobs": {}}
+for name, job in w["jobs"].items():
+    out["jobs"][name] = [{"run": s.get("run"), "uses": s.get("uses"), "with": s.get("with")} for s in job["steps"]]
+print(json.dumps(out))
+"#;
+    let read = Command::new("python3")
+        .args(["-c", script])
+        .arg(dir.path().join("wf/bakeoff.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let w: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(
+        w["on"],
+        serde_json::json!(["pull_request", "workflow_dispatch"])
+    );
+    assert_eq!(w["env"]["SET_HERE"], "1");
+    let shard = w["jobs"]["shard"].as_array().unwrap();
+    assert_eq!(shard[0]["uses"], "actions/checkout@v4");
+    assert_eq!(shard[0]["with"]["fetch-depth"], 0, "refs need the history");
+    assert!(shard.iter().any(|s| s["uses"] == "actions/cache@v4"));
+    let runs: Vec<String> = shard
+        .iter()
+        .filter_map(|s| s["run"].as_str().map(str::to_string))
+        .collect();
+    // Every command a step runs is one this machine has (bakeoff, cargo, the shell's own).
+    for r in &runs {
+        let program = r.split_whitespace().next().unwrap();
+        assert!(["cargo", "echo", "bakeoff"].contains(&program), "{r}");
+    }
+    let merge: Vec<String> = w["jobs"]["merge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        merge.iter().any(|m| m.contains("--fail-on-regression 5%")),
+        "{merge:?}"
+    );
+
+    // The steps, as a pull request from `fast` to `same` would run them.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_bakeoff"), bin.join("bakeoff")).unwrap();
+    let github_env = dir.path().join("github_env");
+    std::fs::write(&github_env, "").unwrap();
+    let fill = |step: &str| {
+        step.replace("${{ matrix.shard }}", "1")
+            .replace(
+                "${{ github.event.pull_request.base.sha }}",
+                &git(&r, &["rev-parse", "fast"]),
+            )
+            .replace(
+                "${{ github.event.pull_request.head.sha }}",
+                &git(&r, &["rev-parse", "same"]),
+            )
+    };
+    let sh = |step: &str| {
+        let mut env: Vec<(String, String)> = std::fs::read_to_string(&github_env)
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                l.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+            })
+            .collect();
+        env.push(("SET_HERE".into(), "1".into()));
+        env.push(("UNSET_IN_CI".into(), "set for this test".into()));
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        Command::new("bash")
+            .args(["-e", "-c", &fill(step)])
+            .current_dir(dir.path())
+            .env("PATH", path)
+            .env("GITHUB_ENV", &github_env)
+            .env("BAKEOFF_CACHE", &cache)
+            .envs(env)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for step in runs.iter().filter(|r| !r.starts_with("cargo install")) {
+        let o = sh(step);
+        assert!(o.status.success(), "{step}: {}", stderr(&o));
+    }
+    let res = read_results(&dir.path().join("results/shard-1"));
+    let new = res["contenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "new")
+        .unwrap();
+    assert_eq!(
+        new["source"]["commit"],
+        git(&r, &["rev-parse", "same"]),
+        "the pull request's head"
+    );
+    // The artifacts, as download-artifact lays them out, then the merge and its gate.
+    std::fs::create_dir_all(dir.path().join("shards")).unwrap();
+    std::fs::rename(
+        dir.path().join("results/shard-1"),
+        dir.path().join("shards/bakeoff-shard-1"),
+    )
+    .unwrap();
+    for step in merge.iter().filter(|r| !r.starts_with("cargo install")) {
+        let o = sh(step);
+        assert!(o.status.success(), "{step}: {}", stderr(&o));
+    }
+    assert!(dir.path().join("merged/report/report.md").is_file());
+}

@@ -260,12 +260,16 @@ pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
     match action {
         CiAction::Github(a) => {
             let text = crate::launchers::github(&a.launcher())?;
+            for v in crate::launchers::unset_env(&a.common.plan)? {
+                eprintln!(
+                    "bakeoff: warning: the plan reads `{{env:{v}}}`, which the workflow does not set: add `{v} = \"…\"` to the plan's `[ci] env` (or give it a default, `{{env:{v}:-…}}`)"
+                );
+            }
             match &a.out {
-                Some(f) => {
-                    if let Some(parent) = f.parent().filter(|p| !p.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(parent)?;
-                    }
-                    std::fs::write(f, text)?;
+                Some(dir) => {
+                    std::fs::create_dir_all(dir)?;
+                    let f = dir.join("bakeoff.yml");
+                    std::fs::write(&f, text)?;
                     eprintln!("wrote {}", f.display());
                 }
                 None => emit(&text)?,
@@ -273,8 +277,14 @@ pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
         }
         CiAction::K8s(a) => {
             let (job, merge) = crate::launchers::k8s(&a.launcher())?;
-            std::fs::create_dir_all(&a.out)?;
-            let (jf, mf) = (a.out.join("job.yaml"), a.out.join("merge.yaml"));
+            let Some(out) = &a.out else {
+                emit(&format!(
+                    "{job}---\n# The merge: apply it once the shards' Job has completed.\n{merge}"
+                ))?;
+                return Ok(0);
+            };
+            std::fs::create_dir_all(out)?;
+            let (jf, mf) = (out.join("job.yaml"), out.join("merge.yaml"));
             std::fs::write(&jf, job)?;
             std::fs::write(&mf, merge)?;
             let name = crate::launchers::k8s_name(&a.common.plan)?;

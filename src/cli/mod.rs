@@ -412,6 +412,7 @@ impl CiGithubArgs {
             runs_on: self.runs_on.clone(),
             install: self.install.clone(),
             setup: self.setup.clone(),
+            pull_request: self.pull_request.clone(),
         }
     }
 }
@@ -463,8 +464,9 @@ pub struct CiCommonArgs {
 pub struct CiGithubArgs {
     #[command(flatten)]
     pub common: CiCommonArgs,
-    /// Where to write the workflow [default: print it].
-    #[arg(long = "out", value_name = "FILE")]
+    /// Write the workflow into DIR as bakeoff.yml (e.g. `.github/workflows`) [default: print
+    /// it] — as `ci k8s --out DIR` writes its Jobs.
+    #[arg(long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// The runner label of every job.
     #[arg(long = "runs-on", default_value = "ubuntu-latest")]
@@ -477,9 +479,23 @@ pub struct CiGithubArgs {
     )]
     pub install: String,
     /// A command that installs what the contenders need before a shard runs (repeatable),
-    /// e.g. "sudo apt-get install -y etcd-server".
+    /// e.g. "sudo apt-get install -y etcd-server"; after the plan's own `[ci] setup`.
     #[arg(long = "setup", value_name = "COMMAND")]
     pub setup: Vec<String>,
+    /// Run on pull requests too, building contender BASE at the pull request's base commit
+    /// and NEW at its head (both built from a git `source`).
+    #[arg(long = "pull-request", value_name = "BASE,NEW", value_parser = parse_pair)]
+    pub pull_request: Option<(String, String)>,
+}
+
+/// `BASE,NEW` of `--pull-request`.
+fn parse_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once(',') {
+        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
+            Ok((a.trim().to_string(), b.trim().to_string()))
+        }
+        _ => Err(format!("`{s}` is not BASE,NEW (two contenders' names)")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -511,9 +527,10 @@ pub struct CiK8sArgs {
     /// The namespace of every object.
     #[arg(long = "namespace", value_name = "NAME", default_value = "default")]
     pub namespace: String,
-    /// Where to write job.yaml and merge.yaml.
-    #[arg(long = "out", value_name = "DIR", default_value = "bakeoff-k8s")]
-    pub out: PathBuf,
+    /// Write job.yaml and merge.yaml into DIR [default: print both, the merge Job second] —
+    /// as `ci github --out DIR` writes its workflow.
+    #[arg(long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// What to call and how: shared by `load` and `call`.

@@ -31,6 +31,22 @@ pub struct CiGithubArgs {
     pub install: String,
     /// Commands that install what the contenders need, before a shard runs.
     pub setup: Vec<String>,
+    /// `--pull-request BASE,NEW`: on a pull request, these contenders are built at its base
+    /// and head commits.
+    pub pull_request: Option<(String, String)>,
+}
+
+/// The `{env:NAME}` a plan reads that its `[ci] env` does not set: a workflow would fail at
+/// the plan check without them.
+pub fn unset_env(plan_path: &Path) -> anyhow::Result<Vec<String>> {
+    let plan = Plan::load(plan_path)?;
+    Ok(plan
+        .env_needed()
+        .into_iter()
+        .filter(|v| !plan.ci.env.iter().any(|(k, _)| k == v))
+        // A setup command may set it for the later steps (`echo "NAME=…" >> "$GITHUB_ENV"`).
+        .filter(|v| !plan.ci.setup.iter().any(|s| s.contains(&format!("{v}="))))
+        .collect())
 }
 
 /// `bakeoff ci k8s`.
@@ -51,6 +67,12 @@ pub struct CiK8sArgs {
 /// Reads the plan and checks the shard count against it.
 fn plan(c: &CiCommon) -> anyhow::Result<Plan> {
     let plan = Plan::load(&c.plan)?;
+    // GitHub evaluates `${{ … }}` anywhere in a workflow, before any shell quoting.
+    for (what, text) in [("path", plan_arg(&c.plan)), ("name", plan.name.clone())] {
+        if text.contains("${{") {
+            bail!("the plan's {what} `{text}` holds `${{{{`, which a workflow would evaluate; rename it");
+        }
+    }
     if c.shards == 0 {
         bail!("--shards 0: give 1 or more shards");
     }
@@ -95,9 +117,20 @@ fn sh(s: &str) -> String {
 }
 
 fn header(what: &str, c: &CiCommon) -> String {
+    // A newline in a path must not end the comment (it would add keys to the document).
+    let path: String = plan_arg(&c.plan)
+        .chars()
+        .flat_map(|ch| {
+            if ch.is_control() {
+                ch.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![ch]
+            }
+        })
+        .collect();
     format!(
         "# Written by `bakeoff ci {what} {} --shards {}{}` ({}).\n# Generate it again after changing the plan; do not edit it by hand.\n",
-        plan_arg(&c.plan),
+        path,
         c.shards,
         merge_flags(c),
         crate::results::tool()
@@ -110,16 +143,59 @@ pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
     let plan = plan(c)?;
     let n = c.shards;
     let step = |name: &str, run: String| Y::map([("name", Y::str(name)), ("run", Y::str(run))]);
-    let checkout = Y::map([("uses", Y::str("actions/checkout@v4"))]);
+    // The whole history: contenders built from source resolve their refs in it.
+    let checkout = Y::map([
+        ("uses", Y::str("actions/checkout@v4")),
+        ("with", Y::map([("fetch-depth", Y::Int(0))])),
+    ]);
     let install = step("Install bakeoff", a.install.clone());
     let mut shard_steps = vec![checkout.clone(), install.clone()];
-    for s in &a.setup {
+    for s in plan.ci.setup.iter().chain(&a.setup) {
         shard_steps.push(step("Set up the contenders", s.clone()));
     }
+    if plan.contenders.iter().any(|c| c.source.is_some()) {
+        // Builds of the same commits are kept between runs (bakeoff's cache key decides
+        // what is reused; a stale entry is only a miss).
+        shard_steps.push(Y::map([
+            ("name", Y::str("Keep the contenders' builds")),
+            ("uses", Y::str("actions/cache@v4")),
+            (
+                "with",
+                Y::map([
+                    ("path", Y::str("~/.cache/bakeoff/builds")),
+                    (
+                        "key",
+                        Y::str("bakeoff-builds-${{ runner.os }}-${{ github.event.pull_request.base.sha }}-${{ github.sha }}"),
+                    ),
+                    ("restore-keys", Y::str("bakeoff-builds-${{ runner.os }}-")),
+                ]),
+            ),
+        ]));
+    }
+    // On a pull request, its base and head are the compared refs.
+    let refs = match &a.pull_request {
+        Some((base, new)) => {
+            for name in [base, new] {
+                if !plan
+                    .contenders
+                    .iter()
+                    .any(|c| c.name == *name && c.source.is_some())
+                {
+                    bail!("--pull-request: `{name}` is not a contender of the plan built from a git `source`");
+                }
+            }
+            format!(
+                " $([ -n \"${{{{ github.event.pull_request.base.sha }}}}\" ] && echo --ref {}=${{{{ github.event.pull_request.base.sha }}}} --ref {}=${{{{ github.event.pull_request.head.sha }}}})",
+                sh(base),
+                sh(new)
+            )
+        }
+        None => String::new(),
+    };
     shard_steps.push(step(
         &format!("Run shard ${{{{ matrix.shard }}}} of {n}"),
         format!(
-            "bakeoff run {} --shard \"${{{{ matrix.shard }}}}/{n}\" --out \"results/shard-${{{{ matrix.shard }}}}\"",
+            "bakeoff run {} --shard \"${{{{ matrix.shard }}}}/{n}\" --out \"results/shard-${{{{ matrix.shard }}}}\"{refs}",
             sh(&plan_arg(&c.plan))
         ),
     ));
@@ -168,10 +244,21 @@ pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
             ),
         ]),
     ];
+    let mut on = vec![("workflow_dispatch", Y::map::<&str>([]))];
+    if a.pull_request.is_some() {
+        on.push(("pull_request", Y::map::<&str>([])));
+    }
+    let env: Vec<(&str, Y)> = plan
+        .ci
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), Y::str(v.clone())))
+        .collect();
     let doc = Y::map([
         ("name", Y::str(format!("bakeoff: {}", plan.name))),
         // Quoted: YAML 1.1 readers take a bare `on` for `true`.
-        ("on", Y::map([("workflow_dispatch", Y::map::<&str>([]))])),
+        ("on", Y::map(on)),
+        ("env", Y::map(env)),
         (
             "jobs",
             Y::map([
@@ -308,8 +395,10 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
         ("metadata", meta(&claim)),
         ("spec", Y::map(claim_spec)),
     ]);
+    // The plan's `[ci] setup` first, as the workflow's steps run it.
+    let setup: String = plan.ci.setup.iter().map(|s| format!("{s} && ")).collect();
     let run = format!(
-        "exec bakeoff run {} --shards {n} --out \"/results/shard-$((JOB_COMPLETION_INDEX + 1))\"",
+        "{setup}exec bakeoff run {} --shards {n} --out \"/results/shard-$((JOB_COMPLETION_INDEX + 1))\"",
         sh(&plan_arg(&c.plan))
     );
     // Both Jobs: one container of the image in the repository's folder, running `sh -c`
@@ -363,13 +452,21 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
             ])]),
         ),
     );
-    let node_name = Y::List(vec![Y::map([
+    let mut env = vec![Y::map([
         ("name", Y::str("BAKEOFF_MACHINE")),
         (
             "valueFrom",
             one("fieldRef", one("fieldPath", Y::str("spec.nodeName"))),
         ),
-    ])]);
+    ])];
+    // The plan's `[ci] env`, as the workflow sets it.
+    env.extend(
+        plan.ci
+            .env
+            .iter()
+            .map(|(k, v)| Y::map([("name", Y::str(k.clone())), ("value", Y::str(v.clone()))])),
+    );
+    let node_name = Y::List(env);
     let shards = job(
         &name,
         vec![

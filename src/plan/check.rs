@@ -245,6 +245,14 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
             },
         },
         confirm: raw.confirm.unwrap_or(true),
+        ci: raw
+            .ci
+            .as_ref()
+            .map(|c| Ci {
+                setup: c.setup.clone(),
+                env: c.env.clone().into_iter().collect(),
+            })
+            .unwrap_or_default(),
     })
 }
 

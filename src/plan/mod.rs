@@ -22,6 +22,8 @@ use crate::load::{Pacing, Stop};
 
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// `[ci]`: what a CI workflow installs and sets before running the plan.
+    pub ci: Ci,
     pub name: String,
     /// The plan file, and its text as read (copied into the results directory).
     pub path: PathBuf,
@@ -201,6 +203,32 @@ impl Default for Paired {
 pub struct Cores {
     pub contender: Vec<usize>,
     pub load: Vec<usize>,
+}
+
+/// `[ci]` of a plan (docs/scale-out.md).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ci {
+    /// Shell commands that install what the contenders need, on a fresh runner.
+    pub setup: Vec<String>,
+    /// Environment variables every job sets (`{env:NAME}` in the plan).
+    pub env: Vec<(String, String)>,
+}
+
+impl Plan {
+    /// Every `{env:NAME}` the plan's contenders read without a default (`{env:NAME:-x}`).
+    pub fn env_needed(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut rest = self.text.as_str();
+        while let Some(i) = rest.find("{env:") {
+            rest = &rest[i + 5..];
+            let Some(end) = rest.find('}') else { break };
+            let spec = &rest[..end];
+            if !spec.contains(":-") && !out.iter().any(|o| o == spec) {
+                out.push(spec.to_string());
+            }
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone)]

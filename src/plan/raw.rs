@@ -33,6 +33,18 @@ pub struct RawPlan {
     pub scenarios: Vec<Spanned<RawScenario>>,
     #[serde(rename = "compat", default, skip_serializing_if = "is_empty")]
     pub compat: Vec<Spanned<RawCompat>>,
+    /// What `bakeoff ci` workflows need to run the plan on a fresh runner.
+    pub ci: Option<RawCi>,
+}
+
+/// `[ci]`: commands that install what the contenders need, and environment variables.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCi {
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub setup: Vec<String>,
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// `[paired]`: how paired points are cut into rounds.
