@@ -359,3 +359,45 @@ fn a_placeholder_typo_on_the_command_line_is_warned_about() {
         "{err}"
     );
 }
+
+/// Files bakeoff is told to read are regular files of a bounded size (issue 25, item 8):
+/// `/dev/zero`, `/dev/urandom` and a FIFO as a CA file or a `.proto` are refused at once,
+/// naming the flag, instead of aborting or never returning.
+#[test]
+fn devices_and_fifos_are_refused_as_files() {
+    let dir = TempDir::new("hostile-files");
+    let fifo = dir.path().join("ca.pem");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let fifo = fifo.to_str().unwrap().to_string();
+    for (flag, file) in [
+        ("--cacert", "/dev/zero"),
+        ("--cacert", "/dev/urandom"),
+        ("--cacert", fifo.as_str()),
+    ] {
+        let started = Instant::now();
+        let err = fails_with(
+            &["load", flag, file, "-n", "1", "https://127.0.0.1:1/"],
+            &[flag, "not a regular file"],
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{flag} {file}: {err}"
+        );
+    }
+    fails_with(
+        &[
+            "load",
+            "--grpc",
+            "http://127.0.0.1:1",
+            "--proto",
+            "/dev/zero",
+            "--call",
+            "p.S/M",
+        ],
+        &["/dev/zero", "not a regular file"],
+    );
+}

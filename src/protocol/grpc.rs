@@ -72,6 +72,9 @@ pub fn find_method(pool: &DescriptorPool, call: &str) -> Result<MethodDescriptor
 
 /// Compiles `protos` with `includes` as import roots (each file's own folder when none is
 /// given). Done once per plan: see `client::Descriptors`.
+/// The largest `.proto` file read (the largest public ones are a few hundred KB).
+const PROTO_LIMIT: u64 = 16 << 20;
+
 pub fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, GrpcSetupError> {
     if protos.is_empty() {
         return Err(GrpcSetupError::Proto(
@@ -92,6 +95,13 @@ pub fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPoo
         if !p.exists() {
             return Err(GrpcSetupError::Proto(format!(
                 "cannot read `{}`: no such file",
+                p.display()
+            )));
+        }
+        // A regular file of a sane size: `/dev/zero` or a FIFO would never end.
+        if let Err(e) = crate::sys::read_bounded_bytes(p, PROTO_LIMIT) {
+            return Err(GrpcSetupError::Proto(format!(
+                "cannot read `{}`: {e}",
                 p.display()
             )));
         }

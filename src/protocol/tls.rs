@@ -61,7 +61,8 @@ impl TlsOptions {
             (None, None) => builder.with_no_client_auth(),
             (Some(cert), Some(key)) => {
                 let chain = read_certs(cert, "--cert")?;
-                let key = PrivateKeyDer::from_pem_file(key)
+                let bytes = read_pem(key, "--key")?;
+                let key = PrivateKeyDer::from_pem_slice(&bytes)
                     .map_err(|e| format!("--key `{}`: {}", key.display(), pem_error(e)))?;
                 builder
                     .with_client_auth_cert(chain, key)
@@ -117,9 +118,20 @@ fn system_roots() -> &'static [CertificateDer<'static>] {
     ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
 }
 
+/// The largest PEM file read (a CA bundle is a few hundred KB).
+const PEM_LIMIT: u64 = 4 << 20;
+
+/// A PEM file's bytes: a regular file, at most [`PEM_LIMIT`] (`/dev/zero`, `/dev/urandom`
+/// or a FIFO are refused at once).
+fn read_pem(path: &Path, flag: &str) -> Result<Vec<u8>, String> {
+    crate::sys::read_bounded_bytes(path, PEM_LIMIT)
+        .map_err(|e| format!("{flag} `{}`: cannot read: {e}", path.display()))
+}
+
 fn read_certs(path: &Path, flag: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+    let bytes = read_pem(path, flag)?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{flag} `{}`: {}", path.display(), pem_error(e)))?;
     if certs.is_empty() {
         return Err(format!(
