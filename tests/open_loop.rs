@@ -87,3 +87,42 @@ fn corrected_latency_shows_a_stall_that_service_time_hides() {
     assert!(service.count_between(50_000, u64::MAX) <= 2);
     assert!(service.value_at_quantile(0.90) < 50_000);
 }
+
+/// An open loop's measured window is its duration (issue 25, item 12): `-q 1 -z 3s` sends 3
+/// requests over 3 s, so it achieved 1 request/s — not 1.5 because its last request fell due
+/// at 2 s; `-q 0.5 -z 2s` sends one request in 2 s, not one in a millisecond (3421 req/s).
+#[test]
+fn an_open_loop_measures_its_whole_duration() {
+    for (rate, secs, sent) in [(1.0, 3, 3), (0.5, 2, 1)] {
+        let (addr, server) = stalling_server();
+        let endpoint = Endpoint::parse(&format!("http://{addr}/")).unwrap();
+        let request = Http1Request {
+            method: "GET".into(),
+            path: Template::parse("/").unwrap(),
+            headers: vec![],
+            body: None,
+        };
+        let proto = Arc::new(Http1::new(endpoint, request, 0, false));
+        let d = Duration::from_secs(secs);
+        let cfg = LoadConfig::new(
+            Pacing::Open { rate },
+            Stop::Duration(d),
+            1,
+            1,
+            Duration::ZERO,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let r = load::run(proto, &cfg, &mut |_| load::Flow::Continue).unwrap();
+        assert_eq!(r.requests, sent, "-q {rate} -z {secs}s: {r:?}");
+        assert!(
+            r.duration_s >= d.as_secs_f64(),
+            "-q {rate} -z {secs}s: {r:?}"
+        );
+        assert!(
+            r.requests_per_s <= rate + 1e-9,
+            "-q {rate} -z {secs}s: {r:?}"
+        );
+        drop(server);
+    }
+}

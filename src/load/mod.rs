@@ -212,9 +212,14 @@ pub(super) fn summarize<P: Protocol>(
     measure_start: Instant,
     interrupted: bool,
 ) -> LoadResult {
-    let wall = rec.last_done.map_or(Duration::ZERO, |d| {
+    let mut wall = rec.last_done.map_or(Duration::ZERO, |d| {
         d.saturating_duration_since(measure_start)
     });
+    // A duration-stopped open loop measured its whole window (the session waited it out),
+    // however early its last request fell due; an interrupted one, what it got to.
+    if let (Pacing::Open { .. }, Stop::Duration(d), false) = (cfg.pacing, cfg.stop, interrupted) {
+        wall = wall.max(d);
+    }
     let secs = wall.as_secs_f64();
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     let cpu = usage.cpu;

@@ -192,6 +192,17 @@ impl<P: Protocol> Runs for Session<P> {
             window[0] = threads_now();
             report(Some(Edge::Opens), progress);
         }
+        // An open loop's window is its duration, even when its last request fell due (and
+        // its workers finished) earlier: `-q 1 -z 3s` is 3 requests in 3 s, not in 2.
+        if let (Pacing::Open { .. }, Some(end), false) = (cfg.pacing, measure_end, closed) {
+            while !dispenser.is_cancelled() && Instant::now() < end {
+                let left = end.saturating_duration_since(Instant::now());
+                std::thread::sleep(left.min(Duration::from_millis(200)));
+                if report(None, progress) == Flow::Stop {
+                    dispenser.cancel();
+                }
+            }
+        }
         if !closed {
             window[1] = threads_now();
             report(Some(Edge::Closes), progress);
