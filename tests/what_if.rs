@@ -305,3 +305,41 @@ fn a_nodelay_variant_runs_beside_its_contender_and_is_compared_with_it() {
         "{err}"
     );
 }
+
+/// A variant is the same build with the option forced (issue 25, item 14): a timer's band
+/// in `timer+nodelay` is no "missing TCP_NODELAY" finding of its own, and its compat answers
+/// are noise evidence for the contender it varies, not a verdict of its own.
+#[test]
+fn a_variant_gets_no_nagle_finding_and_no_compat_verdict_of_its_own() {
+    let dir = TempDir::new("whatif-variant-findings");
+    let plan = format!(
+        "name = \"variant findings\"\nrepetitions = 1\n{}\n[[compat]]\nname = \"root\"\nhttp = \"GET /{{case}}\"\nrequests = [\"a\", \"b\"]\n{}",
+        faulty_contender("timer", "timer", 0),
+        SCENARIO
+    );
+    let run = run_plan(dir.path(), &plan, &["--what-if", "nodelay"]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let r = Results::load(&run.out_dir).unwrap();
+    let found = findings(&r, Limits::default());
+    let stalls: Vec<&str> = found
+        .iter()
+        .filter_map(|f| match f {
+            Finding::StallBand { contender, .. } => Some(contender.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stalls, ["timer"], "{found:?}");
+    // Its answers were asked (repetition 1), and count as the baseline's noise instance.
+    let v = r.runs.iter().find(|x| x.id.variant.is_some()).unwrap();
+    assert!(!v.compat.is_empty());
+    let reports = bakeoff::report::compat::from_results(&r);
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].noise_instances, ["timer+nodelay"]);
+    assert!(
+        reports[0].sets[0].contenders.is_empty(),
+        "{:?}",
+        reports[0].sets[0].contenders
+    );
+    let text = run.stdout();
+    assert!(!text.contains("timer+nodelay: its calls sit"), "{text}");
+}

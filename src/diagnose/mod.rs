@@ -396,13 +396,16 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
     // Stall band, per contender over all its points.
     let mut per: BTreeMap<String, Stalls> = BTreeMap::new();
     for run in &r.runs {
+        // A +nodelay variant has the option forced: a band there is no missing TCP_NODELAY
+        // (its contender's own finding, and its confirmation, say what it is).
+        let forced = run.id.variant.as_deref() == Some("nodelay");
         for p in &run.points {
             let Some(l) = &p.load else { continue };
             let place = p.id.to_string();
             // Nagle's stall leaves the server idle; a busy one is queueing, which explains
             // 40 ms without it.
             let idle = contender_busy(r, run, p).is_none_or(|b| b < 0.5);
-            if let Some((band, total)) = stall_band(l).filter(|_| idle) {
+            if let Some((band, total)) = stall_band(l).filter(|_| idle && !forced) {
                 let share = band as f64 / total as f64;
                 if share >= limits.stall_share {
                     let e = per.entry(run.id.subject()).or_insert(Stalls {

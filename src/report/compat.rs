@@ -8,7 +8,9 @@ use crate::plan::CompatMode;
 use crate::results::Results;
 
 /// One report per baseline in use (a contender's own `baseline`, else the plan's, else the
-/// first contender); noise instances of that baseline feed its noise cancellation.
+/// first contender); noise instances of that baseline feed its noise cancellation. A what-if
+/// variant is the same build as the contender it varies: its answers are noise evidence for
+/// that contender (when it is the baseline), never differences of its own.
 pub fn from_results(r: &Results) -> Vec<CompatReport> {
     if r.compat.is_empty() {
         return Vec::new();
@@ -43,18 +45,28 @@ pub fn from_results(r: &Results) -> Vec<CompatReport> {
     bases
         .into_iter()
         .map(|b| {
+            let variant_of = |name: &str| {
+                r.contenders
+                    .iter()
+                    .find(|c| c.name == name)
+                    .and_then(|c| c.variant.as_ref())
+                    .map(|v| v.of.clone())
+            };
             let who = Who {
                 baseline: b,
                 noise: r
                     .contenders
                     .iter()
-                    .filter(|c| c.noise_of.as_deref() == Some(b))
+                    .filter(|c| {
+                        c.noise_of.as_deref() == Some(b)
+                            || c.variant.as_ref().is_some_and(|v| v.of == b)
+                    })
                     .map(|c| c.name.as_str())
                     .collect(),
                 others: real
                     .iter()
                     .copied()
-                    .filter(|c| *c != b && base_of(c) == b)
+                    .filter(|c| *c != b && base_of(c) == b && variant_of(c).is_none())
                     .collect(),
             };
             analyze(&r.compat, &who, &answers, &r.compat_reference)
