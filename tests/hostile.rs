@@ -401,3 +401,26 @@ fn devices_and_fifos_are_refused_as_files() {
         &["/dev/zero", "not a regular file"],
     );
 }
+
+/// A password in a plan's URL never gets as far as a run (issue 25, item 16): plan check
+/// refuses it where it is written, and says so without repeating it.
+#[test]
+fn a_password_in_a_plan_url_is_refused_without_being_repeated() {
+    let dir = TempDir::new("hostile-password");
+    for (key, line) in [
+        ("endpoint", "endpoint = \"http://admin:hunter2@127.0.0.1:{port}\"\nready = { tcp = \"127.0.0.1:{port}\" }"),
+        ("probe", "ready = { http = \"http://admin:hunter2@127.0.0.1:{port}/\" }"),
+    ] {
+        let plan = dir.path().join(format!("{key}.toml"));
+        std::fs::write(
+            &plan,
+            format!("name = \"p\"\n[[contender]]\nname = \"a\"\ncommand = [\"sleep\", \"1\"]\n{line}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n"),
+        )
+        .unwrap();
+        let err = fails_with(
+            &["plan", "check", plan.to_str().unwrap()],
+            &["carries credentials", "admin:***@127.0.0.1", &format!("{key}.toml:")],
+        );
+        assert!(!err.contains("hunter2"), "{key}: {err}");
+    }
+}

@@ -568,6 +568,7 @@ impl Checker<'_> {
             ));
         }
         placeholders_ok(text).map_err(|m| self.at(e, m))?;
+        no_credentials(text).map_err(|m| self.at(e, m))?;
         Ok(text.clone())
     }
 
@@ -861,6 +862,18 @@ impl Checker<'_> {
 
 /// `{port}`, `{port:NAME}` and `{env:NAME}` must be whole: a `{port` without its `}` (or with
 /// an empty name) would reach the program as written.
+/// A URL in a plan never carries a password: it would be copied into results.json, the
+/// report and every message that names the endpoint.
+pub(super) fn no_credentials(url: &str) -> Result<(), String> {
+    let masked = crate::protocol::target::Endpoint::redact(url);
+    if masked == url {
+        return Ok(());
+    }
+    Err(format!(
+        "`{masked}` carries credentials, which would be written into the results and the report: give them as a header instead (`headers = {{ authorization = \"Basic {{env:…}}\" }}`)"
+    ))
+}
+
 fn placeholders_ok(text: &str) -> Result<(), String> {
     for (key, named) in [("{port", false), ("{env:", true)] {
         let mut rest = text;

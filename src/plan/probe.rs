@@ -43,6 +43,7 @@ impl Checker<'_> {
             checks.push(Check::Tcp(t.clone()));
         }
         if let Some(u) = &r.http {
+            super::check::no_credentials(u).map_err(|m| self.at(s, m))?;
             checks.push(Check::Http {
                 url: u.clone(),
                 status: r.status,
