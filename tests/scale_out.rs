@@ -427,6 +427,78 @@ fn three_shards_in_their_own_namespaces_merge_into_the_report_of_one_run() {
         !deep.join("etc").exists(),
         "an absolute log path was copied: {err}"
     );
+
+    // The shards header is a claim the runs must bear out (issue 25, item 11).
+    let forged = |name: &str, from: &Path, edit: &dyn Fn(&mut serde_json::Value)| {
+        let to = tampered.join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::copy(from.join("plan.toml"), to.join("plan.toml")).unwrap();
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(from.join("results.json")).unwrap())
+                .unwrap();
+        edit(&mut v);
+        std::fs::write(to.join("results.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+        to
+    };
+    // Shard 1 relabelled as shard 2.
+    let relabelled = forged("relabelled", &shards[0], &|v| {
+        v["shards"]["have"] = serde_json::json!([2]);
+        for r in v["runs"].as_array_mut().unwrap() {
+            r["shard"] = serde_json::json!(2);
+        }
+    });
+    refuse(
+        &[
+            "merge",
+            s(&shards[0]),
+            s(&relabelled),
+            s(&shards[2]),
+            "--out",
+            s(&out),
+        ],
+        "which shard 2/3 does not run",
+    );
+    let empty = forged("empty", &shards[1], &|v| v["runs"] = serde_json::json!([]));
+    refuse(
+        &[
+            "merge",
+            s(&shards[0]),
+            s(&empty),
+            s(&shards[2]),
+            "--out",
+            s(&out),
+        ],
+        "has no run of it",
+    );
+    let beyond = forged("beyond", &shards[1], &|v| {
+        v["runs"][0]["repetition"] = serde_json::json!(99);
+    });
+    refuse(
+        &[
+            "merge",
+            s(&shards[0]),
+            s(&beyond),
+            s(&shards[2]),
+            "--out",
+            s(&out),
+        ],
+        "is of repetition 99",
+    );
+    let other_tool = forged("other-tool", &shards[1], &|v| {
+        v["tool"] = serde_json::json!("bakeoff 0.0.1")
+    });
+    refuse(
+        &[
+            "merge",
+            s(&shards[0]),
+            s(&other_tool),
+            s(&shards[2]),
+            "--out",
+            s(&out),
+        ],
+        "by bakeoff 0.0.1",
+    );
+    assert!(!out.exists(), "a refused merge writes nothing");
 }
 
 #[test]

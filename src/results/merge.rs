@@ -98,6 +98,17 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
                 i.dir.display()
             );
         }
+        if i.results.tool != first.results.tool {
+            bail!(
+                "`{}` was run by {} and `{}` by {}: shards of one comparison are run by one bakeoff",
+                first.dir.display(),
+                first.results.tool,
+                i.dir.display(),
+                i.results.tool
+            );
+        }
+        // The header is a claim: the runs must be the shards' own repetitions.
+        check_runs(i, &s)?;
         for k in s.have {
             if let Some(other) = seen.insert(k, &i.dir) {
                 bail!(
@@ -258,6 +269,47 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Results> {
         .save(out)
         .with_context(|| format!("writing `{}`", out.join("results.json").display()))?;
     Ok(merged)
+}
+
+/// A shard's runs are the repetitions its header claims: each run of a shard it holds, of a
+/// repetition that shard runs and the plan has, and no shard it claims without a run.
+fn check_runs(i: &Input, s: &Shards) -> anyhow::Result<()> {
+    let file = i.dir.join("results.json");
+    for run in &i.results.runs {
+        let k = run.id.shard.unwrap_or(0);
+        let shard = super::Shard { k, n: s.of };
+        if !s.have.contains(&k) {
+            bail!(
+                "`{}` says it holds shard {} of {}, but its run {} is of shard {k}: the file was edited or copied from another shard",
+                file.display(),
+                list(&s.have),
+                s.of,
+                run.id
+            );
+        }
+        if run.id.repetition == 0
+            || run.id.repetition > i.results.repetitions
+            || !shard.runs(run.id.repetition)
+        {
+            bail!(
+                "`{}`: run {} is of repetition {}, which shard {shard} does not run (the plan runs {}): the file was edited or copied from another shard",
+                file.display(),
+                run.id,
+                run.id.repetition,
+                crate::units::count(i.results.repetitions, "repetition")
+            );
+        }
+    }
+    for &k in &s.have {
+        if !i.results.runs.iter().any(|r| r.id.shard == Some(k)) {
+            bail!(
+                "`{}` says it holds shard {k} of {}, but it has no run of it: run that shard again",
+                file.display(),
+                s.of
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The first contender whose build differs between two shards: another commit, or a
