@@ -424,3 +424,46 @@ fn a_password_in_a_plan_url_is_refused_without_being_repeated() {
         assert!(!err.contains("hunter2"), "{key}: {err}");
     }
 }
+
+/// Absurd client counts are bounded before any socket opens (issue 25, item 9): more than
+/// 100,000 is refused naming `-c`; a closed loop of `-n 1` runs one client however many `-c`
+/// asks for, and ends.
+#[test]
+fn client_counts_are_bounded_and_capped_at_the_requests() {
+    fails_with(
+        &["load", "-c", "4294967296", "-n", "1", "http://127.0.0.1:1/"],
+        &["-c/--clients 4294967296", "at most 100000"],
+    );
+    let (addr, _server) = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let h = std::thread::spawn(move || {
+            for s in l.incoming().flatten() {
+                std::thread::spawn(move || {
+                    use std::io::Write as _;
+                    let mut s = s;
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = s.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                    }
+                });
+            }
+        });
+        (addr, h)
+    };
+    let started = Instant::now();
+    let v = bakeoff_json(&[
+        "load",
+        "-c",
+        "100000",
+        "-n",
+        "1",
+        &format!("http://{addr}/"),
+    ]);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(v["requests"], 1, "{v}");
+    assert_eq!(v["clients"], 1, "{v}");
+}

@@ -15,7 +15,7 @@ use crate::runner;
 
 pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     let cfg = args.config()?;
-    warn_if_too_many_clients(args.clients);
+    warn_if_too_many_clients(cfg.clients());
     // The processes a what-if may change, checked before anything is sent.
     let forced_pids = match args.pid.filter(|_| args.what_if.is_some()) {
         Some(pid) => Some((

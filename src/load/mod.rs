@@ -28,6 +28,9 @@ const MAX_OPEN_LOOP: Duration = Duration::from_secs(30 * 86_400);
 /// `--timeout`).
 pub const GRACE: Duration = Duration::from_secs(1);
 
+/// The most clients one load runs (a plan's `clients` has the same bound).
+pub const MAX_CLIENTS: usize = 100_000;
+
 /// A checked load configuration; build it with [`LoadConfig::new`].
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
@@ -67,6 +70,19 @@ impl LoadConfig {
         if clients == 0 {
             return bad("-c/--clients must be at least 1");
         }
+        if clients > MAX_CLIENTS {
+            return Err(LoadError::Config(format!(
+                "-c/--clients {clients}: at most {MAX_CLIENTS} (one connection each)"
+            )));
+        }
+        // A closed loop of N requests keeps at most N clients busy: more would only open
+        // connections that never send.
+        let clients = match (pacing, stop) {
+            (Pacing::Closed, Stop::Count(n)) if n > 0 => {
+                clients.min(n.min(usize::MAX as u64) as usize)
+            }
+            _ => clients,
+        };
         if let Pacing::Open { rate } = pacing {
             if !(rate.is_finite() && rate > 0.0) {
                 return bad("-q/--rate must be a positive number of requests per second");
@@ -121,6 +137,11 @@ impl LoadConfig {
             cpus: Vec::new(),
             cancel: crate::cancel::Cancel::new(),
         })
+    }
+
+    /// The clients it runs (`-c`, at most one per request of a closed-loop count).
+    pub fn clients(&self) -> usize {
+        self.clients
     }
 
     /// Stops sending once `cancel` is set (Ctrl-C), keeping what was measured.
