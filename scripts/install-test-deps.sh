@@ -51,6 +51,12 @@ if ! python3 -c 'import kubernetes, yaml' >/dev/null 2>&1; then
     python3 -m pip install -q kubernetes
 fi
 
+# The JSON Schemas in docs/ are checked with a standard validator.
+if ! python3 -c 'import jsonschema' >/dev/null 2>&1; then
+    echo "installing from PyPI: jsonschema"
+    python3 -m pip install -q jsonschema
+fi
+
 # SciPy is the reference the statistics tests cross-check against.
 if ! python3 -c 'import scipy.stats' >/dev/null 2>&1; then
     echo "installing from PyPI: scipy"

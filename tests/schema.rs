@@ -98,10 +98,71 @@ fn check(root: &Value, schema: &Value, v: &Value, path: &str, errors: &mut Vec<S
             }
         }
     }
-    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
-        for (i, x) in arr.iter().enumerate() {
-            check(root, items, x, &format!("{path}[{i}]"), errors);
+    if let Some(arr) = v.as_array() {
+        // 2020-12 tuples: `prefixItems` for the first items, `items` for the rest (`false`:
+        // no more), `minItems`.
+        let prefix = schema.get("prefixItems").and_then(Value::as_array);
+        let first = prefix.map_or(0, Vec::len);
+        for (i, (s, x)) in prefix.into_iter().flatten().zip(arr).enumerate() {
+            check(root, s, x, &format!("{path}[{i}]"), errors);
         }
+        match schema.get("items") {
+            Some(Value::Bool(false)) if arr.len() > first => {
+                errors.push(format!("{path}: more than {first} items"))
+            }
+            Some(items @ Value::Object(_)) => {
+                for (i, x) in arr.iter().enumerate().skip(first) {
+                    check(root, items, x, &format!("{path}[{i}]"), errors);
+                }
+            }
+            Some(Value::Array(_)) => errors.push(format!(
+                "{path}: the schema uses the tuple form of `items`, which 2020-12 does not have"
+            )),
+            _ => {}
+        }
+        if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
+            if (arr.len() as u64) < min {
+                errors.push(format!("{path}: fewer than {min} items"));
+            }
+        }
+    }
+}
+
+/// The schemas themselves are valid JSON Schema 2020-12 (issue 25, item 22), as a standard
+/// validator reads them (Python's `jsonschema`, which the test script installs).
+#[test]
+fn the_schemas_are_valid_2020_12_schemas() {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import jsonschema"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "python3 jsonschema is missing (scripts/install-test-deps.sh installs it)"
+        );
+        eprintln!("skipped: python3 jsonschema is not installed");
+        return;
+    }
+    for file in [
+        "results.schema.json",
+        "report.schema.json",
+        "load-result.schema.json",
+    ] {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/").to_string() + file;
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import json, sys, jsonschema; jsonschema.Draft202012Validator.check_schema(json.load(open(sys.argv[1])))",
+                &path,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
