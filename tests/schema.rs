@@ -458,7 +458,7 @@ requests = 10
 [[scenario]]
 name = "capacity"
 http = "GET /role.json"
-capacity = {{ p99 = "1s", min_rate = 20, max_rate = 40, step = "300ms", max_steps = 3 }}
+capacity = {{ p99 = "1s", min_rate = 200, max_rate = 400, step = "300ms", max_steps = 3 }}
 
 [[scenario]]
 name = "ramp"

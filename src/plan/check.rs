@@ -765,9 +765,12 @@ impl Checker<'_> {
             }
         };
         let max_rate = rate(&r.max_rate, "max_rate")?;
+        let step = self.duration(r.step.as_ref(), "capacity.step", Duration::from_secs(2))?;
+        // Enough calls at every step that one stall of the host cannot decide it.
+        let fewest = MIN_STEP_CALLS as f64 / step.as_secs_f64();
         let min_rate = match &r.min_rate {
             Some(m) => rate(m, "min_rate")?,
-            None => (max_rate / 1024.0).max(1.0).min(max_rate),
+            None => (max_rate / 1024.0).max(fewest).min(max_rate),
         };
         if min_rate > max_rate {
             return Err(self.at(
@@ -775,7 +778,15 @@ impl Checker<'_> {
                 "`capacity.min_rate` is above `max_rate`",
             ));
         }
-        let step = self.duration(r.step.as_ref(), "capacity.step", Duration::from_secs(2))?;
+        if min_rate * step.as_secs_f64() < MIN_STEP_CALLS as f64 - 1e-9 {
+            return Err(self.at(
+                r.min_rate.as_ref().unwrap_or(&r.max_rate),
+                format!(
+                    "`capacity`: a step needs at least {MIN_STEP_CALLS} calls to be judged (one stall of the host would decide a smaller one), and {min_rate} req/s for {step:?} is {:.0}; raise `min_rate` to {fewest} or lengthen `step`",
+                    min_rate * step.as_secs_f64()
+                ),
+            ));
+        }
         let step_warmup = match &r.step_warmup {
             None => Duration::from_millis(200),
             Some(w) => self.duration(Some(w), "capacity.step_warmup", Duration::ZERO)?,
@@ -873,6 +884,9 @@ pub(super) fn no_credentials(url: &str) -> Result<(), String> {
         "`{masked}` carries credentials, which would be written into the results and the report: give them as a header instead (`headers = {{ authorization = \"Basic {{env:…}}\" }}`)"
     ))
 }
+
+/// The fewest calls a capacity step is judged on.
+pub const MIN_STEP_CALLS: u64 = 50;
 
 fn placeholders_ok(text: &str) -> Result<(), String> {
     for (key, named) in [("{port", false), ("{env:", true)] {

@@ -15,6 +15,7 @@ mod template;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use check::MIN_STEP_CALLS;
 pub use error::PlanError;
 pub use source::{fill as fill_source, Location, Rev, Source, SourceKind};
 

@@ -667,7 +667,8 @@ fn capacity_and_stages_are_checked_where_written() {
         (c.percentile, c.goal, c.max_rate),
         (Percentile::P99, Duration::from_millis(10), 2000.0)
     );
-    assert!(c.min_rate >= 1.0 && c.min_rate < 2000.0);
+    // At least 50 calls in each 2 s step.
+    assert!(c.min_rate >= 25.0 && c.min_rate < 2000.0, "{}", c.min_rate);
     let e = err(&format!("{base}capacity = {{ max_rate = 2000 }}\n"));
     assert!(
         e.starts_with("plan.toml:8:12:") && e.contains("one latency goal"),
@@ -691,7 +692,15 @@ fn capacity_and_stages_are_checked_where_written() {
     let e = err(&format!(
         "{base}capacity = {{ p99 = \"10ms\", max_rate = 2000, min_rate = 0.1 }}\n"
     ));
-    assert!(e.contains("does not fit"), "{e}");
+    assert!(e.contains("needs at least 50 calls"), "{e}");
+    // A step of a few calls is refused: one stall of the host would decide it.
+    let e = err(&format!(
+        "{base}capacity = {{ p99 = \"10ms\", max_rate = 2000, min_rate = 10, step = \"1s\" }}\n"
+    ));
+    assert!(
+        e.contains("needs at least 50 calls") && e.contains("raise `min_rate` to 50"),
+        "{e}"
+    );
     let p = parse(&format!("{base}stages = [{{ rate = 100, duration = \"2s\" }}, {{ rate = 500, duration = \"5s\" }}]\n")).unwrap();
     assert_eq!(p.scenarios[0].stages.len(), 2);
     assert_eq!(p.scenarios[0].stages[1].rate, Some(500.0));

@@ -118,6 +118,12 @@ pub(super) fn judge(cap: &Capacity, rate: f64, l: &LoadResult) -> CapacityStep {
     let unsent = l.dropped + l.unfinished;
     let why = if l.successes == 0 {
         Some("no call succeeded".to_string())
+    } else if l.requests < crate::plan::MIN_STEP_CALLS {
+        Some(format!(
+            "only {} calls; a step is judged on at least {}",
+            l.requests,
+            crate::plan::MIN_STEP_CALLS
+        ))
     } else if l.failures > 0 {
         Some(format!("{} of {} calls failed", l.failures, l.requests))
     } else if unsent > 0 {
@@ -256,6 +262,11 @@ mod tests {
         let c = cap(10.0, 1000.0);
         let mut l = crate::load::result::tests::part(&[100, 200], 10, 1.0);
         l.latency_us.p99 = 9_000;
+        // Ten calls decide nothing (one stall of the host could).
+        let few = judge(&c, 100.0, &l);
+        assert!(!few.passed && few.why.unwrap().contains("only 10 calls"));
+        l.requests = 100;
+        l.successes = 100;
         assert!(judge(&c, 100.0, &l).passed);
         l.latency_us.p99 = 11_000;
         assert!(judge(&c, 100.0, &l).why.unwrap().starts_with("p99 11"));
