@@ -320,7 +320,14 @@ fn dns_name(name: &str) -> String {
     }
     let mut s = format!("bakeoff-{}", s.trim_matches('-'));
     s.truncate(50);
-    s.trim_end_matches('-').to_string()
+    let s = s.trim_end_matches('-').to_string();
+    // What the label cannot spell (`ベンチ`, `速度比較`) would make different plans one name:
+    // their hash tells them apart.
+    if name.chars().any(|c| !c.is_ascii()) {
+        let h = crate::results::hash_text(name);
+        return format!("{s}-{}", &h[..8]);
+    }
+    s
 }
 
 /// A Kubernetes Indexed Job running one shard per pod, and the Job that merges them:
@@ -516,6 +523,13 @@ mod tests {
         assert_eq!(dns_name("--A__b--"), "bakeoff-a-b");
         let long = dns_name(&"x".repeat(100));
         assert!(long.len() <= 50, "{long}");
+        // Names a label cannot spell stay apart (they were all `bakeoff`).
+        let (a, b) = (dns_name("ベンチ"), dns_name("速度比較"));
+        assert_ne!(a, b);
+        assert!(a.starts_with("bakeoff-") && a.len() <= 63, "{a}");
+        assert!(a
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
     }
 
     #[test]
