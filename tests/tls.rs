@@ -268,3 +268,65 @@ fn grpc_over_tls_with_a_client_certificate_against_etcd() {
         "{err}"
     );
 }
+
+/// TLS like curl (issue 25, item 20): the certificate of the usual one-liner (`openssl req
+/// -x509 … -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1`, CA:TRUE) given as
+/// `--cacert` is trusted as the server's own certificate — still only for the names it
+/// carries. The server is `openssl s_server -www`.
+#[test]
+fn a_one_liner_certificate_is_trusted_as_curl_trusts_it() {
+    let dir = TempDir::new("tls-one-liner");
+    let (cert, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let port = free_port();
+    let server = Proc(
+        std::process::Command::new("openssl")
+            .args(["s_server", "-quiet", "-www", "-accept"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-cert")
+            .arg(&cert)
+            .arg("-key")
+            .arg(&key)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let url = format!("https://127.0.0.1:{port}/");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "s_server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let ca = cert.to_str().unwrap();
+    let (ok, out, err) = run(&["call", "--cacert", ca, &url]);
+    assert!(ok, "{err}");
+    assert!(!err.contains("CaUsedAsEndEntity"), "{err}");
+    assert!(out.contains("s_server") || out.contains("Ciphers"), "{out}");
+    // The same certificate is not valid for another name.
+    let (ok, _, err) = run(&["call", "--cacert", ca, "--servername", "example.org", &url]);
+    assert!(!ok, "{err}");
+    assert!(err.contains("example.org") || err.contains("name"), "{err}");
+    drop(server);
+}

@@ -55,7 +55,20 @@ impl TlsOptions {
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
         } else {
-            builder.with_root_certificates(self.roots()?)
+            let roots = Arc::new(self.roots()?);
+            let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                roots,
+                provider.clone(),
+            )
+            .build()
+            .map_err(|e| format!("TLS: {e}"))?;
+            let given = match &self.cacert {
+                Some(path) => read_certs(path, "--cacert")?,
+                None => Vec::new(),
+            };
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnchorOrLeaf { inner, given }))
         };
         let mut config = match (&self.cert, &self.key) {
             (None, None) => builder.with_no_client_auth(),
@@ -152,6 +165,73 @@ fn pem_error(e: rustls::pki_types::pem::Error) -> String {
 
 /// `--insecure`: accepts any certificate, but still checks the handshake's signatures so the
 /// connection is a real TLS connection.
+/// The `--cacert` certificates as curl trusts them: roots, and — when the server presents one
+/// of them itself — its own certificate. The usual one-liner (`openssl req -x509 … -subj
+/// /CN=localhost -addext subjectAltName=IP:127.0.0.1`) makes a certificate with CA:TRUE,
+/// which WebPKI refuses as an end entity (`CaUsedAsEndEntity`); the exact certificate the
+/// user gave is still checked against the server's name.
+#[derive(Debug)]
+struct AnchorOrLeaf {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    given: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for AnchorOrLeaf {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verdict = self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
+        let ca_as_leaf = matches!(
+            &verdict,
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o)))
+                if o.0.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity)
+        );
+        if !ca_as_leaf || !self.given.iter().any(|g| g.as_ref() == end_entity.as_ref()) {
+            return verdict;
+        }
+        let cert = webpki::EndEntityCert::try_from(end_entity)
+            .map_err(|e| rustls::Error::General(format!("the server's certificate: {e}")))?;
+        cert.verify_is_valid_for_subject_name(server_name)
+            .map_err(|_| {
+                rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName)
+            })?;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
 #[derive(Debug)]
 struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
 
