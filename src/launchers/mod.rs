@@ -323,7 +323,7 @@ fn dns_name(name: &str) -> String {
     let s = s.trim_end_matches('-').to_string();
     // What the label cannot spell (`ベンチ`, `速度比較`) would make different plans one name:
     // their hash tells them apart.
-    if name.chars().any(|c| !c.is_ascii()) {
+    if !name.is_ascii() {
         let h = crate::results::hash_text(name);
         return format!("{s}-{}", &h[..8]);
     }
