@@ -462,4 +462,15 @@ tls = {{ cacert = "{{state}}/ca.pem", servername = "127.0.0.1" }}
     // The report says once per contender what TLS negotiated.
     let report = std::fs::read_to_string(r.out_dir.join("report/report.md")).unwrap();
     assert!(report.contains("TLS: one: TLSv1."), "{report}");
+    // A streaming call's paired table has items/s beside req/s, in its CSV too (issue 25,
+    // item 21); a unary call's has not.
+    let chat = report.split("## chat").nth(1).unwrap_or_default();
+    assert!(chat.contains("| req/s | items/s | CPU/req |"), "{report}");
+    let echo = report.split("## echo").nth(1).unwrap_or_default();
+    assert!(
+        !echo.split("## ").next().unwrap().contains("items/s"),
+        "{report}"
+    );
+    let csv = std::fs::read_to_string(r.out_dir.join("report/serving-chat.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().contains("items"), "{csv}");
 }

@@ -117,8 +117,22 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
         o
     };
     let axes = super::cells::Axes::of(info);
+    // A streaming call's headline figure is items/s (blocks of a range, say): its column
+    // comes after req/s.
+    let streams = info.points.iter().any(|id| {
+        r.contenders.iter().any(|c| {
+            r.point_runs(&c.name, id)
+                .filter_map(|p| p.load.as_ref())
+                .any(|l| l.items != l.requests)
+        })
+    });
     let mut head = axes.head();
-    head.extend(["contender", "req/s", "CPU/req", "p50", "p99", "failed"].map(String::from));
+    head.push("contender".into());
+    head.push("req/s".into());
+    if streams {
+        head.push("items/s".into());
+    }
+    head.extend(["CPU/req", "p50", "p99", "failed"].map(String::from));
     head.extend(order.iter().map(|f| format!("{} ×", f.name())));
     head.push("rounds".into());
     let mut rows = Vec::new();
@@ -155,8 +169,11 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                 axes.data(&mut d, id);
                 d.cell("contender", c.name.as_str())
                     .cell("leaders", super::cells::leaders(&pts).join(" "))
-                    .stats("throughput", "rps", &of(&|l| l.requests_per_s))
-                    .stats("cpu_per_request", "s", &cpus)
+                    .stats("throughput", "rps", &of(&|l| l.requests_per_s));
+                if streams {
+                    d.stats("items", "per_s", &of(&|l| l.items_per_s));
+                }
+                d.stats("cpu_per_request", "s", &cpus)
                     .stats("p50", "s", &of(&|l| l.latency_us.p50 as f64 / 1e6))
                     .stats("p99", "s", &of(&|l| l.latency_us.p99 as f64 / 1e6))
                     .cell("failed", loads.iter().map(|l| l.failures).sum::<u64>())
@@ -193,7 +210,11 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
             // Figures of failures would read as a fast contender.
             if let Some(none) = super::cells::mostly_failed_cell(&loads) {
                 let failed: u64 = loads.iter().map(|l| l.failures).sum();
-                row.extend([none, "—".into(), "—".into(), "—".into(), failed.to_string()]);
+                row.push(none);
+                if streams {
+                    row.push("—".into());
+                }
+                row.extend(["—".into(), "—".into(), "—".into(), failed.to_string()]);
                 row.extend(order.iter().map(|_| String::new()));
                 row.push(String::new());
                 rows.push(row);
@@ -204,6 +225,12 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                 median(loads.iter().map(|l| l.requests_per_s).collect()),
                 &fmt_rate,
             ));
+            if streams {
+                row.push(show(
+                    median(loads.iter().map(|l| l.items_per_s).collect()),
+                    &fmt_rate,
+                ));
+            }
             row.push(show(cpu, &fmt_us));
             row.push(show(
                 median(loads.iter().map(|l| l.latency_us.p50 as f64).collect()),
