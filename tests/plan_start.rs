@@ -143,3 +143,60 @@ reference = {{ contender = "v1", member = "node", http = "GET /{{case}}.json", f
     );
     assert!(out.contains("differs from the reference at hash"), "{out}");
 }
+
+/// A JSON-RPC node is ready when `getblockcount` answers with a result (issue 25, item 19):
+/// a `jsonrpc` probe with a field check, and an `http` probe that POSTs a body, both wait out
+/// the node's "Loading block index" errors.
+#[test]
+fn a_jsonrpc_node_is_waited_for_by_its_own_calls() {
+    let dir = TempDir::new("jsonrpc-probe");
+    let node = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/jsonrpc_node.py"
+    );
+    let plan = format!(
+        r#"name = "node"
+repetitions = 1
+[[contender]]
+name = "node"
+command = ["python3", "{node}", "{{port}}", "1"]
+ready = {{ tcp = "127.0.0.1:{{port}}" }}
+ready_when = {{ jsonrpc = "getblockcount", field = "result", equals = 100, timeout = "20s" }}
+[[contender]]
+name = "posted"
+command = ["python3", "{node}", "{{port}}", "1"]
+ready = {{ tcp = "127.0.0.1:{{port}}" }}
+ready_when = {{ http = "http://127.0.0.1:{{port}}/", method = "POST", body = '{{"jsonrpc": "2.0", "id": 1, "method": "getblockcount", "params": []}}', field = "result", equals = 100, timeout = "20s" }}
+[[scenario]]
+name = "count"
+jsonrpc = "getblockcount"
+requests = 5
+"#
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    for c in ["node", "posted"] {
+        let r = run.run(c, 1);
+        let ready = r["startup"]["ready_s"].as_f64().unwrap();
+        // The node answers errors for its first second: ready cannot come before.
+        assert!(ready >= 1.0, "{c}: {r}");
+        assert_eq!(r["points"][0]["load"]["successes"], 5, "{c}: {r}");
+    }
+    // A probe key on the wrong kind is refused where it is written.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        plan.replace("ready = {{ tcp", "ready = { tcp").replacen(
+            "ready = { tcp = \"127.0.0.1:{port}\" }",
+            "ready = { tcp = \"127.0.0.1:{port}\", params = [1] }",
+            1,
+        ),
+    )
+    .unwrap();
+    let out = bakeoff(&["plan", "check", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("`params` with `jsonrpc`"),
+        "{err}"
+    );
+}

@@ -293,9 +293,25 @@ fn expand_probe_with(
     let e = |s: &str| fill(s).map_err(StartError::Placeholder);
     let check = match &probe.check {
         Check::Tcp(a) => Check::Tcp(e(a)?),
-        Check::Http { url, status } => Check::Http {
+        Check::Http {
+            url,
+            status,
+            method,
+            body,
+        } => Check::Http {
             url: e(url)?,
             status: *status,
+            method: method.clone(),
+            body: body.as_deref().map(e).transpose()?,
+        },
+        Check::JsonRpc {
+            method,
+            params,
+            endpoint,
+        } => Check::JsonRpc {
+            method: method.clone(),
+            params: e(params)?,
+            endpoint: endpoint.as_deref().map(e).transpose()?,
         },
         Check::Grpc {
             call,

@@ -41,6 +41,8 @@ enum Prepared {
     Http(Client, Option<u16>),
     /// A gRPC call that must answer OK.
     Grpc(Client),
+    /// A JSON-RPC call that must answer with a result.
+    JsonRpc(Client),
     /// The same, with the messages described by the server itself (no `.proto`).
     GrpcReflected(Box<(Call, Endpoint, Descriptors, Options)>),
     Log(regex_lite::Regex),
@@ -188,16 +190,36 @@ fn prepare(probe: &Probe, env: &ProbeEnv) -> Result<Prepared, String> {
     };
     Ok(match &probe.check {
         Check::Tcp(addr) => Prepared::Tcp(addr.clone()),
-        Check::Http { url, status } => {
+        Check::Http {
+            url,
+            status,
+            method,
+            body,
+        } => {
             let ep = Endpoint::parse(url).map_err(|e| e.to_string())?;
             let call = Call::Http {
-                method: "GET".into(),
+                method: method.clone(),
                 path: ep.path.clone(),
                 headers: Vec::new(),
-                body: None,
+                body: body.clone(),
                 h2: false,
             };
             Prepared::Http(client(&call, ep, env.protos, opts()?)?, *status)
+        }
+        Check::JsonRpc {
+            method,
+            params,
+            endpoint,
+        } => {
+            let ep = Endpoint::parse(endpoint.as_deref().unwrap_or(env.endpoint))
+                .map_err(|e| e.to_string())?;
+            let call = Call::JsonRpc {
+                method: method.clone(),
+                path: ep.path.clone(),
+                params: params.clone(),
+                headers: Vec::new(),
+            };
+            Prepared::JsonRpc(client(&call, ep, env.protos, opts()?)?)
         }
         Check::Grpc {
             call,
@@ -261,6 +283,16 @@ fn attempt(
                 (Class::Http(s), None) if (200..300).contains(&s) => expect(c, &r),
                 (c, Some(w)) => Err(format!("{c}, waiting for HTTP {w}")),
                 (c, None) => Err(c.to_string()),
+            }
+        }
+        Prepared::JsonRpc(c) => {
+            let r = rt.block_on(c.once(limit)).map_err(|e| e.to_string())?;
+            match r.class {
+                Class::JsonRpcResult => expect(c, &r),
+                c => Err(format!(
+                    "{c}{}",
+                    r.detail.map(|d| format!(": {d}")).unwrap_or_default()
+                )),
             }
         }
         Prepared::GrpcReflected(how) => {

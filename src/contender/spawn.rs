@@ -80,7 +80,9 @@ pub fn ports_named(c: &Contender) -> BTreeSet<String> {
     let probe_texts = |p: &'_ Probe, out: &mut Vec<String>| match &p.check {
         Check::Tcp(a) => out.push(a.clone()),
         Check::Http { url, .. } => out.push(url.clone()),
-        Check::Grpc { endpoint, .. } => out.extend(endpoint.clone()),
+        Check::Grpc { endpoint, .. } | Check::JsonRpc { endpoint, .. } => {
+            out.extend(endpoint.clone())
+        }
         Check::Log(_) => {}
         Check::Command(cmd) => out.extend(cmd.iter().cloned()),
     };

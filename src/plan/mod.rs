@@ -434,8 +434,22 @@ pub enum Expect {
 pub enum Check {
     /// A TCP connection to `host:port` succeeds.
     Tcp(String),
-    /// An HTTP GET answers with this status (any 2xx when none is given).
-    Http { url: String, status: Option<u16> },
+    /// An HTTP request (GET, or `method` with a `body`) answers with this status (any 2xx
+    /// when none is given).
+    Http {
+        url: String,
+        status: Option<u16>,
+        method: String,
+        body: Option<String>,
+    },
+    /// A JSON-RPC 2.0 call answers with a result (not an error): a node is ready when
+    /// `getblockcount` answers.
+    JsonRpc {
+        method: String,
+        /// JSON text: an array or an object.
+        params: String,
+        endpoint: Option<String>,
+    },
     /// A gRPC call answers OK (e.g. `grpc.health.v1.Health/Check`).
     Grpc {
         call: String,

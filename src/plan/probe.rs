@@ -44,9 +44,33 @@ impl Checker<'_> {
         }
         if let Some(u) = &r.http {
             super::check::no_credentials(u).map_err(|m| self.at(s, m))?;
+            let method = r.method.clone().unwrap_or_else(|| "GET".into());
+            if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+                return Err(self.at(
+                    s,
+                    format!("`method` is an HTTP method in capitals, like POST, not `{method}`"),
+                ));
+            }
             checks.push(Check::Http {
                 url: u.clone(),
                 status: r.status,
+                method,
+                body: r.body.as_ref().map(value_text),
+            });
+        }
+        if let Some(m) = &r.jsonrpc {
+            let params = match &r.params {
+                None => "[]".to_string(),
+                Some(p) if matches!(p.get_ref(), toml::Value::Array(_) | toml::Value::Table(_)) => {
+                    serde_json::to_string(p.get_ref())
+                        .map_err(|e| self.at(p, format!("`params`: {e}")))?
+                }
+                Some(p) => return Err(self.at(p, "JSON-RPC `params` are an array or a table")),
+            };
+            checks.push(Check::JsonRpc {
+                method: m.clone(),
+                params,
+                endpoint: r.endpoint.clone(),
             });
         }
         if let Some(g) = &r.grpc {
@@ -68,14 +92,22 @@ impl Checker<'_> {
         if checks.len() != 1 {
             return Err(self.at(
                 s,
-                "a probe has exactly one of `tcp`, `http`, `grpc`, `log` or `command`",
+                "a probe has exactly one of `tcp`, `http`, `grpc`, `jsonrpc`, `log` or `command`",
             ));
         }
         if r.status.is_some_and(|s| !(100..=599).contains(&s)) {
             return Err(self.at(s, "`status` is an HTTP status, from 100 to 599"));
         }
-        if r.status.is_some() && r.http.is_none() || r.body.is_some() && r.grpc.is_none() {
-            return Err(self.at(s, "`status` goes with `http`, `body` with `grpc`"));
+        let body_ok = r.grpc.is_some() || r.http.is_some();
+        if r.status.is_some() && r.http.is_none()
+            || r.body.is_some() && !body_ok
+            || r.method.is_some() && r.http.is_none()
+            || r.params.is_some() && r.jsonrpc.is_none()
+        {
+            return Err(self.at(
+                s,
+                "`status` and `method` go with `http`, `body` with `http` or `grpc`, `params` with `jsonrpc`",
+            ));
         }
         let expect = self.expect(s)?;
         Ok(Probe {
@@ -95,13 +127,13 @@ impl Checker<'_> {
     /// `field` with `equals` or `equals_field`, or `matches`: a check on the answer.
     fn expect(&self, s: &Spanned<RawProbe>) -> Res<Option<Expect>> {
         let r = s.get_ref();
-        let answers = r.http.is_some() || r.grpc.is_some();
+        let answers = r.http.is_some() || r.grpc.is_some() || r.jsonrpc.is_some();
         let any = r.field.is_some()
             || r.equals.is_some()
             || r.equals_field.is_some()
             || r.matches.is_some();
         if any && !answers {
-            return Err(self.at(s, "`field`, `equals`, `equals_field` and `matches` check an answer: they go with `http` or `grpc`"));
+            return Err(self.at(s, "`field`, `equals`, `equals_field` and `matches` check an answer: they go with `http`, `grpc` or `jsonrpc`"));
         }
         if let Some(m) = &r.matches {
             if r.field.is_some() || r.equals.is_some() || r.equals_field.is_some() {

@@ -242,6 +242,12 @@ pub struct RawMember {
 pub struct RawProbe {
     pub tcp: Option<String>,
     pub http: Option<String>,
+    /// The HTTP method of an `http` probe [default: GET].
+    pub method: Option<String>,
+    /// A JSON-RPC 2.0 method, called at the member's endpoint (or `endpoint`).
+    pub jsonrpc: Option<String>,
+    /// Its params (an array or an object).
+    pub params: Option<Spanned<toml::Value>>,
     pub status: Option<u16>,
     pub grpc: Option<String>,
     pub body: Option<toml::Value>,

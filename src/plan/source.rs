@@ -199,7 +199,9 @@ fn probe_strings(p: &mut Probe) -> Vec<&mut String> {
     match &mut p.check {
         Check::Tcp(a) | Check::Log(a) => vec![a],
         Check::Http { url, .. } => vec![url],
-        Check::Grpc { endpoint, .. } => endpoint.iter_mut().collect(),
+        Check::Grpc { endpoint, .. } | Check::JsonRpc { endpoint, .. } => {
+            endpoint.iter_mut().collect()
+        }
         Check::Command(cmd) => cmd.iter_mut().collect(),
     }
 }
