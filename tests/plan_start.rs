@@ -200,3 +200,66 @@ requests = 5
         "{err}"
     );
 }
+
+/// The seed-000 shape (issue 25, items 18 and 19): a gRPC server checked, field by field,
+/// against the JSON-RPC node that is a member of the same contender — the node waited for
+/// by a JSON-RPC probe, and each gRPC case turned into the node's request by a field of the
+/// case (`{case.text}`), not by the whole case text.
+#[test]
+fn a_grpc_answer_is_checked_against_a_jsonrpc_member_by_field_of_the_case() {
+    if start_grpc_fixture(&[]).is_none() {
+        return;
+    }
+    let dir = TempDir::new("reference-fields");
+    let node = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/jsonrpc_node.py"
+    );
+    let grpc = grpc_fixture_script();
+    let plan = format!(
+        r#"name = "indexer against its node"
+repetitions = 1
+[[contender]]
+name = "indexer"
+[[contender.member]]
+name = "idx"
+after = ["node"]
+endpoint = "http://127.0.0.1:{{port:idx}}"
+command = ["python3", "{grpc}", "--port", "{{port:idx}}"]
+ready = {{ grpc = "fixture.Echo/Unary", body = '{{"text": "up?"}}', timeout = "60s" }}
+[[contender.member]]
+name = "node"
+endpoint = "http://127.0.0.1:{{port:node}}"
+command = ["python3", "{node}", "{{port:node}}", "0.3"]
+ready = {{ jsonrpc = "getblockcount", field = "result", equals = 100, timeout = "20s" }}
+[[contender]]
+name = "other"
+endpoint = "http://127.0.0.1:{{port}}"
+command = ["python3", "{grpc}", "--port", "{{port}}"]
+ready = {{ grpc = "fixture.Echo/Unary", body = '{{"text": "up?"}}', timeout = "60s" }}
+[[compat]]
+name = "block"
+grpc = "fixture.Echo/Unary"
+requests = ['{{"text": "5"}}', '{{"text": "abc"}}']
+reference = {{ contender = "indexer", member = "node", jsonrpc = "getblock", request = '["{{case.text}}", 1]', fields = [{{ ours = "text", theirs = "result.text" }}] }}
+"#,
+        grpc = grpc.display()
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    let r = &run.results;
+    assert_eq!(r["status"], "complete", "{}", run.stderr());
+    let refs = r["compat_reference"].as_array().unwrap();
+    assert_eq!(refs.len(), 2, "{refs:?}");
+    // The node was asked `getblock ["5", 1]`: the field of the case, as a string.
+    assert_eq!(refs[0]["messages"][0]["result"]["height"], "5", "{refs:?}");
+    assert_eq!(
+        refs[1]["messages"][0]["result"]["height"], "abc",
+        "{refs:?}"
+    );
+    let out = run.stdout();
+    assert!(!out.contains("differs from the reference"), "{out}");
+    assert!(
+        out.contains("| block | indexer/node | 2/2 match | 2/2 match |"),
+        "every case checked against the node, by field: {out}"
+    );
+}

@@ -93,10 +93,24 @@ pub fn ask_reference_at(
     rt: &tokio::runtime::Runtime,
 ) -> CompatAnswer {
     let r = set.reference.as_ref().expect("a set with a reference");
+    let case = &set.cases[index].request;
+    // Fields of the case first (`{case.height|string}`), then the whole case (`{case}`).
+    let failed = std::cell::RefCell::new(None);
     let call = r
         .call
-        .with_vars(&[("case".to_string(), set.cases[index].request.clone())]);
-    let built = crate::client::endpoints(&[endpoint.to_string()]).and_then(|eps| {
+        .map_texts(&|t: &str| {
+            reference::fill_case_fields(t, case).unwrap_or_else(|e| {
+                failed.borrow_mut().get_or_insert(e);
+                t.to_string()
+            })
+        })
+        .with_vars(&[("case".to_string(), case.clone())]);
+    let built = match failed.into_inner() {
+        Some(e) => Err(anyhow::anyhow!("the reference's request: {e}")),
+        None => Ok(()),
+    }
+    .and_then(|()| crate::client::endpoints(&[endpoint.to_string()]))
+    .and_then(|eps| {
         let tls = r.tls.resolve(state).map_err(anyhow::Error::msg)?;
         Client::build(&call, &eps, protos, keep(tls))
     });

@@ -29,6 +29,56 @@ fn hex(b: &[u8]) -> String {
 
 pub use crate::plan::at_path;
 
+/// Fills `{case.PATH}` and `{case.PATH|transform|…}` in a reference's request with fields
+/// of the case (its request read as JSON), through the same transforms as `fields`: a gRPC
+/// case `{"height": 5}` becomes the JSON-RPC params `["{case.height|string}", 1]` →
+/// `["5", 1]`. A string goes in as its text (JSON-escaped, so it can sit inside quotes), a
+/// number or object as its JSON; bytes need `to_hex` or `to_base64` to be written.
+pub fn fill_case_fields(template: &str, case: &str) -> Result<String, String> {
+    const OPEN: &str = "{case.";
+    if !template.contains(OPEN) {
+        return Ok(template.to_string());
+    }
+    let json: Value = serde_json::from_str(case)
+        .map_err(|e| format!("`{{case.…}}` reads the case as JSON, and `{case}` is not: {e}"))?;
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(i) = rest.find(OPEN) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + OPEN.len()..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("`{OPEN}` is not closed in `{template}`"))?;
+        let mut parts = after[..end].split('|');
+        let path = parts.next().unwrap_or_default();
+        let chain = parts
+            .map(|t| {
+                Transform::parse(t.trim()).ok_or_else(|| {
+                    format!("`{t}` is not a transform (hex, base64, reverse, to_hex, to_base64, string)")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let v = at_path(&json, path)
+            .cloned()
+            .ok_or_else(|| format!("the case `{case}` has no `{path}`"))?;
+        match apply(Val::Json(v), &chain)? {
+            Val::Json(Value::String(s)) => {
+                let quoted = serde_json::to_string(&s).unwrap_or_default();
+                out.push_str(&quoted[1..quoted.len() - 1]);
+            }
+            Val::Json(other) => out.push_str(&other.to_string()),
+            Val::Bytes(_) => {
+                return Err(format!(
+                    "`{{case.{path}}}` ends in bytes: add `|to_hex` or `|to_base64` to write them"
+                ))
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// Runs a transform chain; an error names the step that did not apply.
 pub fn apply(v: Val, chain: &[Transform]) -> Result<Val, String> {
     let b64 = base64::engine::general_purpose::STANDARD;
@@ -152,5 +202,41 @@ mod tests {
             .unwrap_err()
             .contains("no `x`"));
         assert!(apply(Val::Json(json!(5)), &[Transform::Hex]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod case_field_tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_request_takes_fields_of_the_case() {
+        let case = r#"{"height": 5, "hash": "0a0b", "range": {"start": 7}}"#;
+        assert_eq!(
+            fill_case_fields(r#"["{case.height|string}", 1]"#, case).unwrap(),
+            r#"["5", 1]"#
+        );
+        assert_eq!(
+            fill_case_fields("[{case.height}, {case.range.start}]", case).unwrap(),
+            "[5, 7]"
+        );
+        assert_eq!(
+            fill_case_fields(r#"["{case.hash|hex|reverse|to_hex}"]"#, case).unwrap(),
+            r#"["0b0a"]"#
+        );
+        assert_eq!(
+            fill_case_fields("[{case}]", case).unwrap(),
+            "[{case}]",
+            "the whole case is left to {case}"
+        );
+        assert!(fill_case_fields("[{case.nope}]", case)
+            .unwrap_err()
+            .contains("has no `nope`"));
+        assert!(fill_case_fields("[{case.hash|hex}]", case)
+            .unwrap_err()
+            .contains("to_hex"));
+        assert!(fill_case_fields("[{case.height}]", "not json")
+            .unwrap_err()
+            .contains("not"));
     }
 }

@@ -617,7 +617,12 @@ pub enum Call {
 impl Call {
     /// The call with matrix variables filled in.
     pub fn with_vars(&self, vars: &[(String, String)]) -> Call {
-        let fill = |s: &str| fill_vars(s, vars);
+        self.map_texts(&|s: &str| fill_vars(s, vars))
+    }
+
+    /// The call with `fill` applied to its path, body and params (not its method or
+    /// headers).
+    pub fn map_texts(&self, fill: &dyn Fn(&str) -> String) -> Call {
         match self {
             Call::Grpc {
                 method,
