@@ -658,6 +658,19 @@ impl Checker<'_> {
                 ));
             }
         }
+        // Every rate must send at least one request in the duration (the engine would refuse
+        // it later, naming its command-line flag).
+        if let (Some((q, list)), Stop::Duration(d)) = (&rate_list, stop) {
+            if let Some(x) = list.iter().find(|x| 1.0 / **x > d.as_secs_f64()) {
+                return Err(self.at(
+                    q,
+                    format!(
+                        "`rate` {x}: one request every {:.3} s does not fit in the {d:?} `duration`; raise the rate or lengthen the duration",
+                        1.0 / x
+                    ),
+                ));
+            }
+        }
         let (pacing, rates): (Pacing, Vec<Option<f64>>) = match &rate_list {
             None => (Pacing::Closed, vec![None]),
             Some((q, list)) => match q.get_ref() {

@@ -44,6 +44,14 @@ impl Checker<'_> {
         }
         if let Some(u) = &r.http {
             super::check::no_credentials(u).map_err(|m| self.at(s, m))?;
+            if u.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(self.at(
+                    s,
+                    format!(
+                        "the probe URL `{u}` holds a space or a control character: write it as %20"
+                    ),
+                ));
+            }
             let method = r.method.clone().unwrap_or_else(|| "GET".into());
             if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
                 return Err(self.at(

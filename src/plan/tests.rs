@@ -748,3 +748,19 @@ fn a_reference_member_names_a_contender_and_its_member() {
     let e = err(&plan("http2 = 1").replace("http2 = 1, ", ""));
     assert!(e.contains("needs an `endpoint`"), "{e}");
 }
+
+#[test]
+fn a_rate_too_low_for_its_duration_and_a_probe_url_with_a_space_are_plan_errors() {
+    let base = "name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"s\"]\n";
+    let e = err(&format!(
+        "{base}[[scenario]]\nname = \"s\"\nhttp = \"/\"\nrate = 0.1\nduration = \"2s\"\n"
+    ));
+    assert!(
+        e.starts_with("plan.toml:8:8:") && e.contains("`rate` 0.1") && !e.contains("-q"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{base}ready = {{ http = \"http://127.0.0.1:{{port}}/a b\" }}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n"
+    ));
+    assert!(e.contains("holds a space"), "{e}");
+}
