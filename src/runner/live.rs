@@ -16,7 +16,9 @@ use crate::results::{self, PointRun, Results, Run, Status};
 
 /// Writes `results` to `dir` atomically: every step of a run ends here.
 pub(super) fn save(dir: &Path, results: &Results) -> anyhow::Result<()> {
-    results.save(dir).context("writing results.json")
+    results
+        .save(dir)
+        .with_context(|| format!("writing `{}`", dir.join("results.json").display()))
 }
 
 /// A started contender of this repetition: its entry in the results, the running process
