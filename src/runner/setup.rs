@@ -123,7 +123,8 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
     // Absolute, so `{state}` still names the right folder for a contender with its own `dir`.
     let dir = std::fs::canonicalize(&dir)?;
-    results::write_atomic(&dir.join("plan.toml"), plan.text.as_bytes())?;
+    results::write_atomic(&dir.join("plan.toml"), plan.text.as_bytes())
+        .with_context(|| format!("writing `{}`", dir.join("plan.toml").display()))?;
     let results = Results {
         schema_version: results::SCHEMA_VERSION,
         tool: results::tool(),
