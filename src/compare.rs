@@ -29,6 +29,24 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// How rows were paired (`rows paired by name`, … see [`pair`]).
     pub pairing: String,
+    /// The builds each bakeoff results file measured (contenders built from source):
+    /// `run0: base = repo @ v1 (abc…), new = …`.
+    #[serde(default)]
+    pub builds: Vec<String>,
+}
+
+/// Which commits each input's contenders were built from, when they were built from source.
+fn builds(sets: &[BenchSet]) -> Vec<String> {
+    sets.iter()
+        .filter_map(|s| {
+            let built: Vec<String> = s
+                .config
+                .iter()
+                .filter_map(|(k, v)| Some(format!("{} = {v}", k.strip_prefix("source ")?)))
+                .collect();
+            (!built.is_empty()).then(|| format!("{}: {}", s.label, built.join(", ")))
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -182,6 +200,7 @@ pub fn compare(sets: &[BenchSet], opts: Options) -> Report {
         tripped,
         warnings: environment_differs(sets),
         pairing: "rows paired by name".into(),
+        builds: builds(sets),
     }
 }
 

@@ -172,6 +172,19 @@ fn builds_once_then_the_cache_has_them_and_provenance_is_kept() {
         .unwrap()
         .iter()
         .all(|c| c["source"]["build"]["cached"] == true));
+    // `compare` says which commits it compares.
+    let cmp = run(
+        dir.path(),
+        &cache,
+        &["compare", "out1/results.json", "out2/results.json"],
+    );
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    let fast = git(&r, &["rev-parse", "--short=12", "fast"]);
+    assert!(
+        text.contains(&format!("base = repo @ fast ({fast})")) && text.contains("built: "),
+        "{text}{}",
+        stderr(&cmp)
+    );
     let listed = run(dir.path(), &cache, &["cache", "list"]);
     let text = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(text.lines().count(), 2, "{text}");

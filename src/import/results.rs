@@ -24,6 +24,31 @@ pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
     if r.smoke {
         set.config.push(("run".into(), "smoke".into()));
     }
+    // What each contender built from source was built from: `compare` says which commits
+    // it compares.
+    for c in r
+        .contenders
+        .iter()
+        .filter(|c| c.variant.is_none() && c.noise_of.is_none())
+    {
+        if let Some(s) = &c.source {
+            let at = s.commit.as_deref().map_or("a folder".to_string(), |x| {
+                format!(
+                    "{}{}",
+                    &x[..x.len().min(12)],
+                    if s.dirty { ", dirty" } else { "" }
+                )
+            });
+            set.config.push((
+                format!("source {}", c.name),
+                format!(
+                    "{} @ {} ({at})",
+                    s.repository,
+                    s.reference.as_deref().unwrap_or("working tree")
+                ),
+            ));
+        }
+    }
     for run in &r.runs {
         let c = run.id.subject();
         if let Some(s) = &run.startup {

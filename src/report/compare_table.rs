@@ -181,6 +181,9 @@ fn tables(r: &Report, md: bool) -> String {
     if r.pairing != "rows paired by name" {
         let _ = writeln!(out, "pairing: {}", r.pairing);
     }
+    for b in &r.builds {
+        let _ = writeln!(out, "built: {b}");
+    }
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
