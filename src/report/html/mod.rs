@@ -37,17 +37,18 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
     if !a.summary.is_empty() {
         out.push_str("<h2>Summary</h2><ul>");
         for b in &a.summary {
-            let html = code_spans(b)
-                .replacen("**", "<b>", 1)
-                .replacen("**", "</b>", 1);
-            let _ = write!(out, "<li>{html}</li>");
+            let _ = write!(out, "<li>{}</li>", inline(b));
         }
         out.push_str("</ul>\n");
     }
     if !a.findings.is_empty() {
         out.push_str("<h2>Findings</h2>\n");
         for f in &a.findings {
-            let _ = writeln!(out, "<div class=\"finding\">{}</div>", esc(&f.to_string()));
+            let _ = writeln!(
+                out,
+                "<div class=\"finding\">{}</div>",
+                inline(&f.to_string())
+            );
         }
     }
     out.push_str(&table_html(&a.startup));
@@ -94,6 +95,23 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
         "<h2>Environment</h2><p>{}</p>\n</body></html>\n",
         esc(&super::markdown::environment_line(r))
     );
+    out
+}
+
+/// The Markdown a summary line or finding uses, as HTML: `code spans` and every **bold**
+/// pair (`**confirmed**` showed as written).
+fn inline(text: &str) -> String {
+    let html = code_spans(text);
+    if html.matches("**").count() % 2 != 0 {
+        return html;
+    }
+    let mut out = String::with_capacity(html.len());
+    for (i, part) in html.split("**").enumerate() {
+        if i > 0 {
+            out.push_str(if i % 2 == 1 { "<b>" } else { "</b>" });
+        }
+        out.push_str(part);
+    }
     out
 }
 
@@ -210,5 +228,20 @@ fn compat_html(rep: &CompatReport, out: &mut String) {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_in_summary_lines_and_findings_becomes_html() {
+        assert_eq!(
+            inline("**Findings:** v1 — Nagle, **confirmed**: `TCP_NODELAY` <set>"),
+            "<b>Findings:</b> v1 — Nagle, <b>confirmed</b>: <code>TCP_NODELAY</code> &lt;set&gt;"
+        );
+        // An unpaired `**` is left as written rather than bolding the rest of the page.
+        assert_eq!(inline("a ** b"), "a ** b");
     }
 }
