@@ -617,7 +617,7 @@ fn probes_check_their_answer_one_way() {
         "{e}"
     );
     let e = err(&probe(r#"tcp = "127.0.0.1:1", matches = "x""#));
-    assert!(e.contains("go with `http` or `grpc`"), "{e}");
+    assert!(e.contains("go with `http`, `grpc` or `jsonrpc`"), "{e}");
     let e = err(&probe(r#"http = "http://x/", field = "a""#));
     assert!(e.contains("needs `equals"), "{e}");
     let e = err(&probe(
