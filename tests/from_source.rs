@@ -654,3 +654,54 @@ print(json.dumps(out))
     }
     assert!(dir.path().join("merged/report/report.md").is_file());
 }
+
+/// A URL source (issue 24): fetched into the cache's partial clone and checked out from it
+/// (a `file://` URL stands in for a server here); a URL that cannot be fetched says so.
+#[test]
+fn a_url_source_is_fetched_into_the_cache_and_an_unreachable_one_says_so() {
+    let dir = TempDir::new("src-url");
+    let r = repo(dir.path());
+    let cache = dir.path().join("cache");
+    let url = format!("file://{}", r.display());
+    let p = plan(dir.path(), "fast", "slow", "");
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("git = \"repo\"", &format!("git = \"{url}\""));
+    std::fs::write(&p, &text).unwrap();
+    let o = run(
+        dir.path(),
+        &cache,
+        &[
+            "run",
+            p.to_str().unwrap(),
+            "--out",
+            "out",
+            "--repetitions",
+            "1",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let res = read_results(&dir.path().join("out"));
+    let new = res["contenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "new")
+        .unwrap();
+    assert_eq!(new["source"]["commit"], git(&r, &["rev-parse", "slow"]));
+    assert!(
+        cache.join("repos").is_dir(),
+        "the partial clone is kept in the cache"
+    );
+    // Nowhere to fetch from.
+    let gone = text.replace(&url, "file:///nonexistent/bakeoff-repo");
+    std::fs::write(&p, gone).unwrap();
+    let o = run(dir.path(), &cache, &["plan", "check", p.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot fetch `file:///nonexistent/bakeoff-repo`") && err.contains("network"),
+        "{err}"
+    );
+}
