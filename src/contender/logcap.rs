@@ -30,8 +30,31 @@ pub fn pump(
         })
 }
 
-/// The copy itself: head as it comes, then the tail rewritten after it.
-pub fn copy_capped(mut src: impl Read, mut file: File, limit: u64) -> std::io::Result<()> {
+/// The copy itself: head as it comes, then the tail rewritten after it. When the log cannot
+/// be written (a full disk), the member's output is still read to its end and dropped: a
+/// member whose pipe closed would die of it, and be recorded as having exited by itself.
+pub fn copy_capped(mut src: impl Read, file: File, limit: u64) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let copied = copy_into(&mut src, file, limit, &mut buf);
+    if copied.is_err() {
+        loop {
+            match src.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+    copied
+}
+
+fn copy_into(
+    src: &mut impl Read,
+    mut file: File,
+    limit: u64,
+    buf: &mut [u8],
+) -> std::io::Result<()> {
     let head_max = limit / 2;
     let tail_max = (limit - head_max) as usize;
     let mut head = 0u64;
@@ -39,9 +62,8 @@ pub fn copy_capped(mut src: impl Read, mut file: File, limit: u64) -> std::io::R
     let mut dropped = 0u64;
     let mut dirty = false;
     let mut last = Instant::now();
-    let mut buf = vec![0u8; 64 * 1024];
     loop {
-        let n = match src.read(&mut buf) {
+        let n = match src.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -140,5 +162,33 @@ mod tests {
             "{text}"
         );
         assert!(text.len() as u64 <= bound(1000));
+    }
+
+    /// A log that cannot be written (a full disk: /dev/full) still has its whole input read,
+    /// so the member writing it never sees its pipe close (issue 25, item 13).
+    #[test]
+    fn a_log_that_cannot_be_written_is_still_read_to_its_end() {
+        struct Counting<'a>(&'a [u8], &'a std::cell::Cell<usize>);
+        impl Read for Counting<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(buf.len()).min(100);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                self.1.set(self.1.get() + n);
+                Ok(n)
+            }
+        }
+        let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+            return;
+        };
+        let input = vec![b'x'; 10_000];
+        let read = std::cell::Cell::new(0);
+        let r = copy_capped(Counting(&input, &read), full, 1 << 20);
+        assert!(r.is_err(), "the write failed");
+        assert_eq!(
+            read.get(),
+            input.len(),
+            "and the input was still read to its end"
+        );
     }
 }
