@@ -705,3 +705,75 @@ fn a_url_source_is_fetched_into_the_cache_and_an_unreachable_one_says_so() {
         "{err}"
     );
 }
+
+/// A member built from a source of its own (issue 24: "a contender (or member)"): a cluster
+/// of two members at two commits, each `{source}` its own tree, each recorded.
+#[test]
+fn members_can_be_built_from_sources_of_their_own() {
+    let dir = TempDir::new("src-members");
+    let r = repo(dir.path());
+    let cache = dir.path().join("cache");
+    let member = |name: &str, rev: &str| {
+        format!(
+            r#"[[contender.member]]
+name = "{name}"
+source = {{ git = "repo", ref = "{rev}" }}
+build = [["cc", "-O1", "-o", "server", "server.c", "-lpthread"]]
+command = ["{{source}}/server", "{{port:{name}}}"]
+endpoint = "http://127.0.0.1:{{port:{name}}}"
+ready = {{ http = "http://127.0.0.1:{{port:{name}}}/", timeout = "20s" }}
+"#
+        )
+    };
+    let p = dir.path().join("plan.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"members\"\nrepetitions = 1\n[[contender]]\nname = \"pair\"\n{}{}\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nrequests = 10\ntarget = \"all\"\n",
+            member("a", "fast"),
+            member("b", "same")
+        ),
+    )
+    .unwrap();
+    let o = run(
+        dir.path(),
+        &cache,
+        &["run", p.to_str().unwrap(), "--out", "out"],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("pair/a: building repo @ fast")
+            && err.contains("pair/b: building repo @ same"),
+        "{err}"
+    );
+    let res = read_results(&dir.path().join("out"));
+    let members = res["contenders"][0]["members"].as_array().unwrap();
+    assert_eq!(
+        members[0]["source"]["commit"],
+        git(&r, &["rev-parse", "fast"])
+    );
+    assert_eq!(
+        members[1]["source"]["commit"],
+        git(&r, &["rev-parse", "same"])
+    );
+    assert_ne!(members[0]["source"]["key"], members[1]["source"]["key"]);
+    let report = std::fs::read_to_string(dir.path().join("out/report/report.md")).unwrap();
+    assert!(
+        report.contains("pair/a: repo @ fast") && report.contains("pair/b: repo @ same"),
+        "{report}"
+    );
+    // A member's `build` without a source of its own is refused where it is written.
+    let bad = std::fs::read_to_string(&p).unwrap().replacen(
+        "source = { git = \"repo\", ref = \"fast\" }\n",
+        "",
+        1,
+    );
+    std::fs::write(&p, bad).unwrap();
+    let o = run(dir.path(), &cache, &["plan", "check", p.to_str().unwrap()]);
+    assert!(
+        stderr(&o).contains("member `a`: `build` needs a `source`"),
+        "{}",
+        stderr(&o)
+    );
+}

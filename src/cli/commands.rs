@@ -332,7 +332,7 @@ pub(super) fn finish_run(
             .results
             .contenders
             .iter()
-            .any(|c| c.source.as_ref().is_some_and(|s| s.error.is_some()));
+            .any(|c| c.build_failed());
     let differs = fail_on_diff && analysis.compat.iter().any(|c| c.differences > 0);
     let worse = fail_on_regression.map_or(Vec::new(), |pct| {
         report::verdicts::regressions(&analysis.verdicts, pct / 100.0)

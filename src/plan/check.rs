@@ -393,6 +393,7 @@ impl Checker<'_> {
                     endpoint: endpoint.clone().unwrap_or(DEFAULT_ENDPOINT.into()),
                     ready: self.probe_or_tcp(r.ready.as_ref(), endpoint.as_deref())?,
                     after: Vec::new(),
+                    source: None,
                 });
             }
             (None, false) => {
@@ -412,6 +413,12 @@ impl Checker<'_> {
                     menv.extend(mr.env.clone());
                     let endpoint = mr.endpoint.as_ref().map(|e| self.endpoint(e)).transpose()?;
                     let ready = mr.ready.as_ref().or(r.ready.as_ref());
+                    let source = super::source::member(
+                        mr,
+                        &format!("contender `{name}`, member `{mname}`"),
+                        base,
+                        &|span, m| self.span(span, m),
+                    )?;
                     members.push(Member {
                         name: mname,
                         command: self.command(&mr.command)?,
@@ -419,6 +426,7 @@ impl Checker<'_> {
                         endpoint: endpoint.clone().unwrap_or(DEFAULT_ENDPOINT.into()),
                         ready: self.probe_or_tcp(ready, endpoint.as_deref())?,
                         after: mr.after.as_ref().map(|a| a.get_ref().clone()).unwrap_or_default(),
+                        source,
                     });
                 }
                 self.start_order(&r.members, &members)?;

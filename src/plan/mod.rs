@@ -17,7 +17,9 @@ use std::time::Duration;
 
 pub use check::MIN_STEP_CALLS;
 pub use error::PlanError;
-pub use source::{fill as fill_source, Location, Rev, Source, SourceKind};
+pub use source::{
+    fill as fill_source, fill_member as fill_member_source, Location, Rev, Source, SourceKind,
+};
 
 use crate::load::{Pacing, Stop};
 
@@ -339,6 +341,9 @@ pub struct Member {
     pub ready: Probe,
     /// Started only once these members' `ready` probes passed.
     pub after: Vec<String>,
+    /// Built from a source of its own (docs/from-source.md): `{source}` in its strings is
+    /// its tree; without one, the contender's.
+    pub source: Option<Source>,
 }
 
 #[derive(Debug, Clone)]

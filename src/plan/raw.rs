@@ -235,6 +235,11 @@ pub struct RawMember {
     pub env: BTreeMap<String, String>,
     pub endpoint: Option<Spanned<String>>,
     pub ready: Option<Spanned<RawProbe>>,
+    /// A member built from a source of its own (its `{source}`); else the contender's.
+    pub source: Option<Spanned<RawSource>>,
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub build: Vec<Spanned<Vec<String>>>,
+    pub build_timeout: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

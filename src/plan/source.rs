@@ -6,8 +6,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::raw::RawContender;
+use super::raw::{RawContender, RawMember, RawSource};
 use super::{Check, Contender, PlanError, Probe};
+use toml::Spanned;
 
 type Res<T> = Result<T, PlanError>;
 
@@ -71,31 +72,71 @@ fn is_url(repo: &str) -> bool {
     repo.contains("://") || (repo.contains('@') && repo.contains(':') && !repo.starts_with('/'))
 }
 
-/// The contender's source, checked; `None` when it has none (then `build` and `{source}`
-/// are errors).
+/// The contender's source, checked; `None` when it has none (then `build` is an error, and
+/// `{source}` too unless a member has a source of its own).
 pub(super) fn check(
     r: &RawContender,
     base: &Path,
     at: &dyn Fn(Range<usize>, String) -> PlanError,
 ) -> Res<Option<Source>> {
     let name = r.name.get_ref();
-    let Some(s) = &r.source else {
-        if let Some(b) = r.build.first() {
+    if r.source.is_none()
+        && r.members.iter().all(|m| m.get_ref().source.is_none())
+        && mentions_source(r)
+    {
+        return Err(at(
+            r.name.span(),
+            format!(
+                "contender `{name}`: `{{source}}` is the built tree of a `source`, and it has none"
+            ),
+        ));
+    }
+    parts(
+        &format!("contender `{name}`"),
+        r.source.as_ref(),
+        &r.build,
+        r.build_timeout.as_ref(),
+        base,
+        at,
+    )
+}
+
+/// A member's own source (`[[contender.member]]` with `source`), checked.
+pub(super) fn member(
+    m: &RawMember,
+    who: &str,
+    base: &Path,
+    at: &dyn Fn(Range<usize>, String) -> PlanError,
+) -> Res<Option<Source>> {
+    parts(
+        who,
+        m.source.as_ref(),
+        &m.build,
+        m.build_timeout.as_ref(),
+        base,
+        at,
+    )
+}
+
+fn parts(
+    name: &str,
+    source: Option<&Spanned<RawSource>>,
+    build_cmds: &[Spanned<Vec<String>>],
+    timeout: Option<&Spanned<String>>,
+    base: &Path,
+    at: &dyn Fn(Range<usize>, String) -> PlanError,
+) -> Res<Option<Source>> {
+    let Some(s) = source else {
+        if let Some(b) = build_cmds.first() {
             return Err(at(
                 b.span(),
-                format!("contender `{name}`: `build` needs a `source` to build"),
-            ));
-        }
-        if mentions_source(r) {
-            return Err(at(
-                r.name.span(),
-                format!("contender `{name}`: `{{source}}` is the built tree of a `source`, and it has none"),
+                format!("{name}: `build` needs a `source` to build"),
             ));
         }
         return Ok(None);
     };
     let (span, raw) = (s.span(), s.get_ref());
-    let err = |m: String| Err(at(span.clone(), format!("contender `{name}`: {m}")));
+    let err = |m: String| Err(at(span.clone(), format!("{name}: {m}")));
     let from = match (&raw.git, &raw.path) {
         (Some(_), Some(_)) => return err("`source` is either `git` or `path`, not both".into()),
         (None, None) => {
@@ -138,7 +179,7 @@ pub(super) fn check(
         }
     };
     let mut build = Vec::new();
-    for b in &r.build {
+    for b in build_cmds {
         if b.get_ref().first().is_none_or(|p| p.trim().is_empty()) {
             return Err(at(
                 b.span(),
@@ -147,7 +188,7 @@ pub(super) fn check(
         }
         build.push(b.get_ref().clone());
     }
-    let build_timeout = match &r.build_timeout {
+    let build_timeout = match timeout {
         None => BUILD_TIMEOUT,
         Some(t) => match super::parse_duration(t.get_ref()) {
             Ok(d) if !d.is_zero() => d,
@@ -167,7 +208,22 @@ fn mentions_source(r: &RawContender) -> bool {
     toml::to_string(r).is_ok_and(|t| t.contains("{source}"))
 }
 
-/// Puts the built tree's path in for `{source}` in every string of the contender.
+/// Puts a member's own built tree in for `{source}` in that member's strings.
+pub fn fill_member(m: &mut super::Member, tree: &Path) {
+    let tree = tree.display().to_string();
+    let f = |s: &mut String| {
+        if s.contains("{source}") {
+            *s = s.replace("{source}", &tree);
+        }
+    };
+    m.command.iter_mut().for_each(f);
+    m.env.iter_mut().for_each(|(_, v)| f(v));
+    f(&mut m.endpoint);
+    probe_strings(&mut m.ready).into_iter().for_each(f);
+}
+
+/// Puts the built tree's path in for `{source}` in every string of the contender (but the
+/// members that have sources of their own).
 pub fn fill(c: &mut Contender, tree: &Path) {
     let tree = tree.display().to_string();
     let f = |s: &mut String| {
@@ -183,7 +239,7 @@ pub fn fill(c: &mut Contender, tree: &Path) {
         f(&mut s);
         *d = PathBuf::from(s);
     }
-    for m in &mut c.members {
+    for m in c.members.iter_mut().filter(|m| m.source.is_none()) {
         m.command.iter_mut().for_each(f);
         m.env.iter_mut().for_each(|(_, v)| f(v));
         f(&mut m.endpoint);

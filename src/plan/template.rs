@@ -429,6 +429,22 @@ fn walk_member(m: &mut RawMember, index: usize, span: Range<usize>, f: &mut Edit
     if let Some(p) = &mut m.ready {
         walk_probe(p, ix, f)?;
     }
+    for cmd in &mut m.build {
+        let s = cmd.span();
+        for a in cmd.get_mut() {
+            f(a, ix, &s)?;
+        }
+    }
+    if let Some(src) = &mut m.source {
+        let s = src.span();
+        let r = src.get_mut();
+        for t in [&mut r.git, &mut r.path, &mut r.reference]
+            .into_iter()
+            .flatten()
+        {
+            f(t, ix, &s)?;
+        }
+    }
     Ok(())
 }
 

@@ -103,46 +103,54 @@ pub fn render(a: &Analysis) -> String {
 /// Each contender built from source: `repository @ ref (commit, clean or dirty)` and its
 /// build (its time, or cached, or why it failed).
 pub(super) fn source_lines(r: &crate::results::Results) -> Vec<String> {
-    r.contenders
+    let own = r
+        .contenders
         .iter()
-        .filter(|c| c.variant.is_none() && c.noise_of.is_none())
-        .filter_map(|c| {
-            let s = c.source.as_ref()?;
-            let at = match &s.commit {
-                Some(commit) => format!(
-                    "`{}` ({})",
-                    &commit[..commit.len().min(12)],
-                    if s.dirty { "dirty" } else { "clean" }
-                ),
-                None => "a folder, as it was".into(),
-            };
-            let built = match (&s.build, &s.error) {
-                (_, Some(e)) => {
-                    format!("**build failed**: {}", e.lines().next().unwrap_or_default())
+        .filter(|c| c.variant.is_none() && c.noise_of.is_none());
+    // Members with a source of their own read `contender/member`.
+    let all = own.flat_map(|c| {
+        std::iter::once((c.name.clone(), &c.source)).chain(
+            c.members
+                .iter()
+                .map(move |m| (format!("{}/{}", c.name, m.name), &m.source)),
+        )
+    });
+    all.filter_map(|(who, s)| {
+        let s = s.as_ref()?;
+        let at = match &s.commit {
+            Some(commit) => format!(
+                "`{}` ({})",
+                &commit[..commit.len().min(12)],
+                if s.dirty { "dirty" } else { "clean" }
+            ),
+            None => "a folder, as it was".into(),
+        };
+        let built = match (&s.build, &s.error) {
+            (_, Some(e)) => {
+                format!("**build failed**: {}", e.lines().next().unwrap_or_default())
+            }
+            (Some(b), None) => {
+                let cost = format!(
+                    "{:.1} s, CPU {:.1} s, peak RSS {}",
+                    b.seconds,
+                    b.cpu_s,
+                    super::fmt_bytes(b.peak_rss_bytes as f64)
+                );
+                if b.cached {
+                    format!("cached (built in {cost})")
+                } else {
+                    format!("built in {cost}")
                 }
-                (Some(b), None) => {
-                    let cost = format!(
-                        "{:.1} s, CPU {:.1} s, peak RSS {}",
-                        b.seconds,
-                        b.cpu_s,
-                        super::fmt_bytes(b.peak_rss_bytes as f64)
-                    );
-                    if b.cached {
-                        format!("cached (built in {cost})")
-                    } else {
-                        format!("built in {cost}")
-                    }
-                }
-                (None, None) => String::new(),
-            };
-            Some(format!(
-                "{}: {} @ {} → {at} — {built}",
-                c.name,
-                s.repository,
-                s.reference.as_deref().unwrap_or("working tree")
-            ))
-        })
-        .collect()
+            }
+            (None, None) => String::new(),
+        };
+        Some(format!(
+            "{who}: {} @ {} → {at} — {built}",
+            s.repository,
+            s.reference.as_deref().unwrap_or("working tree")
+        ))
+    })
+    .collect()
 }
 
 /// The machine, pinning, tool, repetitions and order of a run, on one line (the Markdown's

@@ -318,7 +318,10 @@ fn built_differently(a: &Results, b: &Results) -> Option<String> {
     let key = |s: &Option<super::SourceInfo>| s.as_ref().map(|s| (s.commit.clone(), s.key.clone()));
     a.contenders.iter().find_map(|ca| {
         let cb = b.contenders.iter().find(|c| c.name == ca.name)?;
-        if key(&ca.source) == key(&cb.source) {
+        let members = |c: &super::ContenderInfo| -> Vec<_> {
+            c.members.iter().map(|m| key(&m.source)).collect()
+        };
+        if key(&ca.source) == key(&cb.source) && members(ca) == members(cb) {
             return None;
         }
         let at = |s: &Option<super::SourceInfo>| match s {

@@ -247,6 +247,14 @@ pub struct ContenderInfo {
     pub source: Option<SourceInfo>,
 }
 
+impl ContenderInfo {
+    /// Whether its build, or one of its members', failed (then it did not run).
+    pub fn build_failed(&self) -> bool {
+        let bad = |s: &Option<SourceInfo>| s.as_ref().is_some_and(|s| s.error.is_some());
+        bad(&self.source) || self.members.iter().any(|m| bad(&m.source))
+    }
+}
+
 /// A contender's provenance: the source it was built from and its build.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SourceInfo {
@@ -297,6 +305,9 @@ pub struct MemberInfo {
     /// As written in the plan, placeholders not filled in.
     pub command: Vec<String>,
     pub endpoint: String,
+    /// A member built from a source of its own (docs/from-source.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceInfo>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

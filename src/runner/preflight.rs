@@ -20,6 +20,13 @@ pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
             crate::build::resolve(s, &cache)
                 .map_err(|e| anyhow::anyhow!("contender `{}`: source: {e}", c.name))?;
         }
+        for m in &c.members {
+            if let Some(s) = &m.source {
+                crate::build::resolve(s, &cache).map_err(|e| {
+                    anyhow::anyhow!("contender `{}`, member `{}`: source: {e}", c.name, m.name)
+                })?;
+            }
+        }
     }
     for c in &plan.contenders {
         let ports: BTreeMap<String, u16> = ports_named(c).into_iter().map(|n| (n, 1)).collect();

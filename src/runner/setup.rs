@@ -152,6 +152,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
                         name: m.name.clone(),
                         command: m.command.clone(),
                         endpoint: m.endpoint.clone(),
+                        source: None,
                     })
                     .collect(),
                 noise_of: c.noise_of.clone(),

@@ -1,17 +1,18 @@
-//! Contenders from source (docs/from-source.md), before anything is measured: each source
-//! built once — or found in the cache — its tree put in for `{source}`, its provenance
-//! recorded; a contender whose build fails is recorded so and left out of the run.
+//! Contenders from source (docs/from-source.md), before anything is measured: each source —
+//! a contender's, and a member's of its own — built once or found in the cache, its tree put
+//! in for `{source}`, its provenance recorded; a contender whose build fails is recorded so
+//! and left out of the run.
 
 use std::path::Path;
 
 use super::events::Reporter;
 use super::live::save;
 use super::options::RunOptions;
-use crate::plan::Plan;
+use crate::plan::{Plan, Source};
 use crate::results::Results;
 
-/// Builds every contender's source; returns the indices of contenders whose build failed
-/// (they do not run).
+/// Builds every contender's (and member's) source; returns the indices of contenders whose
+/// build failed (they do not run).
 pub(super) fn build_all(
     plan: &mut Plan,
     dir: &Path,
@@ -27,21 +28,8 @@ pub(super) fn build_all(
         if c.variant.is_some() || c.noise_of.is_some() {
             continue;
         }
-        let Some(source) = c.source.clone() else {
-            continue;
-        };
         let name = c.name.clone();
         let env = c.members.first().map(|m| m.env.clone()).unwrap_or_default();
-        let req = crate::build::Request {
-            contender: &name,
-            source: &source,
-            env: &env,
-            results: dir,
-            cache: &cache,
-            rebuild: opts.rebuild,
-            cancel: &opts.cancel,
-        };
-        let built = crate::build::build(&req, &mut |t| rep.build_progress(&t));
         let copies: Vec<usize> = plan
             .contenders
             .iter()
@@ -53,27 +41,87 @@ pub(super) fn build_all(
             })
             .map(|(k, _)| k)
             .collect();
-        let info = match built {
-            Ok(b) => {
-                for &k in &copies {
-                    crate::plan::fill_source(&mut plan.contenders[k], &b.tree);
+        let build =
+            |label: &str, source: &Source, env: &[(String, String)], rep: &mut dyn Reporter| {
+                let req = crate::build::Request {
+                    contender: label,
+                    source,
+                    env,
+                    results: dir,
+                    cache: &cache,
+                    rebuild: opts.rebuild,
+                    cancel: &opts.cancel,
+                };
+                crate::build::build(&req, &mut |t| rep.build_progress(&t))
+            };
+        let mut broken = false;
+        // Members with sources of their own first: their trees go into their own strings.
+        let members: Vec<(usize, crate::plan::Member)> = c
+            .members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.source.is_some())
+            .map(|(k, m)| (k, m.clone()))
+            .collect();
+        for (k, m) in members {
+            let source = m.source.clone().expect("filtered");
+            let info = match build(&format!("{name}/{}", m.name), &source, &m.env, rep) {
+                Ok(b) => {
+                    for &x in &copies {
+                        crate::plan::fill_member_source(
+                            &mut plan.contenders[x].members[k],
+                            &b.tree,
+                        );
+                    }
+                    b.info
                 }
-                b.info
-            }
-            Err(info) => {
-                let why = info.error.clone().unwrap_or_default();
-                rep.contender_failed(&name, &why);
-                failed.extend(&copies);
-                *info
-            }
-        };
-        for k in &copies {
-            let n = &plan.contenders[*k].name;
-            if let Some(ci) = results.contenders.iter_mut().find(|x| x.name == *n) {
-                ci.source = Some(info.clone());
-            }
+                Err(info) => {
+                    rep.contender_failed(&name, info.error.as_deref().unwrap_or_default());
+                    broken = true;
+                    *info
+                }
+            };
+            record(plan, &copies, results, |ci| {
+                if let Some(m) = ci.members.get_mut(k) {
+                    m.source = Some(info.clone());
+                }
+            });
+        }
+        if let Some(source) = plan.contenders[i].source.clone() {
+            let info = match build(&name, &source, &env, rep) {
+                Ok(b) => {
+                    for &x in &copies {
+                        crate::plan::fill_source(&mut plan.contenders[x], &b.tree);
+                    }
+                    b.info
+                }
+                Err(info) => {
+                    rep.contender_failed(&name, info.error.as_deref().unwrap_or_default());
+                    broken = true;
+                    *info
+                }
+            };
+            record(plan, &copies, results, |ci| ci.source = Some(info.clone()));
+        }
+        if broken {
+            failed.extend(&copies);
         }
         save(dir, results)?;
     }
     Ok(failed)
+}
+
+/// Writes provenance into the results entry of each copy of a contender.
+fn record(
+    plan: &Plan,
+    copies: &[usize],
+    results: &mut Results,
+    mut set: impl FnMut(&mut crate::results::ContenderInfo),
+) {
+    for &k in copies {
+        let n = &plan.contenders[k].name;
+        if let Some(ci) = results.contenders.iter_mut().find(|x| x.name == *n) {
+            set(ci);
+        }
+    }
 }
