@@ -777,3 +777,54 @@ ready = {{ http = "http://127.0.0.1:{{port:{name}}}/", timeout = "20s" }}
         stderr(&o)
     );
 }
+
+/// `--rebuild` builds again what the cache has; a build past its `build_timeout` is ended
+/// and recorded as that contender's failure.
+#[test]
+fn rebuild_builds_again_and_a_build_past_its_timeout_fails() {
+    let dir = TempDir::new("src-rebuild");
+    repo(dir.path());
+    let cache = dir.path().join("cache");
+    let p = plan(dir.path(), "fast", "fast", "");
+    let args = [
+        "run",
+        p.to_str().unwrap(),
+        "--repetitions",
+        "1",
+        "--only",
+        "base",
+    ];
+    let first = run(dir.path(), &cache, &[&args[..], &["--out", "a"]].concat());
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let again = run(
+        dir.path(),
+        &cache,
+        &[&args[..], &["--out", "b", "--rebuild"]].concat(),
+    );
+    let err = stderr(&again);
+    assert_eq!(again.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("base: building repo @ fast") && !err.contains("cached build"),
+        "{err}"
+    );
+    // A build that overstays its limit.
+    let slow = std::fs::read_to_string(&p).unwrap().replace(
+        "build = [[\"cc\", \"-O1\", \"-o\", \"server\", \"server.c\", \"-lpthread\"]]",
+        "build = [[\"sleep\", \"30\"]]\nbuild_timeout = \"1s\"",
+    );
+    std::fs::write(&p, slow).unwrap();
+    let started = std::time::Instant::now();
+    let o = run(dir.path(), &cache, &[&args[..], &["--out", "c"]].concat());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "{err}"
+    );
+    let res = read_results(&dir.path().join("c"));
+    let e = res["contenders"][0]["source"]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(e.contains("still running after"), "{e}");
+}
