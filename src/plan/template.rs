@@ -253,6 +253,13 @@ fn expand_contender(
     let cname = c.name.get_ref().clone();
     let mut edit = |text: &mut String, index: Option<usize>, span: &Range<usize>| -> Res<()> {
         *text = fill(text, index, span)?;
+        // Outside a member `{index}` stands for nothing: it would reach the program as text.
+        if index.is_none() && text.contains("{index}") {
+            return Err(at(
+                span.clone(),
+                format!("contender `{cname}`: `{{index}}` is a member's number, for `[[contender.member]]` strings (or a `members = N` template), not the contender's"),
+            ));
+        }
         unknown_var(text, &own).map_or(Ok(()), |(word, hint)| {
             Err(at(
                 span.clone(),

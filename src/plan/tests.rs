@@ -764,3 +764,15 @@ fn a_rate_too_low_for_its_duration_and_a_probe_url_with_a_space_are_plan_errors(
     ));
     assert!(e.contains("holds a space"), "{e}");
 }
+
+#[test]
+fn index_outside_a_member_is_a_plan_error() {
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"s\", \"--id\", \"{index}\"]\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n");
+    assert!(
+        e.starts_with("plan.toml:4:") && e.contains("`{index}` is a member's number"),
+        "{e}"
+    );
+    // In a member template it is the member's number.
+    let p = parse("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\ncommand = [\"s\", \"--id\", \"{index}\"]\nendpoint = \"http://127.0.0.1:{port:m{index}}\"\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n").unwrap();
+    assert_eq!(p.contenders[0].members[1].command[2], "2");
+}
