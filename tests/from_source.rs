@@ -97,6 +97,16 @@ fn run(dir: &Path, cache: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A contender's entry in a results document, by name.
+fn contender<'a>(res: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    res["contenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no contender `{name}` in {res}"))
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -129,15 +139,7 @@ fn builds_once_then_the_cache_has_them_and_provenance_is_kept() {
     assert_eq!(first.status.code(), Some(0), "{err}");
     assert_eq!(err.matches(": building repo @ ").count(), 2, "{err}");
     let res = read_results(&dir.path().join("out1"));
-    let src = |name: &str| {
-        res["contenders"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap()["source"]
-            .clone()
-    };
+    let src = |name: &str| contender(&res, name)["source"].clone();
     assert_eq!(src("base")["commit"], git(&r, &["rev-parse", "fast"]));
     assert_eq!(src("new")["commit"], git(&r, &["rev-parse", "same"]));
     assert_eq!(src("new")["ref"], "same", "--ref is what was built");
@@ -274,13 +276,7 @@ fn a_failed_build_is_that_contenders_result_and_the_others_go_on() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     let res = read_results(&dir.path().join("out"));
-    let broken = res["contenders"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "broken")
-        .unwrap()["source"]
-        .clone();
+    let broken = contender(&res, "broken")["source"].clone();
     let e = broken["error"].as_str().unwrap();
     assert!(
         e.contains("build failed") && e.contains("exit status: 3"),
@@ -630,12 +626,7 @@ print(json.dumps(out))
         assert!(o.status.success(), "{step}: {}", stderr(&o));
     }
     let res = read_results(&dir.path().join("results/shard-1"));
-    let new = res["contenders"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "new")
-        .unwrap();
+    let new = contender(&res, "new");
     assert_eq!(
         new["source"]["commit"],
         git(&r, &["rev-parse", "same"]),
@@ -683,12 +674,7 @@ fn a_url_source_is_fetched_into_the_cache_and_an_unreachable_one_says_so() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     let res = read_results(&dir.path().join("out"));
-    let new = res["contenders"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "new")
-        .unwrap();
+    let new = contender(&res, "new");
     assert_eq!(new["source"]["commit"], git(&r, &["rev-parse", "slow"]));
     assert!(
         cache.join("repos").is_dir(),

@@ -41,7 +41,9 @@ pub(super) fn build_all(
             })
             .map(|(k, _)| k)
             .collect();
-        let build =
+        let mut broken = false;
+        // One build: its tree, or (the failure said and recorded) none; its provenance.
+        let mut build =
             |label: &str, source: &Source, env: &[(String, String)], rep: &mut dyn Reporter| {
                 let req = crate::build::Request {
                     contender: label,
@@ -52,9 +54,15 @@ pub(super) fn build_all(
                     rebuild: opts.rebuild,
                     cancel: &opts.cancel,
                 };
-                crate::build::build(&req, &mut |t| rep.build_progress(&t))
+                match crate::build::build(&req, &mut |t| rep.build_progress(&t)) {
+                    Ok(b) => (Some(b.tree), b.info),
+                    Err(info) => {
+                        rep.contender_failed(&name, info.error.as_deref().unwrap_or_default());
+                        broken = true;
+                        (None, *info)
+                    }
+                }
             };
-        let mut broken = false;
         // Members with sources of their own first: their trees go into their own strings.
         let members: Vec<(usize, crate::plan::Member)> = c
             .members
@@ -65,22 +73,11 @@ pub(super) fn build_all(
             .collect();
         for (k, m) in members {
             let source = m.source.clone().expect("filtered");
-            let info = match build(&format!("{name}/{}", m.name), &source, &m.env, rep) {
-                Ok(b) => {
-                    for &x in &copies {
-                        crate::plan::fill_member_source(
-                            &mut plan.contenders[x].members[k],
-                            &b.tree,
-                        );
-                    }
-                    b.info
-                }
-                Err(info) => {
-                    rep.contender_failed(&name, info.error.as_deref().unwrap_or_default());
-                    broken = true;
-                    *info
-                }
-            };
+            let (tree, info) = build(&format!("{name}/{}", m.name), &source, &m.env, rep);
+            for &x in copies.iter().filter(|_| tree.is_some()) {
+                let member = &mut plan.contenders[x].members[k];
+                crate::plan::fill_member_source(member, tree.as_deref().expect("built"));
+            }
             record(plan, &copies, results, |ci| {
                 if let Some(m) = ci.members.get_mut(k) {
                     m.source = Some(info.clone());
@@ -88,19 +85,10 @@ pub(super) fn build_all(
             });
         }
         if let Some(source) = plan.contenders[i].source.clone() {
-            let info = match build(&name, &source, &env, rep) {
-                Ok(b) => {
-                    for &x in &copies {
-                        crate::plan::fill_source(&mut plan.contenders[x], &b.tree);
-                    }
-                    b.info
-                }
-                Err(info) => {
-                    rep.contender_failed(&name, info.error.as_deref().unwrap_or_default());
-                    broken = true;
-                    *info
-                }
-            };
+            let (tree, info) = build(&name, &source, &env, rep);
+            for &x in copies.iter().filter(|_| tree.is_some()) {
+                crate::plan::fill_source(&mut plan.contenders[x], tree.as_deref().expect("built"));
+            }
             record(plan, &copies, results, |ci| ci.source = Some(info.clone()));
         }
         if broken {
