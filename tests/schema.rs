@@ -415,6 +415,16 @@ fn every_kind_of_finding_fits_the_report_schema() {
             elsewhere: 0.8,
             places: vec!["get [clients=1]".into()],
         },
+        Finding::TrimmedAway {
+            contender: "v2".into(),
+            baseline: "v1".into(),
+            figure: "throughput".into(),
+            table: 0.8,
+            paired: "0.968× (0.951×–0.985×)".into(),
+            whose: Some("v2".into()),
+            rounds: 4,
+            places: vec!["get [clients=1]".into()],
+        },
     ];
     for f in findings {
         let v = serde_json::to_value(&f).unwrap();

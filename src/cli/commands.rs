@@ -141,7 +141,14 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
-    finish_run(&done, args.fail_on_diff, args.fail_on_regression)
+    finish_run(
+        &done,
+        Gates {
+            diff: args.fail_on_diff,
+            regression: args.fail_on_regression,
+            equivalent: args.fail_unless_equivalent,
+        },
+    )
 }
 
 /// `bakeoff cache list|prune`.
@@ -214,7 +221,7 @@ pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
     let cancel = install_handler(on_interrupt_run, 0);
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = crate::demo::run(args.out.clone(), cancel, &mut rep)?;
-    finish_run(&done, false, None)
+    finish_run(&done, Gates::default())
 }
 
 pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
@@ -253,7 +260,14 @@ pub(super) fn run_merge(args: &MergeArgs) -> anyhow::Result<u8> {
         dir: args.out.clone(),
         results: merged,
     };
-    finish_run(&done, args.fail_on_diff, args.fail_on_regression)
+    finish_run(
+        &done,
+        Gates {
+            diff: args.fail_on_diff,
+            regression: args.fail_on_regression,
+            equivalent: args.fail_unless_equivalent,
+        },
+    )
 }
 
 pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
@@ -301,13 +315,20 @@ pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// The gates of `run` and `merge`: `--fail-on-diff`, `--fail-on-regression PCT`,
+/// `--fail-unless-equivalent PCT` (percentages).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Gates {
+    pub diff: bool,
+    pub regression: Option<f64>,
+    pub equivalent: Option<f64>,
+}
+
 /// Prints the summary, writes the reports and says where the results are; the exit code of
-/// `run`, `demo` and `merge` (4: a paired verdict worse than `fail_on_regression` percent).
-pub(super) fn finish_run(
-    done: &runner::Finished,
-    fail_on_diff: bool,
-    fail_on_regression: Option<f64>,
-) -> anyhow::Result<u8> {
+/// `run`, `demo` and `merge`: 2 a failure, 3 a compat difference, 4 a paired verdict
+/// different and worse than `regression` percent, 5 a main figure not proven equivalent
+/// within `equivalent` percent (the first that applies).
+pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Result<u8> {
     let analysis = report::analysis::Analysis::of(&done.results);
     emit(&report::markdown::render(&analysis))?;
     report::export::write_all(&done.dir, &analysis)?;
@@ -333,12 +354,23 @@ pub(super) fn finish_run(
             .contenders
             .iter()
             .any(|c| c.build_failed());
-    let differs = fail_on_diff && analysis.compat.iter().any(|c| c.differences > 0);
-    let worse = fail_on_regression.map_or(Vec::new(), |pct| {
+    let differs = gates.diff && analysis.compat.iter().any(|c| c.differences > 0);
+    let worse = gates.regression.map_or(Vec::new(), |pct| {
         report::verdicts::regressions(&analysis.verdicts, pct / 100.0)
     });
     for w in &worse {
         eprintln!("regression: {w}");
+    }
+    let unequal = gates.equivalent.map_or(Vec::new(), |pct| {
+        let mut out = report::verdicts::not_equivalent(&analysis.verdicts, pct / 100.0);
+        out.extend(report::verdicts::unverdicted(
+            &done.results,
+            &analysis.verdicts,
+        ));
+        out
+    });
+    for u in &unequal {
+        eprintln!("not equivalent: {u}");
     }
     Ok(if failed {
         2
@@ -346,6 +378,8 @@ pub(super) fn finish_run(
         3
     } else if !worse.is_empty() {
         4
+    } else if !unequal.is_empty() {
+        5
     } else {
         0
     })

@@ -290,11 +290,16 @@ pub struct RunArgs {
     /// Build contenders from source again even when the cache has their build.
     #[arg(long = "rebuild")]
     pub rebuild: bool,
-    /// Exit with status 4 when a paired verdict says a contender is worse than its baseline
-    /// by more than this (e.g. 5%): more CPU per request or item, less throughput, or a
-    /// higher p50/p99, with the whole interval past it (the rule of `merge`).
+    /// Exit with status 4 when a paired verdict reads *different* and worse than the
+    /// baseline by more than this (e.g. 5%): more CPU per request or item, less throughput,
+    /// or a higher p50/p99, with the whole interval past it (the rule of `merge`).
     #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
+    /// Exit with status 5 unless every paired comparison's main figure (CPU per request,
+    /// else throughput) is proven *equivalent* within this band (e.g. 2%): the gate for a
+    /// change that must not change performance.
+    #[arg(long = "fail-unless-equivalent", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_unless_equivalent: Option<f64>,
 }
 
 /// `NAME=REF` of `--ref`.
@@ -387,11 +392,14 @@ pub struct MergeArgs {
     /// Exit with status 3 when a must-match compat case differs.
     #[arg(long = "fail-on-diff")]
     pub fail_on_diff: bool,
-    /// Exit with status 4 when a paired verdict says a contender is worse than its baseline
-    /// by more than this (e.g. 5%): more CPU per request or item, less throughput, or a
-    /// higher p50/p99, with the whole interval past it.
+    /// Exit with status 4 when a paired verdict reads *different* and worse than the
+    /// baseline by more than this (e.g. 5%), with the whole interval past it.
     #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
+    /// Exit with status 5 unless every paired comparison's main figure is proven
+    /// *equivalent* within this band (e.g. 2%).
+    #[arg(long = "fail-unless-equivalent", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_unless_equivalent: Option<f64>,
 }
 
 impl CiCommonArgs {
@@ -401,6 +409,7 @@ impl CiCommonArgs {
             shards: self.shards,
             fail_on_diff: self.fail_on_diff,
             fail_on_regression: self.fail_on_regression,
+            fail_unless_equivalent: self.fail_unless_equivalent,
         }
     }
 }
@@ -437,7 +446,7 @@ impl CiK8sArgs {
 pub enum CiAction {
     /// Write a GitHub Actions workflow: a matrix job per shard (install bakeoff, run the
     /// shard, upload its results), then a job that merges them, writes the step summary and
-    /// fails on --fail-on-diff or --fail-on-regression.
+    /// fails on --fail-on-diff, --fail-on-regression or --fail-unless-equivalent.
     Github(CiGithubArgs),
     /// Write a Kubernetes Indexed Job (one pod per shard, on different nodes, whole CPUs)
     /// and the Job that merges their results: DIR/job.yaml and DIR/merge.yaml.
@@ -458,6 +467,9 @@ pub struct CiCommonArgs {
     /// Passed to the merge (exit 4 on a regression past PERCENT).
     #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
+    /// Passed to the merge (exit 5 unless every main figure is equivalent within PERCENT).
+    #[arg(long = "fail-unless-equivalent", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_unless_equivalent: Option<f64>,
 }
 
 #[derive(Debug, Args)]

@@ -114,6 +114,23 @@ pub enum Finding {
         elsewhere: f64,
         places: Vec<String>,
     },
+    /// The serving table's medians and a paired verdict's estimate disagree by more than
+    /// the noise band beyond its interval (`report::verdicts::Trim`): the estimate's trimmed
+    /// mean left out rounds that were bad for one side only (`whose`), or the medians weigh
+    /// something the paired rounds do not.
+    TrimmedAway {
+        contender: String,
+        baseline: String,
+        figure: String,
+        /// The table's ratio of medians, and the verdict's estimate with its interval (at
+        /// the first place).
+        table: f64,
+        paired: String,
+        whose: Option<String>,
+        /// Trimmed rounds that were `whose`'s own (at the first place).
+        rounds: usize,
+        places: Vec<String>,
+    },
 }
 
 /// A stall-band point measured again with TCP_NODELAY forced on the contender's sockets.
@@ -305,6 +322,33 @@ impl fmt::Display for Finding {
                     fmt_ratio(*elsewhere),
                     places.join(", ")
                 )
+            }
+            Finding::TrimmedAway {
+                contender,
+                baseline,
+                figure,
+                table,
+                paired,
+                whose,
+                rounds,
+                places,
+            } => {
+                use crate::stats::paired::fmt_ratio;
+                let head = format!(
+                    "{contender}'s {figure} against {baseline}: the table's medians say {}, the paired estimate {paired} (at {})",
+                    fmt_ratio(*table),
+                    places.join(", ")
+                );
+                match whose {
+                    Some(w) => write!(
+                        f,
+                        "{head} — {rounds} of the rounds the estimate trims away were {w}'s own (its slice far from its other slices, its partner's as usual): a stall of {w} alone, which pairing sets apart by design; see {w}'s log, and the verdict holds for the rounds both served normally"
+                    ),
+                    None => write!(
+                        f,
+                        "{head} — the medians weigh whole repetitions, the estimate paired rounds; trust the paired one, and look at the repetitions' spread"
+                    ),
+                }
             }
         }
     }

@@ -21,6 +21,7 @@ pub struct CiCommon {
     pub fail_on_diff: bool,
     /// Passed to the merge, in percent.
     pub fail_on_regression: Option<f64>,
+    pub fail_unless_equivalent: Option<f64>,
 }
 
 /// `bakeoff ci github`.
@@ -101,6 +102,9 @@ fn merge_flags(c: &CiCommon) -> String {
     }
     if let Some(p) = c.fail_on_regression {
         f.push_str(&format!(" --fail-on-regression {p}%"));
+    }
+    if let Some(p) = c.fail_unless_equivalent {
+        f.push_str(&format!(" --fail-unless-equivalent {p}%"));
     }
     f
 }

@@ -351,10 +351,25 @@ impl Checker<'_> {
                 ))
             }
         };
+        let fdr = share(r.fdr.as_ref(), "fdr", d.fdr)?;
+        // A verdict reads different only when its 95 % interval clears the noise band too,
+        // so a rate above 5 % would promise more than the intervals allow.
+        if fdr <= 0.0 || fdr > 0.05 {
+            let v = r
+                .fdr
+                .as_ref()
+                .expect("only a given fdr can be out of range");
+            return Err(self.at(
+                v,
+                "`paired.fdr` is a false discovery rate above 0% and at most 5%, like \"5%\" or \"1%\"",
+            ));
+        }
         Ok(Paired {
             slice,
             rounds,
             noise: share(r.noise.as_ref(), "noise", d.noise)?,
+            equivalence: share(r.equivalence.as_ref(), "equivalence", d.equivalence)?,
+            fdr,
         })
     }
 

@@ -170,8 +170,13 @@ pub struct Paired {
     /// Each contender's turn in a round.
     pub slice: Duration,
     pub rounds: Rounds,
-    /// Changes whose whole interval does not clear this band around 1 read `~` (0.01 = 1 %).
+    /// A change counts only when its whole interval clears this band around 1 (0.01 = 1 %).
     pub noise: f64,
+    /// Two figures are proven equal when the whole interval lies inside this band.
+    pub equivalence: f64,
+    /// The false discovery rate the report holds its "different" verdicts to
+    /// (Benjamini–Hochberg over every verdict of the report).
+    pub fdr: f64,
 }
 
 /// How many rounds a paired point gets.
@@ -197,6 +202,10 @@ impl Default for Paired {
                 precision: 0.02,
             },
             noise: 0.01,
+            // The precision target: a point that reached ±2 % around 1 is proven equal
+            // within it (docs/verdicts.md, "Three verdicts").
+            equivalence: 0.02,
+            fdr: 0.05,
         }
     }
 }

@@ -57,6 +57,10 @@ pub struct RawPaired {
     pub max_rounds: Option<Spanned<i64>>,
     pub precision: Option<Spanned<String>>,
     pub noise: Option<Spanned<String>>,
+    /// The band inside which an interval proves two figures equal, e.g. `"2%"`.
+    pub equivalence: Option<Spanned<String>>,
+    /// The false discovery rate among a report's "different" verdicts, e.g. `"5%"`.
+    pub fdr: Option<Spanned<String>>,
 }
 
 /// A file of compatibility cases for `bakeoff diff --cases FILE`: a plan's `[[compat]]`

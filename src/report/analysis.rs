@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::table::Table;
-use super::verdicts::PointVerdicts;
+use super::verdicts::{Family, PointVerdicts};
 use crate::compat::CompatReport;
 use crate::diagnose::{findings, Finding, Limits};
 use crate::results::Results;
@@ -21,6 +21,8 @@ pub struct Analysis<'a> {
     pub findings: Vec<Finding>,
     /// Paired runs: every contender against its baseline at every point, with intervals.
     pub verdicts: Vec<PointVerdicts>,
+    /// The family of those verdicts and its error control.
+    pub family: Option<Family>,
     /// Repetitions from several machines (merged shards): which machine ran what, and each
     /// machine's verdicts beside the combined ones.
     pub machines: Option<Table>,
@@ -42,11 +44,9 @@ impl<'a> Analysis<'a> {
     pub fn of(r: &'a Results) -> Analysis<'a> {
         let compat = super::compat::from_results(r);
         let mut findings = findings(r, Limits::default());
-        let verdicts = match &r.paired {
-            Some(p) => super::verdicts::all(r, p.noise),
-            None => Vec::new(),
-        };
+        let (verdicts, family) = super::verdicts::all(r);
         findings.extend(super::verdicts::machine_findings(&verdicts));
+        findings.extend(super::verdicts::trim_findings(&verdicts));
         let scenarios = r
             .scenarios
             .iter()
@@ -76,7 +76,7 @@ impl<'a> Analysis<'a> {
             .collect();
         Analysis {
             results: r,
-            summary: super::summary::summary(r, &compat, &findings, &verdicts),
+            summary: super::summary::summary(r, &compat, &findings, &verdicts, family.as_ref()),
             startup: super::tables::startup(r),
             members: super::tables::members(r),
             scenarios,
@@ -85,6 +85,7 @@ impl<'a> Analysis<'a> {
             machines: super::machines::table(r),
             by_machine: super::machines::verdicts(r, &verdicts),
             verdicts,
+            family,
         }
     }
 

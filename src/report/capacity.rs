@@ -8,7 +8,6 @@
 //! per-repetition ratios with a bootstrap interval over repetitions.
 
 use super::table::Table;
-use super::verdicts::fmt_ratio;
 use super::{fmt_rate, fmt_us};
 use crate::results::{CapacityRun, PointId, Results};
 use crate::stats::paired::{ratio, Call};
@@ -30,7 +29,7 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
         ]
         .map(String::from),
     );
-    let noise = r.paired.as_ref().map_or(0.01, |p| p.noise);
+    let bands = bands_of(r);
     let mut rows = Vec::new();
     let mut data = super::table::Data::default();
     for id in &info.points {
@@ -84,7 +83,7 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
                 .baseline
                 .as_deref()
                 .filter(|b| *b != c.name)
-                .map_or(String::new(), |b| versus(r, id, b, &c.name, noise));
+                .map_or(String::new(), |b| versus(r, id, b, &c.name, bands));
             row.push(vs);
             let at: Vec<f64> = r
                 .point_runs(&c.name, id)
@@ -112,7 +111,7 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
 /// `**Capacity at p99 ≤ 50.0 ms** (get): fast 993 req/s against slow's 295 — 3.4× (…) more capacity`.
 pub(super) fn summary(r: &Results) -> Vec<String> {
     let mut out = Vec::new();
-    let noise = r.paired.as_ref().map_or(0.01, |p| p.noise);
+    let bands = bands_of(r);
     for info in &r.scenarios {
         let Some(goal) = &info.capacity else { continue };
         for id in &info.points {
@@ -144,7 +143,7 @@ pub(super) fn summary(r: &Results) -> Vec<String> {
                     fmt_us(goal.goal_us),
                     info.name,
                     c.name,
-                    versus(r, id, base, &c.name, noise)
+                    versus(r, id, base, &c.name, bands)
                 ));
             }
         }
@@ -192,25 +191,44 @@ fn capacity_cell(found: &[(u32, &CapacityRun)], max_rate: f64) -> String {
 
 /// The contender's capacity over its baseline's, paired by repetition:
 /// `1.85× (1.70×–2.02×) more capacity`, or `~ …` when the interval does not clear the band.
-fn versus(r: &Results, id: &PointId, baseline: &str, contender: &str, noise: f64) -> String {
+/// The run's bands, or the plan's defaults for a run that was not paired.
+fn bands_of(r: &Results) -> crate::stats::paired::Bands {
+    r.paired.as_ref().map_or_else(
+        || {
+            let d = crate::plan::Paired::default();
+            crate::stats::paired::Bands {
+                noise: d.noise,
+                equivalence: d.equivalence,
+            }
+        },
+        |p| p.bands(),
+    )
+}
+
+fn versus(
+    r: &Results,
+    id: &PointId,
+    baseline: &str,
+    contender: &str,
+    bands: crate::stats::paired::Bands,
+) -> String {
     let Some(x) = paired_ratio(r, id, baseline, contender) else {
         return "—".into();
     };
-    let span = format!(
-        "{} ({}–{})",
-        fmt_ratio(x.ratio),
-        fmt_ratio(x.lo),
-        fmt_ratio(x.hi)
-    );
+    let span = x.span();
     let tail = if x.repetitions < 2 {
         " (one repetition: no interval)"
     } else {
         ""
     };
-    match x.call(noise) {
+    match x.call(bands) {
         Call::Higher => format!("{span} more capacity{tail}"),
         Call::Lower => format!("{span} less capacity{tail}"),
-        Call::Same => format!("~ {span} capacity{tail}"),
+        Call::Equivalent => format!(
+            "≈ {span} capacity equal within ±{}{tail}",
+            super::verdicts::pct(bands.equivalence)
+        ),
+        Call::Inconclusive => format!("? {span} capacity inconclusive{tail}"),
     }
 }
 

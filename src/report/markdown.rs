@@ -164,13 +164,18 @@ pub(super) fn environment_line(r: &crate::results::Results) -> String {
     let method = match &r.paired {
         Some(p) => {
             let rounds = match (p.max_rounds, p.precision) {
-                (Some(m), Some(x)) => format!("rounds until ±{:.0}% (at most {m})", x * 100.0),
+                (Some(m), Some(x)) => format!(
+                    "rounds until ±{} and decided (at most {m})",
+                    super::verdicts::pct(x)
+                ),
                 _ => format!("{} rounds", p.rounds),
             };
             format!(
-                " ({} s slices, {rounds}, noise band {:.0}%)",
+                " ({} s slices, {rounds}, noise band {}, equivalence band {}, false discovery rate {})",
                 p.slice_s,
-                p.noise * 100.0
+                super::verdicts::pct(p.noise),
+                super::verdicts::pct(p.equivalence),
+                super::verdicts::pct(p.fdr)
             )
         }
         None => String::new(),

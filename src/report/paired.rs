@@ -3,7 +3,7 @@
 //! was stable on this machine first.
 
 use super::table::Table;
-use super::verdicts::{fmt_ratio, Figure, PointVerdicts};
+use super::verdicts::{fmt_ratio, Family, Figure, PointVerdicts, Verdict};
 use super::{fmt_rate, fmt_us};
 use crate::results::{PointId, Results};
 use crate::stats::paired::Call;
@@ -28,10 +28,17 @@ pub fn stability(verdicts: &[PointVerdicts]) -> Vec<(Figure, f64)> {
     out
 }
 
-/// The summary's serving lines: per contender, how many points each verdict went which way,
-/// and which figures were steady enough here to decide on.
-pub fn summary(verdicts: &[PointVerdicts]) -> Vec<String> {
+/// The summary's serving lines: the verdicts that are still inconclusive first, with what
+/// would settle them; per contender, how many points each verdict read what (counts of zero
+/// left out); the error control over the report; and which figures were steady enough here
+/// to decide on.
+pub fn summary(
+    verdicts: &[PointVerdicts],
+    family: Option<&Family>,
+    max_rounds: Option<u32>,
+) -> Vec<String> {
     let mut out = Vec::new();
+    out.extend(unsettled(verdicts, max_rounds));
     // Each pair once, in the order first seen (points interleave the contenders).
     let mut names: Vec<(&str, &str)> = Vec::new();
     for v in verdicts {
@@ -44,35 +51,10 @@ pub fn summary(verdicts: &[PointVerdicts]) -> Vec<String> {
         let mine: Vec<&PointVerdicts> = verdicts.iter().filter(|v| v.contender == name).collect();
         let mut parts = Vec::new();
         for figure in [Figure::CpuPerRequest, Figure::Throughput] {
-            let vs: Vec<_> = mine.iter().filter_map(|v| v.get(figure)).collect();
-            if vs.is_empty() {
-                continue;
+            let vs: Vec<&Verdict> = mine.iter().filter_map(|v| v.get(figure)).collect();
+            if !vs.is_empty() {
+                parts.push(format!("{} {}", figure.name(), counts(&vs)));
             }
-            let (up, down) = (
-                vs.iter().filter(|v| v.call == Call::Higher).count(),
-                vs.iter().filter(|v| v.call == Call::Lower).count(),
-            );
-            let span = |call: Call| {
-                let r: Vec<f64> = vs
-                    .iter()
-                    .filter(|v| v.call == call)
-                    .map(|v| v.ratio.ratio)
-                    .collect();
-                let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                match r.len() {
-                    0 => String::new(),
-                    _ if fmt_ratio(lo) == fmt_ratio(hi) => format!(" ({})", fmt_ratio(lo)),
-                    _ => format!(" ({} to {})", fmt_ratio(lo), fmt_ratio(hi)),
-                }
-            };
-            let name = figure.name();
-            let same = vs.len() - up - down;
-            parts.push(format!(
-                "{name} higher at {up}{}, lower at {down}{}, `~` at {same}",
-                span(Call::Higher),
-                span(Call::Lower)
-            ));
         }
         if let Some(r) = mine.iter().find_map(|v| v.main()).map(|v| v.ratio) {
             out.push(format!(
@@ -82,6 +64,32 @@ pub fn summary(verdicts: &[PointVerdicts]) -> Vec<String> {
                 parts.join("; ")
             ));
         }
+    }
+    if let Some(f) = family.filter(|f| f.verdicts > 0) {
+        let held = match f.held_back {
+            0 => String::new(),
+            n => format!(
+                "; {} cleared the noise band alone and {} held back",
+                super::count(n as u64, "verdict"),
+                if n == 1 { "was" } else { "were" }
+            ),
+        };
+        let words: Vec<String> = [
+            (f.different, "different"),
+            (f.equivalent, "equivalent"),
+            (f.inconclusive, "inconclusive"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect();
+        out.push(format!(
+            "**Error control:** {} over {} — \"different\" held to a false discovery rate of {} (Benjamini–Hochberg): {}{held}",
+            super::count(f.verdicts as u64, "verdict"),
+            super::count(f.comparisons as u64, "comparison"),
+            super::verdicts::pct(f.fdr),
+            words.join(", ")
+        ));
     }
     let st = stability(verdicts);
     if let Some(((best, p), rest)) = st.split_first() {
@@ -101,6 +109,82 @@ pub fn summary(verdicts: &[PointVerdicts]) -> Vec<String> {
         ));
     }
     out
+}
+
+/// `lower at 9 of 12 points (0.70× to 0.80×), equivalent at 2, inconclusive at 1`: each
+/// word's count, zeros left out, the range of the different ones' estimates.
+fn counts(vs: &[&Verdict]) -> String {
+    let range = |call: Call| {
+        let r: Vec<f64> = vs
+            .iter()
+            .filter(|v| v.call == call)
+            .map(|v| v.ratio.ratio)
+            .collect();
+        let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        match r.len() {
+            0 => String::new(),
+            _ if fmt_ratio(lo) == fmt_ratio(hi) => format!(" ({})", fmt_ratio(lo)),
+            _ => format!(" ({} to {})", fmt_ratio(lo), fmt_ratio(hi)),
+        }
+    };
+    let n = |call: Call| vs.iter().filter(|v| v.call == call).count();
+    let mut parts: Vec<String> = Vec::new();
+    for (call, word) in [
+        (Call::Higher, "higher"),
+        (Call::Lower, "lower"),
+        (Call::Equivalent, "equivalent"),
+        (Call::Inconclusive, "inconclusive"),
+    ] {
+        let k = n(call);
+        if k == 0 {
+            continue;
+        }
+        let of = if parts.is_empty() {
+            format!(" of {}", super::count(vs.len() as u64, "point"))
+        } else {
+            String::new()
+        };
+        let span = if call.is_different() {
+            range(call)
+        } else {
+            String::new()
+        };
+        parts.push(format!("{word} at {k}{of}{span}"));
+    }
+    parts.join(", ")
+}
+
+/// `**Not settled:** …`: the comparisons whose main figure is inconclusive, each with its
+/// half-width and what would settle it (at most five named).
+fn unsettled(verdicts: &[PointVerdicts], max_rounds: Option<u32>) -> Option<String> {
+    let open: Vec<String> = verdicts
+        .iter()
+        .filter_map(|v| {
+            let x = v.main()?;
+            let how = x.settle(max_rounds)?;
+            Some(format!(
+                "{} at {} ({} ±{}; {how})",
+                v.contender,
+                v.point,
+                x.figure.name(),
+                super::verdicts::pct(x.ratio.precision())
+            ))
+        })
+        .collect();
+    if open.is_empty() {
+        return None;
+    }
+    let shown = open.len().min(5);
+    let more = match open.len() - shown {
+        0 => String::new(),
+        n => format!("; and {n} more (see the tables)"),
+    };
+    Some(format!(
+        "**Not settled:** {} inconclusive — {}{more}",
+        super::count(open.len() as u64, "comparison"),
+        open[..shown].join("; ")
+    ))
 }
 
 /// A scenario's table in paired order; `None` when no contender measured it.
@@ -187,14 +271,9 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                     d.num(&format!("{key}_ratio"), x.map(|x| x.ratio.ratio))
                         .num(&format!("{key}_ratio_lo"), x.map(|x| x.ratio.lo))
                         .num(&format!("{key}_ratio_hi"), x.map(|x| x.ratio.hi))
-                        .cell(
-                            &format!("{key}_call"),
-                            x.map_or("", |x| match x.call {
-                                crate::stats::paired::Call::Higher => "higher",
-                                crate::stats::paired::Call::Lower => "lower",
-                                crate::stats::paired::Call::Same => "same",
-                            }),
-                        );
+                        .num(&format!("{key}_p"), x.map(|x| x.p))
+                        .cell(&format!("{key}_verdict"), x.map_or("", |x| x.call.word()))
+                        .cell(&format!("{key}_call"), x.map_or("", |x| x.call.direction()));
                 }
                 let n: Vec<usize> = pts
                     .iter()
@@ -293,15 +372,19 @@ fn rounds(r: &Results, contender: &str, id: &PointId, limit: Option<u32>) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::verdicts::Verdict;
     use crate::results::{PointId, Vars};
-    use crate::stats::paired::Ratio;
+    use crate::stats::paired::{Bands, Ratio};
 
-    fn at(contender: &str, baseline: &str, clients: usize) -> PointVerdicts {
+    const BANDS: Bands = Bands {
+        noise: 0.01,
+        equivalence: 0.02,
+    };
+
+    fn with(contender: &str, clients: usize, r: (f64, f64, f64)) -> PointVerdicts {
         let ratio = Ratio {
-            ratio: 0.5,
-            lo: 0.45,
-            hi: 0.55,
+            ratio: r.0,
+            lo: r.1,
+            hi: r.2,
             repetitions: 3,
             rounds: 30,
         };
@@ -315,14 +398,14 @@ mod tests {
                 stage: None,
             },
             contender: contender.into(),
-            baseline: baseline.into(),
-            verdicts: vec![Verdict {
-                figure: Figure::CpuPerRequest,
-                ratio,
-                call: Call::Lower,
-            }],
+            baseline: if contender == "b" { "a" } else { "x" }.into(),
+            verdicts: vec![Verdict::new(Figure::CpuPerRequest, ratio, BANDS, Some(0.0))],
             machines: Vec::new(),
         }
+    }
+
+    fn at(contender: &str, _baseline: &str, clients: usize) -> PointVerdicts {
+        with(contender, clients, (0.5, 0.45, 0.55))
     }
 
     #[test]
@@ -333,7 +416,7 @@ mod tests {
             at("b", "a", 8),
             at("y", "x", 8),
         ];
-        let lines = summary(&v);
+        let lines = summary(&v, None, None);
         let serving: Vec<&String> = lines
             .iter()
             .filter(|l| l.starts_with("**Serving:**"))
@@ -344,5 +427,40 @@ mod tests {
             "{lines:?}"
         );
         assert!(serving[1].contains("y against x"), "{lines:?}");
+    }
+
+    #[test]
+    fn the_summary_leaves_out_zero_counts_and_puts_what_is_unsettled_first() {
+        let mut v: Vec<PointVerdicts> = (1..=9).map(|k| with("b", k, (0.75, 0.72, 0.78))).collect();
+        v.push(with("b", 10, (1.0, 0.995, 1.01)));
+        v.push(with("b", 11, (1.0, 0.99, 1.012)));
+        v.push(with("b", 12, (1.03, 0.98, 1.08)));
+        let family = crate::report::verdicts::control(&mut v, 0.05);
+        let lines = summary(&v, Some(&family), Some(30));
+        let serving = lines
+            .iter()
+            .find(|l| l.starts_with("**Serving:**"))
+            .unwrap();
+        assert!(
+            serving.ends_with(
+                "CPU per request lower at 9 of 12 points (0.750×), equivalent at 2, inconclusive at 1"
+            ),
+            "{serving}"
+        );
+        assert!(!serving.contains("at 0"), "{serving}");
+        assert!(
+            lines[0].starts_with("**Not settled:** 1 comparison inconclusive — b at s [clients=12] (CPU per request ±5"),
+            "{lines:?}"
+        );
+        let control = lines
+            .iter()
+            .find(|l| l.starts_with("**Error control:**"))
+            .unwrap();
+        assert!(
+            control.contains("12 verdicts over 12 comparisons")
+                && control.contains("false discovery rate of 5%")
+                && control.contains("9 different, 2 equivalent, 1 inconclusive"),
+            "{control}"
+        );
     }
 }

@@ -13,6 +13,7 @@ pub(super) fn summary(
     compat: &[CompatReport],
     found: &[Finding],
     paired: &[super::verdicts::PointVerdicts],
+    family: Option<&super::verdicts::Family>,
 ) -> Vec<String> {
     let mut out = Vec::new();
     for rep in compat {
@@ -76,7 +77,11 @@ pub(super) fn summary(
             .collect();
         out.push(format!("**Start-up:** {}", parts.join("; ")));
     }
-    out.extend(super::paired::summary(paired));
+    out.extend(super::paired::summary(
+        paired,
+        family,
+        r.paired.as_ref().and_then(|p| p.max_rounds),
+    ));
     for c in r.compared().filter(|_| paired.is_empty()) {
         let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
             continue;
@@ -212,7 +217,7 @@ mod tests {
             "contenders": [], "scenarios": [], "runs": [], "warnings": []
         }))
         .unwrap();
-        let lines = summary(&r, &[rep], &[], &[]);
+        let lines = summary(&r, &[rep], &[], &[], None);
         assert_eq!(
             lines[0],
             "**Same answers?** b: 13 of 20 cases answer like a; differences: 7 × differs at header.revision"

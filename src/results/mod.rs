@@ -150,8 +150,32 @@ pub struct PairedSettings {
     /// `auto` only: the most rounds, and the within-repetition precision (±share) to stop at.
     pub max_rounds: Option<u32>,
     pub precision: Option<f64>,
-    /// Verdicts whose interval does not clear this band around 1 read `~` (0.01 = 1 %).
+    /// A change counts only when its whole interval clears this band around 1 (0.01 = 1 %).
     pub noise: f64,
+    /// Two figures are proven equal when the whole interval lies inside this band (results
+    /// from before it existed: the plan's default, 2 %).
+    #[serde(default = "default_equivalence")]
+    pub equivalence: f64,
+    /// The false discovery rate of the report's "different" verdicts.
+    #[serde(default = "default_fdr")]
+    pub fdr: f64,
+}
+
+fn default_equivalence() -> f64 {
+    crate::plan::Paired::default().equivalence
+}
+
+fn default_fdr() -> f64 {
+    crate::plan::Paired::default().fdr
+}
+
+impl PairedSettings {
+    pub fn bands(&self) -> crate::stats::paired::Bands {
+        crate::stats::paired::Bands {
+            noise: self.noise,
+            equivalence: self.equivalence,
+        }
+    }
 }
 
 impl From<&crate::plan::Paired> for PairedSettings {
@@ -168,6 +192,8 @@ impl From<&crate::plan::Paired> for PairedSettings {
             max_rounds,
             precision,
             noise: p.noise,
+            equivalence: p.equivalence,
+            fdr: p.fdr,
         }
     }
 }

@@ -111,7 +111,7 @@ fn in_rounds(
         .collect();
     let mut subjects: Vec<&mut dyn Serving> =
         serving.iter_mut().map(|x| x as &mut dyn Serving).collect();
-    let course = Course::of(s.stop, paired.slice, paired.rounds, repetition);
+    let course = Course::of(s.stop, paired, repetition);
     let done = rounds::run(&mut subjects, course, &baselines, &id, &ctx.cancel, rep);
     rep.rounds_done(&s.name, &p.label, done.rounds, done.reached);
     done.points

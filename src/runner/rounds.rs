@@ -2,26 +2,26 @@
 //! a round every contender gets one short slice of load, in a balanced order (a Williams
 //! design: A B, B A, …), so each round compares them in the same seconds of the machine's
 //! life. Rounds are added until the main ratio (server CPU per request, else throughput) is
-//! precise enough within the repetition, or the limit. A round the host stole from is run
+//! precise enough and decided (different or equivalent) within the repetition, or the limit. A round the host stole from is run
 //! again. Written against the [`Serving`] seam, so it runs on fakes in its tests.
-
-use std::time::Duration;
 
 use super::events::Reporter;
 use super::seam::Serving;
 use crate::load::{LoadResult, Stop};
 use crate::plan::Rounds;
 use crate::results::{balanced_rounds, PointId, PointRun, ServerCost, Slice};
-use crate::stats::paired::{round_precision, williams};
+use crate::stats::paired::{round_precision, rounds_decide, williams, Bands};
 
 /// How a point's rounds run: at least `min` clean ones, at most `max` (and never more than
-/// half as many again counting stolen ones), stopping once the main ratio is within
-/// `precision` (±share) after an even number of rounds.
+/// half as many again counting stolen ones), stopping after an even number of rounds once
+/// the main ratio is within `precision` (±share) *and* decided against `bands` — different
+/// or equivalent — for every contender: an inconclusive point gets the rounds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Course {
     pub(super) min: u32,
     pub(super) max: u32,
     pub(super) precision: Option<f64>,
+    pub(super) bands: Bands,
     /// Rotates the order by repetition too, so no contender always opens a repetition.
     pub(super) repetition: u32,
 }
@@ -30,8 +30,9 @@ impl Course {
     /// A count-stopped point is one round (its count is the point); a duration-stopped one
     /// gets at least enough rounds for its duration, and at least two, so A B is always
     /// followed by B A.
-    pub(super) fn of(stop: Stop, slice: Duration, rounds: Rounds, repetition: u32) -> Course {
-        let (min, max, precision) = match (stop, rounds) {
+    pub(super) fn of(stop: Stop, paired: &crate::plan::Paired, repetition: u32) -> Course {
+        let slice = paired.slice;
+        let (min, max, precision) = match (stop, paired.rounds) {
             (Stop::Count(_), _) => (1, 1, None),
             (Stop::Duration(_), Rounds::Fixed(n)) => (n, n, None),
             (Stop::Duration(d), Rounds::Auto { max, precision }) => {
@@ -44,6 +45,10 @@ impl Course {
             min,
             max,
             precision,
+            bands: Bands {
+                noise: paired.noise,
+                equivalence: paired.equivalence,
+            },
             repetition,
         }
     }
@@ -87,6 +92,7 @@ pub(super) fn run(
         min,
         max,
         precision,
+        bands,
         repetition,
     } = course;
     // `round` counts every round run, `clean` those the host did not steal from: a round
@@ -128,7 +134,7 @@ pub(super) fn run(
         if clean >= min && round % 2 == 0 {
             if let Some(target) = precision {
                 reached = worst_precision(&outs, baselines);
-                if reached.is_some_and(|r| r <= target) {
+                if reached.is_some_and(|r| r <= target) && decided(&outs, baselines, bands) {
                     break;
                 }
             }
@@ -185,6 +191,14 @@ fn worst_precision(outs: &[PointRun], baselines: &[(usize, usize)]) -> Option<f6
             round_precision(&main_pairs(&outs[b].slices, &outs[k].slices)).unwrap_or(f64::INFINITY)
         })
         .reduce(f64::max)
+}
+
+/// Whether every contender's main ratio against its baseline, within the repetition so
+/// far, is decided: different or equivalent ([`rounds_decide`]).
+fn decided(outs: &[PointRun], baselines: &[(usize, usize)], bands: Bands) -> bool {
+    baselines
+        .iter()
+        .all(|&(k, b)| rounds_decide(&main_pairs(&outs[b].slices, &outs[k].slices), bands))
 }
 
 /// The round-by-round pairs (baseline, contender) of the main figure, balanced for

@@ -4,6 +4,7 @@ use super::*;
 use crate::load::result::tests::part;
 use crate::results::ProfileRun;
 use crate::runner::seam::Sliced;
+use std::time::Duration;
 
 /// A contender that serves slices from a script: its server CPU per request in each
 /// slice (by the slice's number), the host's steal, and when it dies or fails.
@@ -93,6 +94,10 @@ fn course(min: u32, max: u32, precision: Option<f64>) -> Course {
         min,
         max,
         precision,
+        bands: crate::stats::paired::Bands {
+            noise: 0.01,
+            equivalence: 0.02,
+        },
         repetition: 1,
     }
 }
@@ -175,6 +180,34 @@ fn rounds_stop_once_precise_and_never_before_the_minimum() {
 }
 
 #[test]
+fn an_undecided_point_gets_rounds_past_its_precision() {
+    // Pairs of rounds at +0.5 % and +2.5 %: within ±2 % after a dozen rounds, but the
+    // interval straddles the noise band's edge (1 %) and reaches past the equivalence
+    // band (2 %): neither different nor equal, so the rounds go on to the limit.
+    let clock = Default::default();
+    let steps = [10.05, 10.05, 10.25, 10.25];
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+    f[1].cpu_us = (0..40).map(|i| steps[i % steps.len()]).collect();
+    let done = go(&mut f, course(2, 30, Some(0.02)));
+    assert!(
+        done.reached.is_some_and(|r| r <= 0.02),
+        "{:?}",
+        done.reached
+    );
+    assert_eq!(
+        done.rounds, 30,
+        "precise but inconclusive: rounds to the limit"
+    );
+    // The same spread around +10 %: different, so it stops once precise.
+    let clock = Default::default();
+    let steps = [10.9, 10.9, 11.1, 11.1];
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+    f[1].cpu_us = (0..40).map(|i| steps[i % steps.len()]).collect();
+    let done = go(&mut f, course(2, 30, Some(0.02)));
+    assert!(done.rounds < 30, "{}", done.rounds);
+}
+
+#[test]
 fn a_contender_that_fails_or_dies_sits_out_and_the_others_go_on() {
     let clock = Default::default();
     let mut a = Fake::new(&clock, &[10.0]);
@@ -235,11 +268,16 @@ fn rounds_cover_the_duration_in_pairs() {
         max: 30,
         precision: 0.02,
     };
-    let s = Duration::from_secs(1);
     let of = |stop, rounds| {
-        let c = Course::of(stop, s, rounds, 1);
+        let paired = crate::plan::Paired {
+            slice: Duration::from_secs(1),
+            rounds,
+            ..Default::default()
+        };
+        let c = Course::of(stop, &paired, 1);
         (c.min, c.max, c.precision)
     };
+    let s = Duration::from_secs(1);
     assert_eq!(
         of(Stop::Duration(Duration::from_secs(5)), auto),
         (6, 30, Some(0.02))

@@ -109,7 +109,7 @@ pub fn min_two_sided_p(n1: usize, n2: usize) -> f64 {
 }
 
 /// Upper tail of the standard normal, via erfc.
-fn normal_sf(z: f64) -> f64 {
+pub(crate) fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
 }
 

@@ -39,26 +39,68 @@ pub struct Ratio {
     pub rounds: usize,
 }
 
-/// Where the interval lies against the noise band.
+/// The two bands a verdict is read against (docs/verdicts.md): a change counts only when the
+/// whole interval clears the noise band; two figures are equal when the whole interval lies
+/// inside the equivalence band. Shares: 0.01 = 1 %.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bands {
+    pub noise: f64,
+    pub equivalence: f64,
+}
+
+/// What a ratio's interval proves: *different* (higher or lower), *equivalent*, or
+/// *inconclusive*.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
-    /// The whole interval is above the band.
+    /// Different: the whole interval is above the noise band.
     Higher,
-    /// The whole interval is below the band.
+    /// Different: the whole interval is below the noise band.
     Lower,
-    /// The data cannot tell: the interval contains 1 or reaches into the band.
-    Same,
+    /// The whole interval lies inside the equivalence band: no change bigger than the band,
+    /// proven (two one-sided tests, each at 2.5 %, read off the same interval).
+    Equivalent,
+    /// Neither: the data cannot tell. Also every ratio resting on one round (no interval).
+    Inconclusive,
+}
+
+impl Call {
+    /// The verdict's word in tables, JSON and CSV.
+    pub fn word(self) -> &'static str {
+        match self {
+            Call::Higher | Call::Lower => "different",
+            Call::Equivalent => "equivalent",
+            Call::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// `higher` or `lower` for a difference, else empty.
+    pub fn direction(self) -> &'static str {
+        match self {
+            Call::Higher => "higher",
+            Call::Lower => "lower",
+            _ => "",
+        }
+    }
+
+    pub fn is_different(self) -> bool {
+        matches!(self, Call::Higher | Call::Lower)
+    }
 }
 
 impl Ratio {
-    /// The verdict for a noise band of `noise` (0.01 = 1 %).
-    pub fn call(&self, noise: f64) -> Call {
-        if self.lo > 1.0 + noise {
+    /// What the interval proves against `bands`. A ratio that does not know its error (one
+    /// round, a zero-width interval) proves nothing.
+    pub fn call(&self, bands: Bands) -> Call {
+        if !knows_its_error(self) {
+            Call::Inconclusive
+        } else if self.lo > 1.0 + bands.noise {
             Call::Higher
-        } else if self.hi < 1.0 / (1.0 + noise) {
+        } else if self.hi < 1.0 / (1.0 + bands.noise) {
             Call::Lower
+        } else if self.lo >= 1.0 / (1.0 + bands.equivalence) && self.hi <= 1.0 + bands.equivalence {
+            Call::Equivalent
         } else {
-            Call::Same
+            Call::Inconclusive
         }
     }
 
@@ -66,6 +108,54 @@ impl Ratio {
     pub fn precision(&self) -> f64 {
         ((self.hi / self.lo).ln() / 2.0).exp() - 1.0
     }
+
+    /// The two-sided p-value of "the change lies inside the noise band `noise`", read off the
+    /// interval: on each side the distance from the estimate to the interval's end is taken
+    /// as 1.96 standard errors (the bootstrap distribution's tail toward the band, as a
+    /// normal one), so p < 0.05 exactly when the 95 % interval clears the band — the
+    /// interval and the p-value never disagree, and p has no floor at 1/resamples, which
+    /// Benjamini–Hochberg over a hundred verdicts needs. 1 when the ratio does not know its
+    /// error.
+    pub fn p_different(&self, noise: f64) -> f64 {
+        if !knows_its_error(self) {
+            return 1.0;
+        }
+        let (e, d) = (self.ratio.ln(), (1.0 + noise).ln());
+        let se = |half: f64| (half / 1.959_964).max(1e-12);
+        let up = super::mannwhitney::normal_sf((e - d) / se(e - self.lo.ln()));
+        let down = super::mannwhitney::normal_sf((-d - e) / se(self.hi.ln() - e));
+        (2.0 * up.min(down)).min(1.0)
+    }
+
+    /// `1.34× (1.29×–1.40×)`, in one notation: all three as divisors when the estimate is
+    /// (`÷2.1 (÷2.2–÷1.96)`), else all as factors (`0.528× (0.497×–0.554×)`).
+    pub fn span(&self) -> String {
+        let f = if self.ratio > 0.0 && self.ratio < 0.5 {
+            fmt_divisor
+        } else {
+            fmt_factor
+        };
+        format!("{} ({}–{})", f(self.ratio), f(self.lo), f(self.hi))
+    }
+}
+
+/// Which of `p` Benjamini–Hochberg rejects at false discovery rate `q`: the largest k with
+/// p₍ₖ₎ ≤ k·q/m, and every p up to it (Benjamini & Hochberg, "Controlling the false discovery
+/// rate", *J. R. Stat. Soc. B* 57, 1995; valid under the positive dependence of figures
+/// measured on the same slices, Benjamini & Yekutieli, *Ann. Statist.* 29, 2001).
+pub fn benjamini_hochberg(p: &[f64], q: f64) -> Vec<bool> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let k = (1..=m)
+        .rev()
+        .find(|&k| p[order[k - 1]] <= k as f64 * q / m as f64)
+        .unwrap_or(0);
+    let mut out = vec![false; m];
+    for &i in &order[..k] {
+        out[i] = true;
+    }
+    out
 }
 
 /// The pooled ratio contender / baseline over `reps` (each a repetition's rounds); `None`
@@ -108,6 +198,41 @@ pub fn ratio(reps: &[Rounds], seed: u64) -> Option<Ratio> {
         repetitions: logs.len(),
         rounds: logs.iter().map(Vec::len).sum(),
     })
+}
+
+/// The share of a pooled ratio's variance that comes from differences between repetitions
+/// (fresh starts) rather than between rounds: one-way random-effects variance components of
+/// the per-round log ratios, by the method of moments (between-repetition variance of the
+/// means less what the rounds' own spread explains). More rounds shrink only the rest.
+/// `None` below two repetitions with two usable rounds each.
+pub fn between_share(reps: &[Rounds]) -> Option<f64> {
+    let logs: Vec<Vec<f64>> = reps
+        .iter()
+        .map(|r| {
+            r.iter()
+                .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
+                .map(|(b, c)| (c / b).ln())
+                .collect::<Vec<f64>>()
+        })
+        .filter(|r| r.len() >= 2)
+        .collect();
+    if logs.len() < 2 {
+        return None;
+    }
+    let (mut ss, mut df) = (0.0, 0.0);
+    for r in &logs {
+        let m = mean(r);
+        ss += r.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+        df += (r.len() - 1) as f64;
+    }
+    let within = ss / df;
+    let per_rep = logs.iter().map(Vec::len).sum::<usize>() as f64 / logs.len() as f64;
+    let means: Vec<f64> = logs.iter().map(|r| mean(r)).collect();
+    let mm = mean(&means);
+    let var_means = means.iter().map(|x| (x - mm).powi(2)).sum::<f64>() / (means.len() - 1) as f64;
+    let between = (var_means - within / per_rep).max(0.0);
+    let total = between + within / per_rep;
+    Some(if total > 0.0 { between / total } else { 0.0 })
 }
 
 /// Ratios measured on different machines (the blocks of a merged, scaled-out run), each
@@ -305,6 +430,22 @@ fn normal_quantile(p: f64) -> f64 {
 /// the mean log ratio of its rounds so far — what adaptive rounds stop on. `None` before two
 /// rounds.
 pub fn round_precision(rounds: &[(f64, f64)]) -> Option<f64> {
+    round_interval(rounds).map(|(_, half)| half.exp() - 1.0)
+}
+
+/// Within one repetition: whether its rounds so far decide the figure — their 95 %
+/// t-interval clears the noise band (different) or lies inside the equivalence band
+/// (equivalent). `false` before two rounds.
+pub fn rounds_decide(rounds: &[(f64, f64)], bands: Bands) -> bool {
+    let Some((m, half)) = round_interval(rounds) else {
+        return false;
+    };
+    let (noise, equal) = ((1.0 + bands.noise).ln(), (1.0 + bands.equivalence).ln());
+    m - half > noise || m + half < -noise || m.abs() + half <= equal
+}
+
+/// The mean log ratio of `rounds` and the half-width of its 95 % t-interval.
+fn round_interval(rounds: &[(f64, f64)]) -> Option<(f64, f64)> {
     let logs: Vec<f64> = rounds
         .iter()
         .filter(|(b, c)| *b > 0.0 && *c > 0.0)
@@ -316,7 +457,7 @@ pub fn round_precision(rounds: &[(f64, f64)]) -> Option<f64> {
     }
     let m = mean(&logs);
     let sd = (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-    Some((t975(n - 1) * sd / (n as f64).sqrt()).exp() - 1.0)
+    Some((m, t975(n - 1) * sd / (n as f64).sqrt()))
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -383,16 +524,35 @@ pub fn williams(n: usize, round: usize) -> Vec<usize> {
 /// A ratio as a reader takes it in: three significant digits near 1 (`0.905×`, `1.34×`),
 /// whole factors when large (`472×`), and a divisor when small (`÷260`).
 pub fn fmt_ratio(x: f64) -> String {
+    if x > 0.0 && x < 0.5 {
+        fmt_divisor(x)
+    } else {
+        fmt_factor(x)
+    }
+}
+
+/// `x` as a factor whatever its size: `0.481×`, `1.34×`, `472×`.
+fn fmt_factor(x: f64) -> String {
     if !x.is_finite() || x <= 0.0 {
         return "—".into();
-    }
-    if x < 0.5 {
-        return format!("÷{}", factor(1.0 / x));
     }
     if x >= 2.0 {
         return format!("{}×", factor(x));
     }
     format!("{}×", three_digits(x))
+}
+
+/// `x` as a divisor whatever its size: `÷260`, `÷2.1`, `÷1.96`, `÷0.98`.
+fn fmt_divisor(x: f64) -> String {
+    if !x.is_finite() || x <= 0.0 {
+        return "—".into();
+    }
+    let d = 1.0 / x;
+    if d >= 2.0 {
+        format!("÷{}", factor(d))
+    } else {
+        format!("÷{}", three_digits(d))
+    }
 }
 
 fn factor(x: f64) -> String {
@@ -414,6 +574,11 @@ fn three_digits(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const BANDS: Bands = Bands {
+        noise: 0.01,
+        equivalence: 0.02,
+    };
 
     fn rounds(pairs: &[(f64, f64)]) -> Rounds {
         pairs.to_vec()
@@ -437,7 +602,7 @@ mod tests {
         assert!((r.ratio - 1.102).abs() < 0.005, "{r:?}");
         assert!(r.lo > 1.09 && r.hi < 1.115, "{r:?}");
         assert_eq!((r.repetitions, r.rounds), (3, 36));
-        assert_eq!(r.call(0.01), Call::Higher);
+        assert_eq!(r.call(BANDS), Call::Higher);
         assert!(r.precision() < 0.01, "{r:?}");
     }
 
@@ -459,7 +624,7 @@ mod tests {
             .collect();
         let r = ratio(&reps, 1).unwrap();
         assert!(r.lo < 1.0 && r.hi > 1.0, "{r:?}");
-        assert_eq!(r.call(0.01), Call::Same);
+        assert!(!r.call(BANDS).is_different(), "{r:?}");
     }
 
     #[test]
@@ -471,13 +636,13 @@ mod tests {
         let spread = ratio(&[rep(1.0), rep(1.05), rep(1.10)], 3).unwrap();
         assert!(tight.precision() < 0.002, "{tight:?}");
         assert!(spread.lo < 1.02 && spread.hi > 1.08, "{spread:?}");
-        assert_eq!(spread.call(0.01), Call::Same);
+        assert_eq!(spread.call(BANDS), Call::Inconclusive);
     }
 
     #[test]
     fn lower_is_found_and_nothing_is_none() {
         let r = ratio(&[rounds(&[(2.0, 1.0), (4.0, 2.1), (3.0, 1.4)])], 0).unwrap();
-        assert_eq!(r.call(0.01), Call::Lower);
+        assert_eq!(r.call(BANDS), Call::Lower);
         assert!(ratio(&[rounds(&[(0.0, 1.0)])], 0).is_none());
         assert!(ratio(&[], 0).is_none());
         // The same data, the same seed: the same interval.
@@ -498,7 +663,7 @@ mod tests {
             (hit.ratio - clean.ratio).abs() < 0.003,
             "{hit:?} vs {clean:?}"
         );
-        assert_eq!(hit.call(0.01), Call::Higher, "{hit:?}");
+        assert_eq!(hit.call(BANDS), Call::Higher, "{hit:?}");
         assert_eq!(trimmed_mean(&[1.0, 2.0, 3.0]), 2.0);
         let ten: Vec<f64> = (0..10).map(f64::from).chain([1000.0]).collect();
         assert_eq!(trimmed_mean(&ten), 5.0);
@@ -520,7 +685,7 @@ mod tests {
         assert!((c.ratio - 0.80).abs() < 0.005, "{c:?}");
         // Three machines' errors together: ±3 % / √3 ≈ ±1.7 %, not each one's ±3 %.
         assert!((c.precision() - 0.0171).abs() < 0.001, "{c:?}");
-        assert_eq!(c.call(0.01), Call::Lower);
+        assert_eq!(c.call(BANDS), Call::Lower);
         assert_eq!((c.repetitions, c.rounds), (6, 30));
         assert_eq!(
             odd_one_out(&[at(0.80, 0.03), at(0.81, 0.03), at(0.79, 0.03)]),
@@ -601,6 +766,114 @@ mod tests {
         assert!((z_two_sided(0.05) - 1.959_964).abs() < 1e-6);
         assert!((z_two_sided(0.05 / 3.0) - 2.393_980).abs() < 1e-5);
         assert!((normal_quantile(0.001) + 3.090_232).abs() < 1e-5);
+    }
+
+    #[test]
+    fn three_verdicts_read_off_one_interval() {
+        let r = |ratio, lo, hi, rounds| Ratio {
+            ratio,
+            lo,
+            hi,
+            repetitions: 2,
+            rounds,
+        };
+        assert_eq!(r(1.05, 1.02, 1.08, 20).call(BANDS), Call::Higher);
+        assert_eq!(r(0.95, 0.93, 0.98, 20).call(BANDS), Call::Lower);
+        // Inside ±2 %: proven equal within the band.
+        assert_eq!(r(1.0, 0.99, 1.012, 20).call(BANDS), Call::Equivalent);
+        // Straddling the band's edge, or too wide: cannot tell.
+        assert_eq!(r(1.01, 0.995, 1.03, 20).call(BANDS), Call::Inconclusive);
+        assert_eq!(r(1.0, 0.95, 1.05, 20).call(BANDS), Call::Inconclusive);
+        // Clear of 1 but inside the noise band: not a change worth the name, nor proven equal
+        // when it reaches past the equivalence band.
+        assert_eq!(r(1.008, 1.004, 1.012, 20).call(BANDS), Call::Equivalent);
+        // One round, or a zero-width interval, is no interval: nothing proven either way.
+        assert_eq!(r(0.93, 0.93, 0.93, 1).call(BANDS), Call::Inconclusive);
+        assert_eq!(r(0.93, 0.93, 0.93, 12).call(BANDS), Call::Inconclusive);
+        assert_eq!(r(1.0, 1.0, 1.0, 1).call(BANDS), Call::Inconclusive);
+        assert_eq!(Call::Lower.word(), "different");
+        assert_eq!(Call::Equivalent.direction(), "");
+    }
+
+    #[test]
+    fn the_p_value_agrees_with_the_interval() {
+        let r = |ratio: f64, lo: f64, hi: f64| Ratio {
+            ratio,
+            lo,
+            hi,
+            repetitions: 3,
+            rounds: 30,
+        };
+        // The interval's end exactly on the band's edge: p = 0.05.
+        let edge = r(1.05, 1.01, 1.09).p_different(0.01);
+        assert!((edge - 0.05).abs() < 1e-6, "{edge}");
+        let edge = r(0.95, 0.90, 1.0 / 1.01).p_different(0.01);
+        assert!((edge - 0.05).abs() < 1e-6, "{edge}");
+        // Clear of the band: below 0.05, the clearer the smaller; inside it: large.
+        let clear = r(1.10, 1.08, 1.12).p_different(0.01);
+        assert!(clear < 1e-6, "{clear}");
+        assert!(r(1.05, 1.02, 1.08).p_different(0.01) < 0.05);
+        assert!(r(1.01, 0.99, 1.03).p_different(0.01) > 0.5);
+        assert_eq!(r(1.2, 1.2, 1.2).p_different(0.01), 1.0);
+    }
+
+    #[test]
+    fn benjamini_hochberg_rejects_up_to_the_largest_p_under_its_line() {
+        // m = 5, q = 0.05: lines 0.01, 0.02, 0.03, 0.04, 0.05. p₍₃₎ = 0.029 ≤ 0.03 carries
+        // p₍₂₎ = 0.021 (above its own line 0.02) along.
+        let p = [0.029, 0.2, 0.004, 0.021, 0.9];
+        assert_eq!(
+            benjamini_hochberg(&p, 0.05),
+            [true, false, true, true, false]
+        );
+        assert_eq!(benjamini_hochberg(&[0.04, 0.5], 0.05), [false, false]);
+        assert_eq!(benjamini_hochberg(&[0.04], 0.05), [true]);
+        assert!(benjamini_hochberg(&[], 0.05).is_empty());
+    }
+
+    #[test]
+    fn an_interval_keeps_one_notation() {
+        let r = |ratio, lo, hi| Ratio {
+            ratio,
+            lo,
+            hi,
+            repetitions: 3,
+            rounds: 30,
+        };
+        assert_eq!(r(0.528, 0.497, 0.554).span(), "0.528× (0.497×–0.554×)");
+        assert_eq!(r(0.476, 0.455, 0.511).span(), "÷2.1 (÷2.2–÷1.96)");
+        assert_eq!(r(1.344, 1.29, 1.40).span(), "1.34× (1.29×–1.40×)");
+        assert_eq!(r(441.0, 414.0, 479.0).span(), "441× (414×–479×)");
+        assert_eq!(r(1.9, 1.8, 2.1).span(), "1.90× (1.80×–2.1×)");
+    }
+
+    #[test]
+    fn a_repetition_decides_when_its_interval_clears_a_band() {
+        let at =
+            |logs: &[f64]| -> Vec<(f64, f64)> { logs.iter().map(|l| (1.0, l.exp())).collect() };
+        // +10 % steady: different.
+        assert!(rounds_decide(&at(&[0.1, 0.1, 0.101, 0.099]), BANDS));
+        // Within ±0.2 % of 1: equal within 2 %.
+        assert!(rounds_decide(&at(&[0.002, -0.002, 0.001, -0.001]), BANDS));
+        // ±5 % spread around +1.5 %: neither yet.
+        assert!(!rounds_decide(&at(&[0.065, -0.035, 0.065, -0.035]), BANDS));
+        assert!(!rounds_decide(&at(&[0.1]), BANDS));
+    }
+
+    #[test]
+    fn the_spread_between_fresh_starts_is_told_from_the_rounds() {
+        let wobble = |level: f64| -> Rounds {
+            (0..10)
+                .map(|k| (1.0, level * if k % 2 == 0 { 1.01 } else { 0.99 }))
+                .collect()
+        };
+        // Repetitions that agree: the spread is all rounds.
+        let same = between_share(&[wobble(1.0), wobble(1.0), wobble(1.0)]).unwrap();
+        assert!(same < 0.01, "{same}");
+        // Repetitions 10 % apart, rounds tight: the spread is all between starts.
+        let apart = between_share(&[wobble(1.0), wobble(1.1), wobble(1.2)]).unwrap();
+        assert!(apart > 0.9, "{apart}");
+        assert_eq!(between_share(&[wobble(1.0)]), None);
     }
 
     #[test]
