@@ -1,11 +1,19 @@
-"""Calibration of bakeoff's verdicts (issue 11): how often two identical builds are called
-different (A/A false positives), and how often a build that spends 5 % or 2 % more CPU per
-request is found dearer (A/B detection), for the paired order and the interleaved order side
-by side. Each comparison is a small real bake-off of the demo server (`demo-server v2`
-against itself, or against itself with `--work`), 3 repetitions, one scenario point.
+"""Calibration of bakeoff's verdicts (issues 11 and 26): how often two identical builds are
+called different (A/A false positives, counted per *report*: any different cell at any point
+and figure), how often they are proven equivalent (per cell), and how often a build that
+spends 5 % or 2 % more CPU per request is found dearer (A/B detection), for the paired order
+and the interleaved order side by side. Each comparison is a small real bake-off of the demo
+server (`demo-server v2` against itself, or against itself with `--work`), 3 repetitions,
+one scenario point — or POINTS=24 (a matrix of 6 values × clients 1, 2, 4, 8).
 
     N=20 CLIENTS=4 DURATION=1s python3 benches/calibrate.py
+    N=20 POINTS=24 ORDERS=paired ROWS="A/A" python3 benches/calibrate.py
+    N=20 ORDERS=paired ROWS="+2 % CPU" PAIRED='precision = "0.5%", max_rounds = 120' python3 benches/calibrate.py
     SHARDS=3 REPETITIONS=6 N=10 ORDERS=paired ROWS="A/A,+5 % CPU" python3 benches/calibrate.py
+
+Paired rows also print how often each of the three words (different, equivalent,
+inconclusive) appears per figure, from the report's typed data, and the seconds one
+comparison took.
 
 With SHARDS=K (root only) each comparison runs as K shards, each in its own network and UTS
 namespace (scripts/simulate-shards.sh: K simulated machines, REPETITIONS/K repetitions each),
@@ -35,6 +43,8 @@ ORDERS = os.environ.get("ORDERS", "paired,interleaved").split(",")
 ROWS = os.environ.get("ROWS", "A/A,+5 % CPU,+2 % CPU").split(",")
 PAIRED = os.environ.get("PAIRED", "")
 SHARDS = int(os.environ.get("SHARDS", "1"))
+POINTS = int(os.environ.get("POINTS", "1"))
+FIGURES = ["CPU_per_request", "throughput", "p99"]
 
 
 def contender(name, work_us):
@@ -54,7 +64,17 @@ def plan(order, work_us, reps=REPS, single=False):
         if PAIRED and order == "paired":
             head += f"paired = {{ {PAIRED} }}\n"
     body = contender("a", 0) + ("" if single else contender("b", work_us))
-    scenario = f"""
+    if POINTS == 24 and not single:
+        scenario = f"""
+[[scenario]]
+name = "block"
+http = "GET /block/{{k}}{{rand:0..1000}}"
+matrix = {{ k = [1, 2, 3, 4, 5, 6] }}
+clients = [1, 2, 4, 8]
+duration = "{DURATION}"
+"""
+    else:
+        scenario = f"""
 [[scenario]]
 name = "block"
 http = "GET /block/{{rand:0..10000}}"
@@ -82,6 +102,24 @@ def run(text, shards=1):
         return results, report
 
 
+def words(report):
+    """Contender b's verdicts in the serving table's typed data: [(figure, verdict, call)]
+    for every point and figure."""
+    t = next(t for t in report["tables"] if t["id"].startswith("serving-"))
+    d = t["data"]
+    head = d["head"]
+    out = []
+    for row in d["rows"]:
+        if row[head.index("contender")] != "b":
+            continue
+        for f in FIGURES:
+            if f + "_verdict" in head:
+                v = row[head.index(f + "_verdict")]
+                if v:
+                    out.append((f, v, row[head.index(f + "_call")]))
+    return out
+
+
 def cell(report, column):
     """The cell of contender b in the serving table's `column`."""
     t = next(t for t in report["tables"] if t["id"].startswith("serving-"))
@@ -90,8 +128,8 @@ def cell(report, column):
 
 
 def ratio_of(text):
-    """`1.05× (1.02×–1.08×) more …` → 1.05; `~ 0.998× (…) …` → 0.998."""
-    word = text.lstrip("~ ").split(" ")[0]
+    """`1.05× (1.02×–1.08×) more …` → 1.05; `≈ 0.998× (…) …` → 0.998."""
+    word = text.lstrip("~≈? ").split(" ")[0]
     if word.startswith("÷"):
         return 1 / float(word[1:].rstrip("×"))
     return float(word.rstrip("×"))
@@ -144,45 +182,73 @@ def main():
     for order in ORDERS:
         for label, extra in rows_wanted:
             hits, thr_hits, ratios, blamed = 0, 0, [], 0
+            tally = {f: {"different": 0, "equivalent": 0, "inconclusive": 0} for f in FIGURES}
+            seconds = []
             for i in range(N):
+                t0 = time.time()
                 _, report = run(plan(order, work.get(extra, 0.0)), SHARDS)
+                seconds.append(time.time() - t0)
                 blamed += any(f.get("kind") == "machine_disagrees" for f in report["findings"])
                 if order == "paired":
-                    cpu = cell(report, "CPU per request ×")
-                    thr = cell(report, "throughput ×")
-                    ratios.append(ratio_of(cpu))
-                    called = not cpu.startswith("~")
+                    w = words(report)
+                    for f, v, _ in w:
+                        tally[f][v] += 1
+                    if POINTS == 1:
+                        ratios.append(ratio_of(cell(report, "CPU per request ×")))
                     if extra == 0:
-                        hits += called
-                        thr_hits += not thr.startswith("~")
+                        # A/A: the whole report counts, every point and figure.
+                        hits += any(v == "different" for _, v, _ in w)
+                        thr_hits += any(f == "throughput" and v == "different" for f, v, _ in w)
                     else:
-                        hits += "more CPU per request" in cpu
-                        thr_hits += "less throughput" in thr
+                        cpu = [(v, c) for f, v, c in w if f == "CPU_per_request"]
+                        hits += all(v == "different" and c == "higher" for v, c in cpu)
+                        thr_hits += all(v == "different" and c == "lower" for f, v, c in w if f == "throughput")
                 else:
                     v = cell(report, "verdict")
                     called = v in ("faster", "slower")
                     hits += called if extra == 0 else v == "slower"
-                print(f"{order} {label} #{i + 1}: {report['summary'][2] if len(report['summary']) > 2 else ''}"[:200], file=sys.stderr)
-            rows.append((order, label, hits, thr_hits, ratios, blamed))
+                print(f"{order} {label} #{i + 1} ({seconds[-1]:.0f} s): {[x for x in report['summary'] if 'Serving' in x or 'Error control' in x]}"[:300], file=sys.stderr)
+            rows.append((order, label, hits, thr_hits, ratios, blamed, tally, seconds))
     minutes = (time.time() - started) / 60
     settings = f"; paired = {{ {PAIRED} }}" if PAIRED else ""
     if SHARDS > 1:
         settings += f"; as {SHARDS} shards on simulated machines (network + UTS namespaces), merged"
-    print(f"\n{N} comparisons per row, {REPS} repetitions each, {CLIENTS} clients, {DURATION} per point{settings}; {minutes:.0f} min in all; base cost {cost:.2f} µs/request; --work {work[0.05]:.3f} µs for +5 %, {work[0.02]:.3f} µs for +2 %\n")
-    print("| order | comparison | verdict on | called different | rate (95% Wilson) | median ratio measured |")
-    print("|---|---|---|---|---|---|")
-    for order, label, hits, thr_hits, ratios, blamed in rows:
+    points = "24 points (6 matrix values × clients 1, 2, 4, 8)" if POINTS == 24 else f"one point, {CLIENTS} clients"
+    print(f"\n{N} comparisons per row, {REPS} repetitions each, {points}, {DURATION} per point{settings}; {minutes:.0f} min in all; base cost {cost:.2f} µs/request; --work {work[0.05]:.3f} µs for +5 %, {work[0.02]:.3f} µs for +2 %\n")
+    print("| order | comparison | verdict on | called different | rate (95% Wilson) | median ratio measured | seconds per comparison |")
+    print("|---|---|---|---|---|---|---|")
+    for order, label, hits, thr_hits, ratios, blamed, tally, seconds in rows:
         lo, hi = wilson(hits, N)
         what = "CPU per request" if order == "paired" else "throughput (U test)"
+        if order == "paired" and extra_of(label) == 0:
+            what = "any figure, any point (the whole report)"
         med = sorted(ratios)[len(ratios) // 2] if ratios else None
-        print(f"| {order} | {label} | {what} | {hits}/{N} | {hits / N:.0%} ({lo:.0%}–{hi:.0%}) | {'%.3f×' % med if med else '—'} |")
+        secs = sorted(seconds)[len(seconds) // 2]
+        print(f"| {order} | {label} | {what} | {hits}/{N} | {hits / N:.0%} ({lo:.0%}–{hi:.0%}) | {'%.3f×' % med if med else '—'} | {secs:.0f} |")
         if order == "paired":
             lo, hi = wilson(thr_hits, N)
-            print(f"| {order} | {label} | throughput | {thr_hits}/{N} | {thr_hits / N:.0%} ({lo:.0%}–{hi:.0%}) | |")
+            what = "throughput, any point" if extra_of(label) == 0 else "throughput"
+            print(f"| {order} | {label} | {what} | {thr_hits}/{N} | {thr_hits / N:.0%} ({lo:.0%}–{hi:.0%}) | | |")
         if SHARDS > 1:
             lo, hi = wilson(blamed, N)
-            print(f"| {order} | {label} | a machine disagrees (finding) | {blamed}/{N} | {blamed / N:.0%} ({lo:.0%}–{hi:.0%}) | |")
+            print(f"| {order} | {label} | a machine disagrees (finding) | {blamed}/{N} | {blamed / N:.0%} ({lo:.0%}–{hi:.0%}) | | |")
+    if "paired" in ORDERS:
+        print("\nHow often each word appears, per cell (contender b's verdicts at every point):\n")
+        print("| comparison | figure | cells | different | equivalent (±2 %) | inconclusive |")
+        print("|---|---|---|---|---|---|")
+        for order, label, _, _, _, _, tally, _ in rows:
+            if order != "paired":
+                continue
+            for f, t in tally.items():
+                n = sum(t.values())
+                if n == 0:
+                    continue
+                share = lambda k: f"{t[k]} ({t[k] / n:.0%})"
+                print(f"| {label} | {f.replace('_', ' ')} | {n} | {share('different')} | {share('equivalent')} | {share('inconclusive')} |")
 
+
+def extra_of(label):
+    return {"A/A": 0.0, "+5 % CPU": 0.05, "+2 % CPU": 0.02}[label]
 
 if __name__ == "__main__":
     main()

@@ -596,6 +596,8 @@ fn the_github_workflow_has_a_job_per_shard_and_a_merge() {
         "--fail-on-diff",
         "--fail-on-regression",
         "5%",
+        "--fail-unless-equivalent",
+        "3%",
         "--setup",
         "sudo apt-get install -y etcd-server",
     ]);
@@ -639,7 +641,7 @@ fn the_github_workflow_has_a_job_per_shard_and_a_merge() {
         .any(|s| s["uses"] == "actions/download-artifact@v4"
             && s["with"]["pattern"] == "bakeoff-shard-*"));
     assert!(msteps.iter().any(|s| s["run"]
-        == "bakeoff merge shards/* --out merged --fail-on-diff --fail-on-regression 5%"));
+        == "bakeoff merge shards/* --out merged --fail-on-diff --fail-on-regression 5% --fail-unless-equivalent 3%"));
 
     // More shards than repetitions is refused, naming the plan.
     let (code, _, err) = bakeoff(&["ci", "github", plan, "--shards", "4"]);

@@ -97,7 +97,7 @@ fn ten_percent_more_cpu_per_request_is_found() {
     let plan = format!(
         r#"
 name = "work"
-repetitions = 2
+repetitions = 3
 baseline = "plain"
 paired = {{ noise = "2%" }}
 {}
@@ -150,6 +150,42 @@ duration = "2s"
         err.contains("more CPU per request, not within ±2%"),
         "{err}"
     );
+}
+
+#[test]
+fn nginx_writing_its_access_log_is_found_dearer_at_16_clients() {
+    let Some(nginx) = nginx_bin() else { return };
+    let dir = TempDir::new("verdicts-access-log");
+    // Each contender's config in its own folder: the helper writes one per folder.
+    let (quiet, logging) = (dir.path().join("quiet"), dir.path().join("logging"));
+    let plan = format!(
+        r#"
+name = "nginx access log"
+repetitions = 3
+baseline = "quiet"
+{}
+{}
+[[scenario]]
+name = "index"
+http = "GET /index.html"
+clients = 16
+duration = "2s"
+"#,
+        nginx_contender("quiet", &nginx, &quiet),
+        nginx_contender_with(
+            "logging",
+            &nginx,
+            &logging,
+            "access_log @STATE@/access.log;"
+        )
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let r = Results::load(&run.out_dir).unwrap();
+    let a = Analysis::of(&r);
+    let cpu = a.verdicts[0].get(Figure::CpuPerRequest).unwrap();
+    eprintln!("access log on, 16 clients: {cpu}");
+    assert_eq!(cpu.call, Call::Higher, "{cpu}");
 }
 
 /// A contender running bakeoff's own demo server v2, with `extra` arguments.

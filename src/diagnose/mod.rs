@@ -115,7 +115,7 @@ pub enum Finding {
         places: Vec<String>,
     },
     /// The serving table's medians and a paired verdict's estimate disagree by more than
-    /// the noise band beyond its interval (`report::verdicts::Trim`): the estimate's trimmed
+    /// 5 % (`report::verdicts::Trim`): the estimate's trimmed
     /// mean left out rounds that were bad for one side only (`whose`), or the medians weigh
     /// something the paired rounds do not.
     TrimmedAway {

@@ -78,6 +78,76 @@ struct JsonReport<'a> {
     findings: &'a [Finding],
     compat: &'a [CompatReport],
     warnings: &'a [String],
+    /// Paired runs: every verdict, typed (docs/verdicts.md).
+    verdicts: Vec<JsonVerdict>,
+    /// Paired runs: the family of those verdicts and its error control.
+    error_control: Option<JsonFamily>,
+}
+
+#[derive(Serialize)]
+struct JsonVerdict {
+    point: String,
+    contender: String,
+    baseline: String,
+    figure: &'static str,
+    ratio: f64,
+    lo: f64,
+    hi: f64,
+    /// `different`, `equivalent` or `inconclusive`.
+    verdict: &'static str,
+    /// A difference's direction: `higher` or `lower`; else null.
+    direction: Option<&'static str>,
+    /// The p-value of "inside the noise band".
+    p: f64,
+    /// Its interval cleared the noise band, but the error control held it back.
+    held_back: bool,
+    /// The interval's half-width (±share): changes under it could not be told.
+    half_width: f64,
+    /// Inconclusive ones: what would settle it.
+    settle: Option<String>,
+    repetitions: usize,
+    rounds: usize,
+}
+
+#[derive(Serialize)]
+struct JsonFamily {
+    comparisons: usize,
+    verdicts: usize,
+    method: &'static str,
+    fdr: f64,
+    different: usize,
+    equivalent: usize,
+    inconclusive: usize,
+    held_back: usize,
+}
+
+fn json_verdicts(a: &Analysis) -> Vec<JsonVerdict> {
+    let max_rounds = a.results.paired.as_ref().and_then(|p| p.max_rounds);
+    a.verdicts
+        .iter()
+        .flat_map(|v| {
+            v.verdicts.iter().map(move |x| {
+                let half = x.ratio.precision();
+                JsonVerdict {
+                    point: v.point.to_string(),
+                    contender: v.contender.clone(),
+                    baseline: v.baseline.clone(),
+                    figure: x.figure.name(),
+                    ratio: x.ratio.ratio,
+                    lo: x.ratio.lo,
+                    hi: x.ratio.hi,
+                    verdict: x.call.word(),
+                    direction: Some(x.call.direction()).filter(|d| !d.is_empty()),
+                    p: x.p,
+                    held_back: x.held_back,
+                    half_width: if half.is_finite() { half } else { 0.0 },
+                    settle: x.settle(max_rounds),
+                    repetitions: x.ratio.repetitions,
+                    rounds: x.ratio.rounds,
+                }
+            })
+        })
+        .collect()
 }
 
 impl Exporter for Json {
@@ -95,6 +165,17 @@ impl Exporter for Json {
             findings: &a.findings,
             compat: &a.compat,
             warnings: &r.warnings,
+            verdicts: json_verdicts(a),
+            error_control: a.family.as_ref().map(|f| JsonFamily {
+                comparisons: f.comparisons,
+                verdicts: f.verdicts,
+                method: "benjamini-hochberg",
+                fdr: f.fdr,
+                different: f.different,
+                equivalent: f.equivalent,
+                inconclusive: f.inconclusive,
+                held_back: f.held_back,
+            }),
         };
         let mut bytes = serde_json::to_vec_pretty(&report).expect("a report serializes");
         bytes.push(b'\n');

@@ -14,6 +14,11 @@
 //! their Application*, 1997, §3.8 "multistage sampling"; Kalibera & Jones, "Rigorous
 //! benchmarking in reasonable time", ISMM 2013, which applies it to benchmark ratios).
 //!
+//! With few repetitions the interval is at least Student's t over the repetitions' own
+//! estimates: a cluster bootstrap of 2 or 3 clusters underestimates their spread, and a
+//! calibration of 24-point A/A reports at 2 repetitions found "different" cells in half of
+//! them before this floor.
+//!
 //! The verdict comes from the interval alone: a change is reported only when the whole
 //! interval lies outside the noise band around 1 (for a band of 1 %: above 1.01 or below
 //! 1/1.01). An interval that contains 1, or reaches into the band, reads `~`: on a shared
@@ -191,11 +196,24 @@ pub fn ratio(reps: &[Rounds], seed: u64) -> Option<Ratio> {
     }
     draws.sort_by(f64::total_cmp);
     let at = |q: f64| draws[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+    let (mut lo, mut hi) = (at(0.025).min(point), at(0.975).max(point));
+    // Few repetitions: the bootstrap cannot see how much fresh starts differ (resampling 2
+    // or 3 of them, it takes their spread for smaller than it is), so the interval is at
+    // least Student's t over the repetitions' own estimates — exact for normal repetition
+    // means however few, and what an instance-to-instance difference needs.
+    let j = logs.len();
+    if j >= 2 {
+        let means: Vec<f64> = logs.iter().map(|r| trimmed_mean(r)).collect();
+        let sd = (means.iter().map(|m| (m - point).powi(2)).sum::<f64>() / (j - 1) as f64).sqrt();
+        let half = t975(j - 1) * sd / (j as f64).sqrt();
+        lo = lo.min(point - half);
+        hi = hi.max(point + half);
+    }
     Some(Ratio {
         ratio: point.exp(),
-        lo: at(0.025).exp().min(point.exp()),
-        hi: at(0.975).exp().max(point.exp()),
-        repetitions: logs.len(),
+        lo: lo.exp(),
+        hi: hi.exp(),
+        repetitions: j,
         rounds: logs.iter().map(Vec::len).sum(),
     })
 }
@@ -637,6 +655,25 @@ mod tests {
         assert!(tight.precision() < 0.002, "{tight:?}");
         assert!(spread.lo < 1.02 && spread.hi > 1.08, "{spread:?}");
         assert_eq!(spread.call(BANDS), Call::Inconclusive);
+    }
+
+    #[test]
+    fn two_fresh_starts_that_disagree_prove_nothing() {
+        // Two repetitions, each steady on its own (+3 % and +5 %): resampling two cannot
+        // tell how much a third start would differ, so the interval is Student's t on two
+        // estimates (t = 12.7), not the bootstrap's [1.03, 1.05].
+        let rep = |level: f64| -> Rounds {
+            (0..20)
+                .map(|k| (1.0, level * (1.0 + 0.001 * (k % 3) as f64)))
+                .collect()
+        };
+        let r = ratio(&[rep(1.03), rep(1.05)], 1).unwrap();
+        assert!(r.lo < 1.0 && r.hi > 1.1, "{r:?}");
+        assert_eq!(r.call(BANDS), Call::Inconclusive);
+        // Starts that agree keep a narrow interval.
+        let r = ratio(&[rep(1.05), rep(1.05), rep(1.05)], 1).unwrap();
+        assert!(r.precision() < 0.005, "{r:?}");
+        assert_eq!(r.call(BANDS), Call::Higher);
     }
 
     #[test]

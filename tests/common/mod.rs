@@ -394,13 +394,20 @@ pub fn nginx_contender_with(name: &str, nginx: &Path, dir: &Path, http_extra: &s
 pid @STATE@/nginx.pid; error_log stderr;
 events {{ worker_connections 1024; }}
 http {{
-  access_log off; keepalive_requests 100000; {http_extra}
+  {access} keepalive_requests 100000; {http_extra}
   client_body_temp_path @STATE@; proxy_temp_path @STATE@; fastcgi_temp_path @STATE@;
   uwsgi_temp_path @STATE@; scgi_temp_path @STATE@;
   server {{ listen 127.0.0.1:@PORT@; root {}; }}
 }}
 "#,
             www.display(),
+            // Extra directives that log take the place of `access_log off`, which would
+            // cancel them.
+            access = if http_extra.contains("access_log") {
+                ""
+            } else {
+                "access_log off;"
+            },
         ),
     )
     .unwrap();

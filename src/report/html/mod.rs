@@ -30,6 +30,7 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
          .charts{{display:flex;flex-wrap:wrap;gap:16px}}svg{{background:#fff;border:1px solid #ddd}}\
          .finding{{background:#fff6e0;border-left:4px solid #f0a000;padding:4px 8px;margin:4px 0}}\
          details{{margin:2px 0 2px 1em}}pre{{background:#f7f7f7;padding:6px;white-space:pre-wrap;word-break:break-all}}\
+         td.different{{font-weight:600;background:#fdecea}}td.equivalent{{background:#e8f5e9}}td.inconclusive{{color:#666;font-style:italic}}\
          </style></head><body>\n<h1>{}</h1>\n",
         esc(&r.name),
         esc(&r.name)
@@ -129,6 +130,22 @@ fn code_spans(text: &str) -> String {
     out
 }
 
+/// Which of the three verdicts a paired cell reads, for its style: `≈ …` equivalent, `? …`
+/// inconclusive, `1.34× (1.29×–1.40×) more …` different.
+fn verdict_class(cell: &str) -> Option<&'static str> {
+    if cell.starts_with("≈ ") {
+        return Some("equivalent");
+    }
+    if cell.starts_with("? ") {
+        return Some("inconclusive");
+    }
+    let interval = cell.contains(" (") && cell.contains('–');
+    let number = cell.starts_with('÷') || cell.starts_with(|c: char| c.is_ascii_digit());
+    let words = [" more ", " less ", " higher ", " lower "];
+    (interval && number && cell.contains(")") && words.iter().any(|w| cell.contains(w)))
+        .then_some("different")
+}
+
 fn table_html(t: &Table) -> String {
     let mut out = format!("<h2>{}</h2>\n<table><tr>", code_spans(&t.title));
     for h in &t.head {
@@ -138,7 +155,14 @@ fn table_html(t: &Table) -> String {
     for row in &t.rows {
         out.push_str("<tr>");
         for c in row {
-            let _ = write!(out, "<td>{}</td>", esc(c));
+            match verdict_class(c) {
+                Some(class) => {
+                    let _ = write!(out, "<td class=\"{class}\">{}</td>", esc(c));
+                }
+                None => {
+                    let _ = write!(out, "<td>{}</td>", esc(c));
+                }
+            }
         }
         out.push_str("</tr>\n");
     }
@@ -243,5 +267,26 @@ mod tests {
         );
         // An unpaired `**` is left as written rather than bolding the rest of the page.
         assert_eq!(inline("a ** b"), "a ** b");
+    }
+
+    #[test]
+    fn the_three_verdicts_are_told_apart_at_a_glance() {
+        let c = verdict_class;
+        assert_eq!(
+            c("1.34× (1.29×–1.40×) more CPU per request"),
+            Some("different")
+        );
+        assert_eq!(c("÷2.1 (÷2.2–÷1.96) lower p99"), Some("different"));
+        assert_eq!(
+            c("≈ 1.00× (0.990×–1.01×) throughput equal within ±2%"),
+            Some("equivalent")
+        );
+        assert_eq!(
+            c("? 1.03× (0.980×–1.08×) throughput inconclusive (±5%)"),
+            Some("inconclusive")
+        );
+        assert_eq!(c("3 × 30 (limit)"), None);
+        assert_eq!(c("10329"), None);
+        assert_eq!(c("v2"), None);
     }
 }
