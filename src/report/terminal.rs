@@ -12,12 +12,15 @@ use crate::runner::Reporter;
 /// Prints each event as a line on stderr (and a progress bar while a point runs, on a TTY).
 pub struct Terminal {
     bar: super::progress::Bar,
+    /// Paired order: the run's points and the one in rounds now.
+    paired: super::progress::Rounds,
 }
 
 impl Terminal {
     pub fn new(tty: bool) -> Terminal {
         Terminal {
             bar: super::progress::Bar::new(tty),
+            paired: super::progress::Rounds::default(),
         }
     }
 }
@@ -58,7 +61,22 @@ impl Reporter for Terminal {
     }
     fn point_started(&mut self, _contender: &str, _scenario: &str, _point: &str) {}
     fn load_progress(&mut self, p: Progress) {
-        self.bar.update(p);
+        // A paired point's slices are 100 ms each: their own bar would restart ten times a
+        // second; the rounds' line stands instead.
+        if !self.paired.in_point() {
+            self.bar.update(p);
+        }
+    }
+    fn paired_points(&mut self, total: usize) {
+        self.paired.total = total;
+    }
+    fn rounds_started(&mut self, scenario: &str, point: &str, max: u32) {
+        self.paired
+            .start(scenario, point, max, std::time::Instant::now());
+    }
+    fn round_done(&mut self, round: u32) {
+        let line = self.paired.round(round, std::time::Instant::now());
+        self.bar.line(&line);
     }
     fn point_done(
         &mut self,
@@ -95,6 +113,7 @@ impl Reporter for Terminal {
     }
     fn rounds_done(&mut self, scenario: &str, point: &str, rounds: u32, precision: Option<f64>) {
         self.bar.finish();
+        self.paired.done(std::time::Instant::now());
         let within = precision.map_or(String::new(), |p| {
             format!(", main ratio within ±{:.1}%", p * 100.0)
         });

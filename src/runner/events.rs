@@ -43,6 +43,13 @@ pub trait Reporter {
         _precision: Option<f64>,
     ) {
     }
+    /// Paired order, before the first block: how many paired points the run will measure
+    /// (blocks × points), for an estimate of the time left.
+    fn paired_points(&mut self, _total: usize) {}
+    /// Paired order: a point's rounds begin (at most `max` clean ones).
+    fn rounds_started(&mut self, _scenario: &str, _point: &str, _max: u32) {}
+    /// Paired order: `round` rounds of the point are done.
+    fn round_done(&mut self, _round: u32) {}
     fn compat_done(&mut self, _set: &str, _cases: usize) {}
     /// A contender built from source: building, waiting, built, cached.
     fn build_progress(&mut self, _text: &str) {}

@@ -69,6 +69,18 @@ pub(super) fn serve_all(
     results: &mut Results,
     rep: &mut dyn Reporter,
 ) -> anyhow::Result<()> {
+    let paired = blocks.iter().filter(|b| b.paired).count();
+    if paired > 0 {
+        // Capacity searches and ramps follow each contender alone, not in rounds.
+        let points: usize = ctx
+            .plan
+            .scenarios
+            .iter()
+            .filter(|s| s.capacity.is_none() && s.stages.is_empty())
+            .map(|s| s.points.len())
+            .sum();
+        rep.paired_points(paired * points);
+    }
     for b in blocks {
         if ctx.cancel.is_cancelled() {
             break;

@@ -112,6 +112,7 @@ fn in_rounds(
     let mut subjects: Vec<&mut dyn Serving> =
         serving.iter_mut().map(|x| x as &mut dyn Serving).collect();
     let course = Course::of(s.stop, paired, repetition);
+    rep.rounds_started(&s.name, &p.label, course.max);
     let done = rounds::run(&mut subjects, course, &baselines, &id, &ctx.cancel, rep);
     rep.rounds_done(&s.name, &p.label, done.rounds, done.reached);
     done.points

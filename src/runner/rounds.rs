@@ -131,6 +131,7 @@ pub(super) fn run(
         if !stolen {
             clean += 1;
         }
+        rep.round_done(round);
         if clean >= min && round % 2 == 0 {
             if let Some(target) = precision {
                 reached = worst_precision(&outs, baselines);
