@@ -70,6 +70,32 @@ fn an_unreachable_server_is_one_clear_error() {
 }
 
 #[test]
+fn reflection_gives_up_after_the_timeout_given() {
+    // A server that accepts and never says a word: reflection waits out --timeout, not its
+    // own 20 s.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let held = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for c in silent.incoming().take(1).flatten() {
+            kept.push(c);
+            std::thread::sleep(std::time::Duration::from_secs(5));
+        }
+    });
+    let started = std::time::Instant::now();
+    fails_with(
+        &["call", "--grpc", &url, "--list", "--timeout", "300ms"],
+        &["reflection gave no answer within 300.0 ms"],
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    held.join().unwrap();
+}
+
+#[test]
 fn proto_mistakes_point_at_file_line_and_column() {
     let d = dir_with(
         "bad.proto",

@@ -338,6 +338,43 @@ requests = 20
     assert!(text.contains("last-line\n"), "the tail is kept");
 }
 
+/// Setup commands' output is capped like a member's (issue 25, item 9): 40 MB of it leaves a
+/// log of the default limit (16 MiB) with its head, a line saying what was dropped and its
+/// tail, and a second step's output after it.
+#[test]
+fn a_flooding_setup_command_cannot_fill_the_disk() {
+    let dir = TempDir::new("hostile-setup-flood");
+    let plan = r#"
+name = "setup flood"
+repetitions = 1
+[[contender]]
+name = "loud"
+setup = [["sh", "-c", "echo setup-first; yes setup-line | head -c 40000000; echo setup-last"], ["sh", "-c", "echo second-step >&2"]]
+command = ["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1"]
+ready = { http = "http://127.0.0.1:{port}/", timeout = "60s" }
+"#;
+    let r = run_plan(dir.path(), plan, &[]);
+    assert!(r.output.status.success(), "{}", r.stderr());
+    let log = r.out_dir.join("logs/loud.r1.setup.log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.len() <= (16 << 20) + 200, "{} bytes", text.len());
+    assert!(
+        text.starts_with("setup-first\nsetup-line\n"),
+        "{}",
+        &text[..60]
+    );
+    assert!(
+        text.contains("bytes of output dropped here"),
+        "no dropped line"
+    );
+    assert!(text.contains("setup-last\n"), "the tail is kept");
+    assert!(
+        text.ends_with("second-step\n"),
+        "the second step follows: {:?}",
+        &text[text.len() - 40..]
+    );
+}
+
 #[test]
 fn a_placeholder_typo_on_the_command_line_is_warned_about() {
     let Some(nginx) = start_nginx() else { return };

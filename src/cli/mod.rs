@@ -845,14 +845,14 @@ impl TargetArgs {
         let endpoint = Endpoint::parse(url).context("--grpc")?;
         Ok((
             endpoint,
-            Descriptors::new(self.protos.clone(), self.includes.clone()),
+            Descriptors::within(self.protos.clone(), self.includes.clone(), self.timeout),
         ))
     }
 
     /// Builds the protocol client the flags describe. `keep_body` keeps answers for printing.
     pub fn build(&self, keep_body: bool) -> anyhow::Result<Client> {
         let (call, endpoint) = self.call()?;
-        let protos = Descriptors::new(self.protos.clone(), self.includes.clone());
+        let protos = Descriptors::within(self.protos.clone(), self.includes.clone(), self.timeout);
         let opts = Options {
             seed: self.seed,
             keep_body,

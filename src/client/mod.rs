@@ -38,15 +38,27 @@ struct Sources {
     pool: OnceLock<Result<DescriptorPool, String>>,
     /// By `scheme://authority`; failures are not kept (the server may not be up yet).
     reflected: Mutex<HashMap<String, Arc<Reflected>>>,
+    /// How long one reflection conversation may take.
+    reflect_within: Duration,
 }
+
+/// How long a reflection conversation may take unless told otherwise (`--timeout`).
+pub const REFLECTION_TIMEOUT: Duration = Duration::from_secs(20);
 
 impl Descriptors {
     pub fn new(files: Vec<PathBuf>, includes: Vec<PathBuf>) -> Descriptors {
+        Descriptors::within(files, includes, REFLECTION_TIMEOUT)
+    }
+
+    /// As [`Descriptors::new`], with reflection given at most `timeout` (a command's
+    /// `--timeout`).
+    pub fn within(files: Vec<PathBuf>, includes: Vec<PathBuf>, timeout: Duration) -> Descriptors {
         Descriptors(Arc::new(Sources {
             files,
             includes,
             pool: OnceLock::new(),
             reflected: Mutex::new(HashMap::new()),
+            reflect_within: timeout,
         }))
     }
 
@@ -56,7 +68,10 @@ impl Descriptors {
         if let Some(r) = self.0.reflected.lock().expect("not poisoned").get(&key) {
             return Ok(r.clone());
         }
-        let r = Arc::new(reflection::reflect_blocking(endpoint).map_err(GrpcSetupError::Proto)?);
+        let r = Arc::new(
+            reflection::reflect_blocking(endpoint, self.0.reflect_within)
+                .map_err(GrpcSetupError::Proto)?,
+        );
         self.0
             .reflected
             .lock()

@@ -206,7 +206,7 @@ pub fn diff_endpoints(
     noise: &[String],
     timeout: Duration,
 ) -> anyhow::Result<DiffOutcome> {
-    let protos = Descriptors::new(file.protos.clone(), file.includes.clone());
+    let protos = Descriptors::within(file.protos.clone(), file.includes.clone(), timeout);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -57,6 +57,8 @@ fn copy_into(
 ) -> std::io::Result<()> {
     let head_max = limit / 2;
     let tail_max = (limit - head_max) as usize;
+    // A log that already holds something (a second setup step) is added to after it.
+    let base = file.seek(SeekFrom::End(0))?;
     let mut head = 0u64;
     let mut tail: VecDeque<u8> = VecDeque::new();
     let mut dropped = 0u64;
@@ -90,24 +92,26 @@ fn copy_into(
             dirty = true;
         }
         if dirty && last.elapsed() >= TAIL_EVERY {
-            write_tail(&mut file, head, &tail, dropped)?;
+            write_tail(&mut file, base + head, head, &tail, dropped)?;
             dirty = false;
             last = Instant::now();
         }
     }
     if dirty {
-        write_tail(&mut file, head, &tail, dropped)?;
+        write_tail(&mut file, base + head, head, &tail, dropped)?;
     }
     Ok(())
 }
 
+/// Writes the tail at offset `at` of the file, after a head of `head` bytes.
 fn write_tail(
     file: &mut File,
+    at: u64,
     head: u64,
     tail: &VecDeque<u8>,
     dropped: u64,
 ) -> std::io::Result<()> {
-    file.seek(SeekFrom::Start(head))?;
+    file.seek(SeekFrom::Start(at))?;
     if dropped > 0 {
         write!(
             file,

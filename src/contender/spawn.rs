@@ -261,17 +261,43 @@ pub struct Oneshot<'a> {
     pub limit: Duration,
 }
 
-/// Starts a command's guard; its PID.
-fn spawn_guarded(o: &Oneshot) -> Result<i32, String> {
-    let (out, err) = match o.log {
+/// A pipe, both ends closed on exec (the child gets the writing end as its stdout/stderr).
+fn pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
+    use std::os::fd::FromRawFd as _;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two new descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made and belong to nothing else.
+    Ok(unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// Starts a command's guard: its PID, and the thread copying its output into its log
+/// (capped at [`crate::plan::DEFAULT_LOG_LIMIT`] per command, as a member's log is).
+fn spawn_guarded(o: &Oneshot) -> Result<(i32, Option<std::thread::JoinHandle<()>>), String> {
+    let (out, err, pump) = match o.log {
         Some(log) => {
-            let open = || OpenOptions::new().create(true).append(true).open(log);
-            match (open(), open()) {
-                (Ok(a), Ok(b)) => (Stdio::from(a), Stdio::from(b)),
-                (Err(e), _) | (_, Err(e)) => return Err(format!("{}: {e}", log.display())),
-            }
+            let file = OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(log)
+                .map_err(|e| format!("{}: {e}", log.display()))?;
+            let (reader, writer) = pipe().map_err(|e| format!("a pipe: {e}"))?;
+            let second = writer.try_clone().map_err(|e| format!("a pipe: {e}"))?;
+            (
+                Stdio::from(writer),
+                Stdio::from(second),
+                Some((reader, file)),
+            )
         }
-        None => (Stdio::null(), Stdio::null()),
+        None => (Stdio::null(), Stdio::null(), None),
     };
     if !program_found(&o.cmd[0], o.dir) {
         return Err(format!(
@@ -307,7 +333,17 @@ fn spawn_guarded(o: &Oneshot) -> Result<i32, String> {
     // Waited for with wait4 (std's Child is not asked again): its resource usage is the
     // guard's whole subtree's, which it reaped.
     let child = c.spawn().map_err(|e| format!("`{}`: {e}", o.cmd[0]))?;
-    Ok(child.id() as i32)
+    // The pipe's writing ends now live only in the command: the copy ends when it (and all
+    // it started) has closed them.
+    drop(c);
+    let pump = match pump {
+        Some((reader, file)) => Some(
+            super::logcap::pump(reader, file, crate::plan::DEFAULT_LOG_LIMIT, None)
+                .map_err(|e| format!("a log thread: {e}"))?,
+        ),
+        None => None,
+    };
+    Ok((child.id() as i32, pump))
 }
 
 /// Runs a command under its own guard (as a member runs: it dies with bakeoff, and takes
@@ -320,7 +356,7 @@ pub fn run_guarded(o: &Oneshot) -> Result<(), String> {
 
 /// [`run_guarded`], with what the command and all it started used (when it was reaped).
 pub fn run_guarded_spent(o: &Oneshot) -> (Result<(), String>, Option<Spent>) {
-    let guard = match spawn_guarded(o) {
+    let (guard, pump) = match spawn_guarded(o) {
         Ok(g) => g,
         Err(e) => return (Err(e), None),
     };
@@ -359,6 +395,17 @@ pub fn run_guarded_spent(o: &Oneshot) -> (Result<(), String>, Option<Spent>) {
     // What it left in its group (its guard reaped what re-parented to it).
     super::kill_group(guard, libc::SIGKILL);
     super::leftovers::forget(&o.owner.results, guard);
+    // Its output is in the log before the caller reads it — unless something it started
+    // outside its group still holds the pipe: then the copy goes on by itself.
+    if let Some(p) = pump {
+        let until = Instant::now() + Duration::from_secs(2);
+        while !p.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if p.is_finished() {
+            let _ = p.join();
+        }
+    }
     let usage = ended.map(|(_, r)| {
         let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
         Spent {

@@ -14,6 +14,10 @@ use crate::protocol::template::Template;
 
 type Res<T> = Result<T, PlanError>;
 
+/// The most bytes the cases of one `[[compat]]` section may hold in all (a cases file, or
+/// what `generate` renders): they are all kept for the run.
+pub const CASES_LIMIT: u64 = 256 << 20;
+
 impl Checker<'_> {
     /// Every `[[compat]]` section, with names unique.
     pub(super) fn compat_sets(
@@ -64,7 +68,7 @@ impl Checker<'_> {
         let mut cases = Vec::new();
         if let Some(f) = &r.cases {
             let file = base.join(f.get_ref());
-            let text = std::fs::read_to_string(&file).map_err(|e| {
+            let text = crate::sys::read_bounded(&file, CASES_LIMIT).map_err(|e| {
                 self.at(
                     f,
                     format!("cannot read cases file `{}`: {e}", file.display()),
@@ -76,6 +80,17 @@ impl Checker<'_> {
                     continue;
                 }
                 let origin = format!("{}:{}", f.get_ref(), i + 1);
+                let limit = crate::protocol::template::max_len();
+                if l.len() > limit {
+                    return Err(self.at(
+                        f,
+                        format!(
+                            "{origin}: the case is {} bytes, more than the {} MiB a request may have (raise it with --max-body SIZE)",
+                            l.len(),
+                            limit >> 20
+                        ),
+                    ));
+                }
                 if grpc {
                     check_grpc_request(l).map_err(|e| self.at(f, format!("{origin}: {e}")))?;
                 }
@@ -103,6 +118,19 @@ impl Checker<'_> {
             }
             let t = Template::parse(&value_text(gr.request.get_ref()))
                 .map_err(|e| self.at(&gr.request, e.to_string()))?;
+            // Every case is rendered here and kept for the run: their sum is bounded
+            // before the first is made.
+            let total = t.size_bound().saturating_mul(count as u64);
+            if total > CASES_LIMIT {
+                return Err(self.at(
+                    &gr.count,
+                    format!(
+                        "{count} cases of a request of up to {} bytes make up to {total} bytes, more than the {} MiB the cases of a section may hold; generate fewer, or smaller ones",
+                        t.size_bound(),
+                        CASES_LIMIT >> 20
+                    ),
+                ));
+            }
             for i in 0..count as u64 {
                 let request = t.render_redacted(i, seed);
                 if grpc {

@@ -223,6 +223,33 @@ fn compat_sections_collect_their_cases_from_everywhere() {
 fn compat_mistakes_are_pointed_at() {
     let e = err(&format!("{ONE}\n[[compat]]\nhttp = \"POST /\"\n"));
     assert!(e.contains("needs requests"), "{e}");
+    // Cases are all kept for the run: what they may add up to is checked before any is
+    // made (100,000 of up to 60 MB would be 6 TB).
+    let e = err(&format!(
+        "{ONE}\n[[compat]]\nhttp = \"POST /\"\ngenerate = {{ count = 100000, request = '{{fill:60000000:x}}' }}\n"
+    ));
+    assert!(
+        e.contains("100000 cases of a request of up to 60000000 bytes")
+            && e.contains("more than the 256 MiB")
+            && e.contains(":"),
+        "{e}"
+    );
+    // A cases file is read as a regular file of bounded size: not /dev/zero.
+    let dir = std::env::temp_dir().join(format!("bakeoff-plan-cases-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _ = std::fs::remove_file(dir.join("zero.jsonl"));
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.jsonl")).unwrap();
+    let e = Plan::parse(
+        &dir.join("plan.toml"),
+        &format!("{ONE}\n[[compat]]\nhttp = \"POST /\"\ncases = \"zero.jsonl\"\n"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("cannot read cases file") && e.contains("not a regular file"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
     let e = err(&format!(
         "protos = [\"examples/etcd/protos/rpc.proto\"]\n{ONE}\n[[compat]]\ngrpc = \"a.B/C\"\nrequests = ['not json']\n"
     ));
@@ -270,6 +297,10 @@ fn paired_is_the_default_order_when_there_is_something_to_compare() {
             precision: 0.01
         }
     );
+    let p = two("baseline = \"a\"\npaired = { equivalence = \"3%\", fdr = \"1%\" }").unwrap();
+    assert!((p.paired.equivalence - 0.03).abs() < 1e-12);
+    assert!((p.paired.fdr - 0.01).abs() < 1e-12);
+    assert!((Paired::default().equivalence - 0.02).abs() < 1e-12);
 }
 
 #[test]
@@ -287,6 +318,13 @@ fn paired_settings_that_make_no_sense_are_errors_at_their_place() {
     assert!(e("{ max_rounds = 1 }").contains("between 2 and 10000"));
     assert!(e("{ rounds = 6, precision = \"2%\" }").contains("are for `rounds = \"auto\"`"));
     assert!(e("{ slices = \"1s\" }").contains("slices"));
+    assert!(e("{ equivalence = \"two\" }").contains("`paired.equivalence` is a percentage"));
+    let fdr = e("{ fdr = \"10%\" }");
+    assert!(
+        fdr.contains("`paired.fdr`") && fdr.contains("at most 5%"),
+        "{fdr}"
+    );
+    assert!(e("{ fdr = \"0%\" }").contains("`paired.fdr`"));
     let o =
         err("name = \"t\"\norder = \"random\"\n[[contender]]\nname = \"a\"\ncommand = [\"srv\"]\n");
     assert!(

@@ -80,11 +80,19 @@ const V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
 /// Files a reflection client will fetch at most: a bound on what a server can make us ask.
 const MAX_FILES: usize = 1000;
 
+/// The most bytes of file descriptors one conversation takes in, in all. A decoded
+/// descriptor can take a hundred times its wire size (a file of a million empty messages),
+/// so the bound is on what arrives, well above any real service's files (etcd's, with
+/// every import, are about 100 KB).
+const MAX_DESCRIPTOR_BYTES: usize = 8 << 20;
+
 /// One reflection conversation on one connection, with the version the server speaks.
 struct Reflector<'a> {
     endpoint: &'a Endpoint,
     conn: H2Conn,
     service: &'static str,
+    /// Descriptor bytes left of [`MAX_DESCRIPTOR_BYTES`].
+    budget: usize,
 }
 
 impl Reflector<'_> {
@@ -117,8 +125,11 @@ impl Reflector<'_> {
                     .map_err(|e| e.to_string())?
                 {
                     received += d.len();
-                    if received > 64 << 20 {
-                        return Err("reflection answer larger than 64 MiB".into());
+                    if received > MAX_DESCRIPTOR_BYTES + (1 << 20) {
+                        return Err(format!(
+                            "reflection answer larger than {} MiB",
+                            (MAX_DESCRIPTOR_BYTES >> 20) + 1
+                        ));
                     }
                     frames.push(&d).map_err(|e| e.to_string())?;
                 }
@@ -162,17 +173,28 @@ impl Reflector<'_> {
 
     async fn files(&mut self, ask: Ask) -> Result<Vec<FileDescriptorProto>, String> {
         match self.ask(ask).await? {
-            Answer::Files(f) => f
-                .file_descriptor_proto
-                .iter()
-                .map(|b| {
-                    FileDescriptorProto::decode(b.as_slice())
-                        .map_err(|e| format!("bad file descriptor from reflection: {e}"))
-                })
-                .collect(),
+            Answer::Files(f) => decode_files(&f.file_descriptor_proto, &mut self.budget),
             _ => Err("reflection answered with something else than files".into()),
         }
     }
+}
+
+/// Decodes the file descriptors of one answer, each counted against `budget` (bytes left)
+/// before it is decoded.
+fn decode_files(raw: &[Vec<u8>], budget: &mut usize) -> Result<Vec<FileDescriptorProto>, String> {
+    raw.iter()
+        .map(|b| {
+            *budget = budget.checked_sub(b.len()).ok_or_else(|| {
+                format!(
+                    "reflection sent more than {} MiB of file descriptors; pass the service's \
+                     .proto files with --proto FILE (`protos` in a plan)",
+                    MAX_DESCRIPTOR_BYTES >> 20
+                )
+            })?;
+            FileDescriptorProto::decode(b.as_slice())
+                .map_err(|e| format!("bad file descriptor from reflection: {e}"))
+        })
+        .collect()
 }
 
 /// What a server told about itself: its services (reflection's own left out) and a pool
@@ -195,6 +217,7 @@ pub async fn reflect(endpoint: &Endpoint) -> Result<Reflected, String> {
         endpoint,
         conn,
         service: V1,
+        budget: MAX_DESCRIPTOR_BYTES,
     };
     let list = Ask::ListServices("*".into());
     let first = match r.ask_with(V1, list.clone()).await? {
@@ -288,8 +311,12 @@ fn in_dependency_order(
 }
 
 /// Runs [`reflect`] to completion from synchronous code, whether or not the caller is
-/// inside a runtime (a thread of its own with a runtime of its own).
-pub fn reflect_blocking(endpoint: &Endpoint) -> Result<Reflected, String> {
+/// inside a runtime (a thread of its own with a runtime of its own), giving up after
+/// `within`.
+pub fn reflect_blocking(
+    endpoint: &Endpoint,
+    within: std::time::Duration,
+) -> Result<Reflected, String> {
     std::thread::scope(|s| {
         s.spawn(|| {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -298,9 +325,14 @@ pub fn reflect_blocking(endpoint: &Endpoint) -> Result<Reflected, String> {
                 .map_err(|e| e.to_string())?;
             let local = tokio::task::LocalSet::new();
             local.block_on(&rt, async {
-                tokio::time::timeout(std::time::Duration::from_secs(20), reflect(endpoint))
+                tokio::time::timeout(within, reflect(endpoint))
                     .await
-                    .unwrap_or_else(|_| Err("reflection gave no answer within 20 s".into()))
+                    .unwrap_or_else(|_| {
+                        Err(format!(
+                            "reflection gave no answer within {}",
+                            crate::units::fmt_us(within.as_secs_f64() * 1e6)
+                        ))
+                    })
             })
         })
         .join()
@@ -318,6 +350,18 @@ mod tests {
             dependency: deps.iter().map(|d| d.to_string()).collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn descriptors_are_counted_before_they_are_decoded() {
+        let one = file("a.proto", &[]).encode_to_vec();
+        let mut budget = 3 * one.len();
+        let got = decode_files(&[one.clone(), one.clone()], &mut budget).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(budget, one.len());
+        let e = decode_files(&[one.clone(), one.clone()], &mut budget).unwrap_err();
+        assert!(e.contains("more than 8 MiB of file descriptors"), "{e}");
+        assert!(e.contains("--proto FILE"), "{e}");
     }
 
     #[test]
