@@ -141,6 +141,46 @@ fn wrong_certificates_and_schemes_say_what_is_wrong() {
     );
 }
 
+/// Certificate and key mistakes are said in words, naming the flag and the file (issue 25,
+/// item 20): a damaged PEM file, a key that is not the certificate's.
+#[test]
+fn certificate_file_mistakes_are_said_in_words() {
+    let tmp = TempDir::new("tls-words");
+    let certs = make_certs(tmp.path());
+    let damaged = tmp.path().join("damaged.pem");
+    std::fs::write(
+        &damaged,
+        "-----BEGIN CERTIFICATE-----\n!!! not base64 !!!\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let url = format!("https://127.0.0.1:{}/", free_port());
+    let (ok, _, err) = run(&["call", "--cacert", damaged.to_str().unwrap(), &url]);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("--cacert `{}`", damaged.display()))
+            && err.contains("is not base64")
+            && !err.contains("Base64Decode"),
+        "{err}"
+    );
+    // The client certificate with the server's key.
+    let (ok, _, err) = run(&[
+        "call",
+        "--cacert",
+        certs.ca.to_str().unwrap(),
+        "--cert",
+        certs.client.to_str().unwrap(),
+        "--key",
+        certs.server_key.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("--cert/--key: the key is not the certificate's")
+            && !err.contains("KeyMismatch"),
+        "{err}"
+    );
+}
+
 /// etcd 3.5.1 serving gRPC over TLS and asking for a client certificate.
 fn start_mtls_etcd(certs: &Certs, dir: &std::path::Path) -> Option<(Proc, String)> {
     let bin = etcd35_bin()?;

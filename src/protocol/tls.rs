@@ -79,7 +79,7 @@ impl TlsOptions {
                     .map_err(|e| format!("--key `{}`: {}", key.display(), pem_error(e)))?;
                 builder
                     .with_client_auth_cert(chain, key)
-                    .map_err(|e| format!("--cert/--key: {e}"))?
+                    .map_err(|e| format!("--cert/--key: {}", key_error(&e)))?
             }
             (Some(_), None) => {
                 return Err("--cert needs --key (the client certificate's key)".into())
@@ -156,10 +156,38 @@ fn read_certs(path: &Path, flag: &str) -> Result<Vec<CertificateDer<'static>>, S
 }
 
 fn pem_error(e: rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error as E;
     match e {
-        rustls::pki_types::pem::Error::Io(e) => format!("cannot read: {e}"),
-        rustls::pki_types::pem::Error::NoItemsFound => "no PEM item of the right kind".into(),
-        other => format!("not valid PEM: {other:?}"),
+        E::Io(e) => format!("cannot read: {e}"),
+        E::NoItemsFound => "no PEM item of the right kind".into(),
+        E::MissingSectionEnd { end_marker } => format!(
+            "not valid PEM: a section never ends (no `{}` line)",
+            String::from_utf8_lossy(&end_marker)
+        ),
+        E::IllegalSectionStart { line } => format!(
+            "not valid PEM: a bad `-----BEGIN` line: `{}`",
+            String::from_utf8_lossy(&line[..line.len().min(80)])
+        ),
+        E::Base64Decode(_) => {
+            "not valid PEM: a section's body is not base64 (a damaged or truncated file?)".into()
+        }
+        E::SectionTooLarge => "not valid PEM: a section is larger than 256 MB".into(),
+        other => format!("not valid PEM: {other}"),
+    }
+}
+
+/// Why a client certificate and key do not go together, in words.
+fn key_error(e: &rustls::Error) -> String {
+    match e {
+        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+            "the key is not the certificate's (its public half differs): pass the key the \
+             certificate was made for"
+                .into()
+        }
+        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown) => {
+            "cannot tell whether the key is the certificate's".into()
+        }
+        other => other.to_string(),
     }
 }
 
