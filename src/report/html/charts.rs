@@ -14,6 +14,69 @@ const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 ];
 
+/// A chart's title as SVG text from (10, 18), wrapped onto a second line when it would not
+/// fit `width` at font `size` (and cut with `…` past two lines, the whole of it kept as the
+/// text's tooltip); with the y where the plot may begin under it.
+fn title(text: &str, width: f64, size: f64) -> (String, f64) {
+    let fits = ((width - 20.0) / (size * 0.56)).max(10.0) as usize;
+    let mut lines: Vec<String> = vec![String::new()];
+    for word in text.split(' ') {
+        let last = lines.last_mut().expect("one line at least");
+        if !last.is_empty() && last.chars().count() + 1 + word.chars().count() > fits {
+            lines.push(word.to_string());
+        } else {
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+    }
+    if lines.len() > 2 {
+        let rest = lines[1..].join(" ");
+        lines.truncate(1);
+        lines.push(short(&rest, fits));
+    }
+    let mut out = format!(
+        "<text x=\"10\" y=\"18\" font-size=\"{size}\"><title>{}</title>",
+        esc(text)
+    );
+    for (i, l) in lines.iter().enumerate() {
+        let dy = if i == 0 { 0.0 } else { size + 2.0 };
+        let _ = write!(out, "<tspan x=\"10\" dy=\"{dy}\">{}</tspan>", esc(l));
+    }
+    out.push_str("</text>");
+    (out, 18.0 + (lines.len() - 1) as f64 * (size + 2.0) + 12.0)
+}
+
+/// `text`, cut to `n` characters with `…`.
+fn short(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        return text.to_string();
+    }
+    let mut t: String = text.chars().take(n.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// Round values for a y axis from 0 up to `max`: steps of 1, 2 or 5 × 10ⁿ, at most five
+/// above 0.
+fn y_ticks(max: f64) -> Vec<f64> {
+    if !(max > 0.0 && max.is_finite()) {
+        return vec![0.0];
+    }
+    let raw = max / 5.0;
+    let p = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * p)
+        .find(|s| max / s <= 5.0)
+        .unwrap_or(10.0 * p);
+    (0..=5)
+        .map(|k| k as f64 * step)
+        .take_while(|v| *v <= max * 1.000_001)
+        .collect()
+}
+
 /// Horizontal bars: median time to first response and to ready, per contender.
 pub(super) fn startup(r: &Results) -> String {
     let rows: Vec<(String, f64, f64)> = r
@@ -90,8 +153,16 @@ pub(super) fn throughput(r: &Results, scenario: &str) -> String {
     let (w, h, left, bottom, key) = (520.0, 300.0, 60.0, 60.0, 140.0);
     let group = (w - left - key) / points.len().max(1) as f64;
     let bw = (group - 8.0) / names.len().max(1) as f64;
-    let y = |v: f64| h - bottom - v / max * (h - bottom - 30.0);
-    let mut out = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"throughput\"><text x=\"10\" y=\"18\" font-size=\"13\">{}: requests/s (median, min–max)</text><text x=\"4\" y=\"{:.0}\" font-size=\"10\">{max:.0}</text><line x1=\"{left}\" y1=\"{:.0}\" x2=\"{w}\" y2=\"{:.0}\" stroke=\"#888\"/>", esc(scenario), y(max) + 4.0, h - bottom, h - bottom);
+    let (head, top) = title(
+        &format!("{scenario}: requests/s (median, min–max)"),
+        w,
+        13.0,
+    );
+    let y = |v: f64| h - bottom - v / max * (h - bottom - top);
+    let mut out = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"throughput\">{head}<line x1=\"{left}\" y1=\"{:.0}\" x2=\"{w}\" y2=\"{:.0}\" stroke=\"#888\"/>", h - bottom, h - bottom);
+    for v in y_ticks(max) {
+        let _ = write!(out, "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{1:.0}\" y2=\"{0:.1}\" stroke=\"#eee\"/><text x=\"4\" y=\"{2:.1}\" font-size=\"10\">{3}</text>", y(v), w - key, y(v) + 3.0, crate::report::fmt_rate(v));
+    }
     for (pi, p) in points.iter().enumerate() {
         let gx = left + pi as f64 * group + 4.0;
         for (ci, c) in names.iter().enumerate() {
@@ -108,7 +179,10 @@ pub(super) fn throughput(r: &Results, scenario: &str) -> String {
                 x + bw / 2.0 - 1.0, y(hi), x + bw / 2.0 - 1.0, y(lo)
             );
         }
-        let _ = write!(out, "<text x=\"{gx:.1}\" y=\"{:.0}\" font-size=\"9\" transform=\"rotate(20 {gx:.1},{:.0})\">{}</text>", h - bottom + 14.0, h - bottom + 14.0, esc(&p.label()));
+        // Rotated labels have the bottom margin to themselves: cut past it, whole in the
+        // tooltip.
+        let label = p.label();
+        let _ = write!(out, "<text x=\"{gx:.1}\" y=\"{:.0}\" font-size=\"9\" transform=\"rotate(20 {gx:.1},{:.0})\"><title>{}</title>{}</text>", h - bottom + 14.0, h - bottom + 14.0, esc(&label), esc(&short(&label, 26)));
     }
     legend(&mut out, &names, w - key + 10.0, 30.0);
     out.push_str("</svg>");
@@ -149,22 +223,26 @@ pub(super) fn scaling(r: &Results, scenario: &str) -> String {
         let n = s.points.len();
         // Client counts are usually powers of two: evenly spaced reads as a log axis.
         let x = |i: usize| left + 10.0 + i as f64 * (w - left - 140.0) / (n - 1).max(1) as f64;
-        let y = |v: f64| h - bottom - v / max * (h - bottom - 30.0);
-        let title = if s.key.is_empty() {
+        let name = if s.key.is_empty() {
             scenario.to_string()
         } else {
             format!("{scenario} — {}", s.key)
         };
+        let (head, plot_top) = title(
+            &format!("{name}: requests/s by clients (median, min–max)"),
+            w,
+            12.0,
+        );
+        let y = |v: f64| h - bottom - v / max * (h - bottom - plot_top);
         let (axis, right, top) = (h - bottom, w - 130.0, y(max));
         let _ = write!(
             out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"throughput by clients\"><text x=\"10\" y=\"18\" font-size=\"12\">{title}: requests/s by clients (median, min–max)</text>\
-             <line x1=\"{left}\" y1=\"{axis:.0}\" x2=\"{right:.0}\" y2=\"{axis:.0}\" stroke=\"#888\"/><line x1=\"{left}\" y1=\"{axis:.0}\" x2=\"{left}\" y2=\"{top:.0}\" stroke=\"#888\"/>\
-             <text x=\"4\" y=\"{:.0}\" font-size=\"10\">{}</text><text x=\"4\" y=\"{axis:.0}\" font-size=\"10\">0</text>",
-            top + 4.0,
-            crate::report::fmt_rate(max),
-            title = esc(&title),
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"throughput by clients\">{head}\
+             <line x1=\"{left}\" y1=\"{axis:.0}\" x2=\"{right:.0}\" y2=\"{axis:.0}\" stroke=\"#888\"/><line x1=\"{left}\" y1=\"{axis:.0}\" x2=\"{left}\" y2=\"{top:.0}\" stroke=\"#888\"/>",
         );
+        for v in y_ticks(max) {
+            let _ = write!(out, "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{right:.0}\" y2=\"{0:.1}\" stroke=\"#eee\"/><text x=\"4\" y=\"{1:.1}\" font-size=\"10\">{2}</text>", y(v), y(v) + 3.0, crate::report::fmt_rate(v));
+        }
         for (i, clients) in s.points.iter().map(|p| p.clients).enumerate() {
             let _ = write!(
                 out,
@@ -271,7 +349,7 @@ pub(super) fn latency(r: &Results, scenario: &str) -> String {
             |ms: f64| h - bottom - (ms.max(1e-3).log10() - lo) / (hi - lo) * (h - bottom - 30.0);
         // The last label (p99.99) is centred on its tick: leave it room on the right.
         let x = |i: usize| left + i as f64 * (w - left - 40.0) / (Q.len() - 1) as f64;
-        let _ = write!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"latency\"><text x=\"10\" y=\"18\" font-size=\"12\">latency (ms, log) by percentile — {}</text>", esc(&p.label()));
+        let _ = write!(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"latency\">{}", title(&format!("latency (ms, log) by percentile — {}", p.label()), w, 12.0).0);
         for d in (lo as i32)..=(hi as i32) {
             let v = 10f64.powi(d);
             let _ = write!(out, "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{1}\" y2=\"{0:.1}\" stroke=\"#eee\"/><text x=\"4\" y=\"{2:.1}\" font-size=\"9\">{v}</text>", y(v), w - 20.0, y(v) + 3.0);
@@ -389,11 +467,11 @@ pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
         let x = |i: usize| left + 10.0 + i as f64 * (w - left - 150.0) / (n - 1).max(1) as f64;
         let y =
             |ms: f64| h - bottom - (ms.max(1e-3).log10() - lo) / (hi - lo) * (h - bottom - 30.0);
-        let title = format!("{scenario} — {key}");
+        let name = format!("{scenario} — {key}");
         let _ = write!(
             out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"latency by offered rate\"><text x=\"10\" y=\"18\" font-size=\"12\">{}: p50 — and p99 - - (ms, log) by offered req/s</text>",
-            esc(&title)
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"latency by offered rate\">{}",
+            title(&format!("{name}: p50 — and p99 - - (ms, log) by offered req/s"), w, 12.0).0
         );
         for d in (lo as i32)..=(hi as i32) {
             let v = 10f64.powi(d);
@@ -444,4 +522,37 @@ pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
         out.push_str("</svg>");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_titles_wrap_and_axes_get_round_ticks() {
+        let (one, top) = title("short: requests/s", 520.0, 13.0);
+        assert_eq!(one.matches("<tspan").count(), 1);
+        assert_eq!(top, 30.0);
+        let long = "key_size=64 target=leader — a scenario with a long name: requests/s by clients (median, min–max)";
+        let (two, top) = title(long, 440.0, 12.0);
+        assert_eq!(two.matches("<tspan").count(), 2, "{two}");
+        assert!(top > 30.0);
+        // Every word is there, across the two lines.
+        assert!(
+            two.contains("min–max)") && two.contains("key_size=64"),
+            "{two}"
+        );
+        let (cut, _) = title(&"word ".repeat(80), 300.0, 12.0);
+        assert_eq!(cut.matches("<tspan").count(), 2);
+        assert!(cut.contains('…'));
+        assert_eq!(short("abcdef", 4), "abc…");
+        assert_eq!(short("abc", 4), "abc");
+        assert_eq!(
+            y_ticks(94_696.0),
+            [0.0, 20_000.0, 40_000.0, 60_000.0, 80_000.0]
+        );
+        assert_eq!(y_ticks(5.0), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(y_ticks(23.8), [0.0, 5.0, 10.0, 15.0, 20.0]);
+        assert_eq!(y_ticks(0.0), [0.0]);
+    }
 }
