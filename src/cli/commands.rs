@@ -356,14 +356,14 @@ pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Resul
             .any(|c| c.build_failed());
     let differs = gates.diff && analysis.compat.iter().any(|c| c.differences > 0);
     let worse = gates.regression.map_or(Vec::new(), |pct| {
-        report::verdicts::regressions(&analysis.verdicts, pct / 100.0)
+        report::gates::regressions(&analysis.verdicts, pct / 100.0)
     });
     for w in &worse {
         eprintln!("regression: {w}");
     }
     let unequal = gates.equivalent.map_or(Vec::new(), |pct| {
-        let mut out = report::verdicts::not_equivalent(&analysis.verdicts, pct / 100.0);
-        out.extend(report::verdicts::unverdicted(
+        let mut out = report::gates::not_equivalent(&analysis.verdicts, pct / 100.0);
+        out.extend(report::gates::unverdicted(
             &done.results,
             &analysis.verdicts,
         ));

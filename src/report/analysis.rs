@@ -45,8 +45,8 @@ impl<'a> Analysis<'a> {
         let compat = super::compat::from_results(r);
         let mut findings = findings(r, Limits::default());
         let (verdicts, family) = super::verdicts::all(r);
-        findings.extend(super::verdicts::machine_findings(&verdicts));
-        findings.extend(super::verdicts::trim_findings(&verdicts));
+        findings.extend(super::gates::machine_findings(&verdicts));
+        findings.extend(super::gates::trim_findings(&verdicts));
         let scenarios = r
             .scenarios
             .iter()

@@ -6,6 +6,7 @@ mod cells;
 pub mod compare_table;
 pub mod compat;
 pub mod export;
+pub mod gates;
 pub mod html;
 pub mod load_summary;
 pub mod machines;
@@ -18,6 +19,7 @@ mod summary;
 pub mod table;
 pub mod tables;
 pub mod terminal;
+mod trim;
 pub mod verdicts;
 
 pub use crate::units::{count, fmt_us};

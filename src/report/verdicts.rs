@@ -92,18 +92,7 @@ pub struct Verdict {
     /// cannot shrink.
     pub between: Option<f64>,
     /// Where the table's medians disagree with the paired estimate: why.
-    pub trim: Option<Trim>,
-}
-
-/// The serving table's figures (medians over repetitions) disagree with a verdict's paired
-/// estimate by more than 5 %: its ratio, and whose rounds trimming left out.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Trim {
-    /// The contender's median over the baseline's, as the table shows them.
-    pub table: f64,
-    /// The rounds left out at the trimmed ends where one side's slice was far from its own
-    /// other slices and its partner's was not: (the contender or the baseline, how many).
-    pub whose: Option<(String, usize)>,
+    pub trim: Option<super::trim::Trim>,
 }
 
 impl std::fmt::Display for Verdict {
@@ -351,7 +340,18 @@ fn compare(
                 // Percentiles of a whole point's merged histogram are not those of its
                 // slices; the totals (CPU, calls) are, so only those are held to agree.
                 if !matches!(figure, Figure::P50 | Figure::P99) {
-                    v.trim = trim(&mine, &reps, figure, &ratio, bands.noise, (base, name));
+                    let median =
+                        |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
+                    let side = |c: bool| {
+                        median(
+                            mine.iter()
+                                .filter_map(|(b, x)| figure.of_point(if c { x } else { b }))
+                                .collect(),
+                        )
+                    };
+                    if let (Some(b), Some(c)) = (side(false), side(true)) {
+                        v.trim = super::trim::trim(c / b, &reps, &ratio, bands.noise, (base, name));
+                    }
                 }
                 Some(v)
             })
@@ -377,80 +377,6 @@ fn compare(
         })
         .collect();
     (combined, parts)
-}
-
-/// How far (log scale, about 5 %) a slice must be from its side's median slice to count as
-/// that side's own bad round, not the ordinary spread of the trimmed ends.
-const OWN: f64 = 0.05;
-
-/// Whether the table's figures (each side's median over repetitions of its whole point)
-/// disagree with the paired estimate by more than 5 % (and twice the noise band), and
-/// if so whose rounds the trimmed mean left out: at each trimmed end of a repetition's
-/// sorted log ratios, a round counts against the side whose slice was more than twice as
-/// far from its own median slice as its partner's was from its own (and more than [`OWN`]).
-fn trim(
-    blocks: &[(&PointRun, &PointRun)],
-    reps: &[paired::Rounds],
-    figure: Figure,
-    ratio: &Ratio,
-    noise: f64,
-    (base, name): (&str, &str),
-) -> Option<Trim> {
-    let median = |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
-    let b = median(
-        blocks
-            .iter()
-            .filter_map(|(b, _)| figure.of_point(b))
-            .collect(),
-    )?;
-    let c = median(
-        blocks
-            .iter()
-            .filter_map(|(_, c)| figure.of_point(c))
-            .collect(),
-    )?;
-    let table = c / b;
-    // Apart by more than twice the noise band and 5 %: the interval is no guide here, since
-    // its resamples see the stalls the estimate trims.
-    let apart = (2.0 * (1.0 + noise).ln()).max(OWN);
-    if !(table.is_finite() && table > 0.0) || (table / ratio.ratio).ln().abs() <= apart {
-        return None;
-    }
-    let (mut against_base, mut against_name) = (0, 0);
-    for rep in reps {
-        let ok: Vec<(f64, f64)> = rep
-            .iter()
-            .copied()
-            .filter(|(b, c)| *b > 0.0 && *c > 0.0)
-            .collect();
-        let cut = ok.len() / 10;
-        if cut == 0 {
-            continue;
-        }
-        let (Some(mb), Some(mc)) = (
-            median(ok.iter().map(|x| x.0).collect()),
-            median(ok.iter().map(|x| x.1).collect()),
-        ) else {
-            continue;
-        };
-        let mut sorted = ok.clone();
-        sorted.sort_by(|x, y| (x.1 / x.0).total_cmp(&(y.1 / y.0)));
-        let n = sorted.len();
-        for (rb, rc) in sorted[..cut].iter().chain(&sorted[n - cut..]) {
-            let (db, dc) = ((rb / mb).ln().abs(), (rc / mc).ln().abs());
-            if dc > 2.0 * db && dc > OWN {
-                against_name += 1;
-            } else if db > 2.0 * dc && db > OWN {
-                against_base += 1;
-            }
-        }
-    }
-    let whose = match (against_name, against_base) {
-        (0, 0) => None,
-        (n, b) if n >= b => Some((name.to_string(), n)),
-        (_, b) => Some((base.to_string(), b)),
-    };
-    Some(Trim { table, whose })
 }
 
 /// (machine, baseline's point, contender's point) of every block in which both ran the
@@ -484,164 +410,6 @@ fn blocks<'a>(
             Some((m, bp, cp))
         })
         .collect()
-}
-
-/// The gate of `--fail-on-regression PCT`: verdicts that read *different* and worse, with
-/// the whole interval past `limit` (0.05 = 5 %): more CPU per request or item, higher p50
-/// or p99 (ratio above 1 + limit), or less throughput (below 1 / (1 + limit)). A cell held
-/// back by the report's error control is not different. Each as a sentence.
-pub fn regressions(verdicts: &[PointVerdicts], limit: f64) -> Vec<String> {
-    let mut out = Vec::new();
-    for v in verdicts {
-        for x in &v.verdicts {
-            let worse = match x.figure {
-                Figure::Throughput => x.call == Call::Lower && x.ratio.hi < 1.0 / (1.0 + limit),
-                _ => x.call == Call::Higher && x.ratio.lo > 1.0 + limit,
-            };
-            if worse {
-                out.push(format!(
-                    "{} against {} at {}: {x}",
-                    v.contender, v.baseline, v.point
-                ));
-            }
-        }
-    }
-    out
-}
-
-/// The gate of `--fail-unless-equivalent PCT`, for changes that must not change
-/// performance: every comparison whose main figure (CPU per request where measured, else
-/// throughput) is not proven equal within `band` — its whole interval inside 1 ± band — each
-/// as a sentence (with [`unverdicted`], which names the contenders nothing was proven for).
-pub fn not_equivalent(verdicts: &[PointVerdicts], band: f64) -> Vec<String> {
-    let mut out = Vec::new();
-    for v in verdicts {
-        let Some(x) = v.main() else { continue };
-        let bands = Bands {
-            noise: x.bands.noise,
-            equivalence: band,
-        };
-        if x.ratio.call(bands) != Call::Equivalent {
-            out.push(format!(
-                "{} against {} at {}: {x}, not within ±{}",
-                v.contender,
-                v.baseline,
-                v.point,
-                pct(band)
-            ));
-        }
-    }
-    out
-}
-
-/// Compared contenders without a single paired verdict against their baseline (not run,
-/// failed every point, or a run that was not paired), each as a sentence.
-pub fn unverdicted(r: &Results, verdicts: &[PointVerdicts]) -> Vec<String> {
-    let mut out = Vec::new();
-    for c in r.compared() {
-        let compared = c.baseline.as_deref().is_some_and(|b| b != c.name);
-        if compared && !verdicts.iter().any(|v| v.contender == c.name) {
-            out.push(format!(
-                "{}: no paired verdict against {} (not run, failed, or not paired)",
-                c.name,
-                c.baseline.as_deref().unwrap_or_default()
-            ));
-        }
-    }
-    out
-}
-
-/// The rounds left out of verdicts' estimates that were one contender's own (see [`Trim`]):
-/// one finding per contender and figure, with the places.
-pub fn trim_findings(verdicts: &[PointVerdicts]) -> Vec<crate::diagnose::Finding> {
-    let mut out: Vec<crate::diagnose::Finding> = Vec::new();
-    for v in verdicts {
-        for x in &v.verdicts {
-            let Some(t) = &x.trim else { continue };
-            let place = v.point.to_string();
-            let whose = t.whose.as_ref().map(|w| w.0.clone());
-            let same = out.iter_mut().find_map(|f| match f {
-                crate::diagnose::Finding::TrimmedAway {
-                    contender,
-                    figure,
-                    whose: w,
-                    places,
-                    ..
-                } if *contender == v.contender && figure == x.figure.name() && *w == whose => {
-                    Some(places)
-                }
-                _ => None,
-            });
-            match same {
-                Some(places) => places.push(place),
-                None => out.push(crate::diagnose::Finding::TrimmedAway {
-                    contender: v.contender.clone(),
-                    baseline: v.baseline.clone(),
-                    figure: x.figure.name().to_string(),
-                    table: t.table,
-                    paired: x.ratio.span(),
-                    whose,
-                    rounds: t.whose.as_ref().map_or(0, |w| w.1),
-                    places: vec![place],
-                }),
-            }
-        }
-    }
-    out
-}
-
-/// Where one machine's verdicts disagree with the others' (three machines or more): per
-/// contender, baseline and figure, the points where [`paired::odd_one_out`] names a machine.
-pub fn machine_findings(verdicts: &[PointVerdicts]) -> Vec<crate::diagnose::Finding> {
-    let mut out: Vec<crate::diagnose::Finding> = Vec::new();
-    for v in verdicts.iter().filter(|v| v.machines.len() >= 3) {
-        let Some(main) = v.main() else { continue };
-        let figure = main.figure;
-        let ratios: Vec<Ratio> = v
-            .machines
-            .iter()
-            .filter_map(|(_, vs)| vs.iter().find(|x| x.figure == figure))
-            .map(|x| x.ratio)
-            .collect();
-        if ratios.len() != v.machines.len() {
-            continue;
-        }
-        let Some((i, _)) = paired::odd_one_out(&ratios) else {
-            continue;
-        };
-        let others: Vec<Ratio> = ratios
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .map(|(_, r)| *r)
-            .collect();
-        let elsewhere = paired::combine(&others).map_or(f64::NAN, |r| r.ratio);
-        let place = v.point.to_string();
-        let machine = v.machines[i].0.clone();
-        let same = out.iter_mut().find_map(|f| match f {
-            crate::diagnose::Finding::MachineDisagrees {
-                contender,
-                machine: m,
-                figure: fg,
-                places,
-                ..
-            } if *contender == v.contender && *m == machine && fg == figure.name() => Some(places),
-            _ => None,
-        });
-        match same {
-            Some(places) => places.push(place),
-            None => out.push(crate::diagnose::Finding::MachineDisagrees {
-                contender: v.contender.clone(),
-                baseline: v.baseline.clone(),
-                machine,
-                figure: figure.name().to_string(),
-                there: ratios[i].ratio,
-                elsewhere,
-                places: vec![place],
-            }),
-        }
-    }
-    out
 }
 
 /// The rounds both ran, as (baseline's figure, contender's figure), balanced for position.
@@ -702,37 +470,6 @@ mod tests {
         assert_eq!(pct(0.02), "2%");
         assert_eq!(pct(0.048), "4.8%");
         assert_eq!(pct(0.123), "12%");
-    }
-
-    #[test]
-    fn regressions_are_different_and_worse_by_more_than_the_limit() {
-        let worse = at(
-            1,
-            vec![
-                v(Figure::CpuPerRequest, 1.10, 1.07, 1.13), // more CPU, clear of 5 %
-                v(Figure::Throughput, 0.90, 0.88, 0.93),    // less throughput, clear of 5 %
-            ],
-        );
-        let r = regressions(std::slice::from_ref(&worse), 0.05);
-        assert_eq!(r.len(), 2, "{r:?}");
-        assert_eq!(
-            r[0],
-            "v2 against v1 at s [clients=1]: 1.10× (1.07×–1.13×) more CPU per request"
-        );
-        let borderline = at(
-            1,
-            vec![
-                v(Figure::CpuPerRequest, 1.06, 1.03, 1.09), // interval reaches inside 5 %
-                v(Figure::Throughput, 1.5, 1.4, 1.6),       // better
-                v(Figure::P99, 0.5, 0.4, 0.6),              // better
-            ],
-        );
-        assert!(regressions(&[borderline], 0.05).is_empty());
-        // Held back by the report's error control: not different, so no regression.
-        let mut held = worse.clone();
-        held.verdicts[0].call = Call::Inconclusive;
-        held.verdicts[0].held_back = true;
-        assert_eq!(regressions(&[held], 0.05).len(), 1);
     }
 
     #[test]
@@ -824,79 +561,5 @@ mod tests {
         edge.bands.equivalence = 0.01;
         assert!(edge.settle(None).unwrap().contains("edge"), "{edge}");
         assert_eq!(v(Figure::CpuPerRequest, 1.3, 1.2, 1.4).settle(None), None);
-    }
-
-    #[test]
-    fn a_stall_of_one_side_that_trimming_hid_is_named() {
-        use crate::load::result::tests::part;
-        let point = |rps: f64| {
-            let mut p = PointRun::new(at(1, Vec::new()).point);
-            let mut load = part(&[100; 10], 1000, 1.0);
-            load.requests_per_s = rps;
-            p.load = Some(load);
-            p
-        };
-        // Twenty rounds, two of them a stall of the contender alone (a tenth of its usual
-        // throughput): the trimmed estimate leaves both out and reads 1.00×, while the
-        // table's whole-point figures read 0.8×.
-        let mut rounds: paired::Rounds = (0..20)
-            .map(|k| (1000.0, 1000.0 * (1.0 + 0.001 * (k % 3) as f64)))
-            .collect();
-        rounds[4].1 = 100.0;
-        rounds[11].1 = 100.0;
-        let ratio = paired::ratio(std::slice::from_ref(&rounds), 1).unwrap();
-        assert!((ratio.ratio - 1.0).abs() < 0.01, "{ratio:?}");
-        let (b, c) = (point(1000.0), point(800.0));
-        let t = trim(
-            &[(&b, &c)],
-            &[rounds.clone()],
-            Figure::Throughput,
-            &ratio,
-            0.01,
-            ("v1", "v2"),
-        )
-        .expect("the table and the estimate disagree");
-        assert!((t.table - 0.8).abs() < 1e-9);
-        assert_eq!(t.whose, Some(("v2".to_string(), 2)));
-        // The table agreeing with the estimate: nothing to say.
-        let same = point(1000.0);
-        assert_eq!(
-            trim(
-                &[(&b, &same)],
-                &[rounds],
-                Figure::Throughput,
-                &ratio,
-                0.01,
-                ("v1", "v2")
-            ),
-            None
-        );
-        // As a finding, once per contender and figure, with its places.
-        let mut x = Verdict::new(Figure::Throughput, ratio, BANDS, None);
-        x.trim = Some(t);
-        let f = trim_findings(&[at(1, vec![x.clone()]), at(16, vec![x])]);
-        assert_eq!(f.len(), 1, "{f:?}");
-        let text = f[0].to_string();
-        assert!(
-            text.contains("v2's throughput against v1: the table's medians say 0.800×"),
-            "{text}"
-        );
-        assert!(
-            text.contains("2 of the rounds the estimate trims away were v2's own"),
-            "{text}"
-        );
-        assert!(text.contains("s [clients=1], s [clients=16]"), "{text}");
-    }
-
-    #[test]
-    fn the_equivalence_gate_needs_every_main_figure_inside_its_band() {
-        let equal = at(1, vec![v(Figure::CpuPerRequest, 1.0, 0.99, 1.012)]);
-        let wide = at(8, vec![v(Figure::CpuPerRequest, 1.0, 0.95, 1.05)]);
-        assert!(not_equivalent(std::slice::from_ref(&equal), 0.02).is_empty());
-        let out = not_equivalent(&[equal.clone(), wide], 0.02);
-        assert_eq!(out.len(), 1, "{out:?}");
-        assert!(out[0].contains("clients=8") && out[0].contains("not within ±2%"));
-        // A wider band of the gate's own admits it.
-        assert!(not_equivalent(&[equal], 0.005).len() == 1);
     }
 }
