@@ -437,6 +437,10 @@ fn the_gate_trips_on_twice_the_work_and_not_on_an_identical_build() {
                 &format!("new={new}"),
                 "--fail-on-regression",
                 "5",
+                // Three fresh starts: a verdict's interval is at least Student's t over the
+                // repetitions, and two (t = 12.7) would make the gate depend on the host.
+                "--repetitions",
+                "3",
             ],
         )
     };

@@ -247,7 +247,21 @@ fn paired_ratio(
             Some(vec![(b.rate?, c.rate?)])
         })
         .collect();
-    ratio(&pairs, 0)
+    let mut x = ratio(&pairs, 0)?;
+    // A search finds each capacity only to within its precision (the highest passing rate
+    // is at most that far below the lowest failing one): repetitions that found the very
+    // same rates still leave the ratio that uncertain, never a zero-width interval.
+    let precision = r
+        .scenarios
+        .iter()
+        .find(|s| s.name == id.scenario)
+        .and_then(|s| s.capacity.as_ref())
+        .map_or(0.0, |g| g.precision);
+    if precision > 0.0 {
+        x.lo = x.lo.min(x.ratio / (1.0 + precision));
+        x.hi = x.hi.max(x.ratio * (1.0 + precision));
+    }
+    Some(x)
 }
 
 /// `100 ✓ · 200 ✓ · 400 ✗ (p99 14 ms > 10 ms) · 283 ✓`.
