@@ -264,7 +264,7 @@ mod tests {
         let t = crate::report::trim::trim(
             0.8,
             std::slice::from_ref(&rounds),
-            &ratio,
+            (&ratio, ratio.call(BANDS)),
             0.01,
             ("v1", "v2"),
         )
@@ -273,7 +273,24 @@ mod tests {
         assert_eq!(t.whose, Some(("v2".to_string(), 2)));
         // The table agreeing with the estimate: nothing to say.
         assert_eq!(
-            crate::report::trim::trim(1.0, &[rounds], &ratio, 0.01, ("v1", "v2")),
+            crate::report::trim::trim(
+                1.0,
+                std::slice::from_ref(&rounds),
+                (&ratio, ratio.call(BANDS)),
+                0.01,
+                ("v1", "v2")
+            ),
+            None
+        );
+        // A verdict different the way the table points hides nothing, however far apart.
+        let gap = Ratio {
+            ratio: 248.0,
+            lo: 212.0,
+            hi: 301.0,
+            ..ratio
+        };
+        assert_eq!(
+            crate::report::trim::trim(176.0, &[rounds], (&gap, Call::Higher), 0.01, ("v1", "v2")),
             None
         );
         // As a finding, once per contender and figure, with its places.

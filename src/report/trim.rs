@@ -3,7 +3,7 @@
 //! rounds, and a stall of one side alone moves the first and not the second. This says
 //! whose rounds the trimming left out (docs/verdicts.md, "Nothing hidden by trimming").
 
-use crate::stats::paired::{self, Ratio};
+use crate::stats::paired::{self, Call, Ratio};
 
 /// The serving table's figures (medians over repetitions) disagree with a verdict's paired
 /// estimate by more than 5 %: its ratio, and whose rounds trimming left out.
@@ -21,17 +21,24 @@ pub struct Trim {
 const OWN: f64 = 0.05;
 
 /// Whether `table` — the ratio of the table's figures, each side's median over repetitions
-/// of its whole point — disagrees with the paired estimate by more than 5 % (and twice the noise band), and
+/// of its whole point — disagrees with a paired verdict that is not *different* the same way
+/// (equivalent, inconclusive, or different the other way), with its estimate by more than 5 % (and twice the noise band), and
 /// if so whose rounds the trimmed mean left out: at each trimmed end of a repetition's
 /// sorted log ratios, a round counts against the side whose slice was more than twice as
 /// far from its own median slice as its partner's was from its own (and more than [`OWN`]).
 pub(super) fn trim(
     table: f64,
     reps: &[paired::Rounds],
-    ratio: &Ratio,
+    (ratio, call): (&Ratio, Call),
     noise: f64,
     (base, name): (&str, &str),
 ) -> Option<Trim> {
+    // A verdict that reads different the way the table points hides nothing, however far
+    // apart two noisy estimates of a 200-fold gap are.
+    let same_way = (table - 1.0).signum() == (ratio.ratio - 1.0).signum();
+    if call.is_different() && same_way {
+        return None;
+    }
     let median = |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
     // Apart by more than twice the noise band and 5 %: the interval is no guide here, since
     // its resamples see the stalls the estimate trims.

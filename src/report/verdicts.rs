@@ -350,7 +350,13 @@ fn compare(
                         )
                     };
                     if let (Some(b), Some(c)) = (side(false), side(true)) {
-                        v.trim = super::trim::trim(c / b, &reps, &ratio, bands.noise, (base, name));
+                        v.trim = super::trim::trim(
+                            c / b,
+                            &reps,
+                            (&ratio, v.call),
+                            bands.noise,
+                            (base, name),
+                        );
                     }
                 }
                 Some(v)
