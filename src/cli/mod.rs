@@ -40,7 +40,7 @@ pub enum Command {
         override_usage = "bakeoff run [OPTIONS] <PLAN>\n       bakeoff run --resume <DIR> [OPTIONS]"
     )]
     Run(RunArgs),
-    /// A whole bake-off with built-in contenders, in under a minute: start-up, compat,
+    /// A whole bake-off with built-in contenders, in about a minute: start-up, compat,
     /// latency, a small concurrency sweep, 3 repetitions, findings.
     Demo(DemoArgs),
     /// Write the reports of a results directory again into DIR/report/ (report.md,
