@@ -167,43 +167,8 @@ pub fn machine_findings(verdicts: &[PointVerdicts]) -> Vec<crate::diagnose::Find
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::verdicts::fixtures::*;
     use crate::report::verdicts::Verdict;
-
-    const BANDS: Bands = Bands {
-        noise: 0.01,
-        equivalence: 0.02,
-    };
-
-    fn ratio(r: f64, lo: f64, hi: f64) -> Ratio {
-        Ratio {
-            ratio: r,
-            lo,
-            hi,
-            repetitions: 3,
-            rounds: 18,
-        }
-    }
-
-    fn v(figure: Figure, r: f64, lo: f64, hi: f64) -> Verdict {
-        Verdict::new(figure, ratio(r, lo, hi), BANDS, Some(0.0))
-    }
-
-    fn at(clients: usize, verdicts: Vec<Verdict>) -> PointVerdicts {
-        PointVerdicts {
-            point: crate::results::PointId {
-                scenario: "s".into(),
-                vars: crate::results::Vars(Vec::new()),
-                clients,
-                target: None,
-                rate: None,
-                stage: None,
-            },
-            contender: "v2".into(),
-            baseline: "v1".into(),
-            verdicts,
-            machines: Vec::new(),
-        }
-    }
 
     #[test]
     fn regressions_are_different_and_worse_by_more_than_the_limit() {

@@ -423,16 +423,17 @@ fn rounds(base: &PointRun, other: &PointRun, figure: Figure) -> paired::Rounds {
     crate::results::balanced_rounds(&base.slices, &other.slices, &|s| figure.of(s))
 }
 
+/// Verdicts made by hand, for the tests of the report's layers over them.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixtures {
     use super::*;
 
-    const BANDS: Bands = Bands {
+    pub const BANDS: Bands = Bands {
         noise: 0.01,
         equivalence: 0.02,
     };
 
-    fn ratio(r: f64, lo: f64, hi: f64) -> Ratio {
+    pub fn ratio(r: f64, lo: f64, hi: f64) -> Ratio {
         Ratio {
             ratio: r,
             lo,
@@ -442,11 +443,11 @@ mod tests {
         }
     }
 
-    fn v(figure: Figure, r: f64, lo: f64, hi: f64) -> Verdict {
+    pub fn v(figure: Figure, r: f64, lo: f64, hi: f64) -> Verdict {
         Verdict::new(figure, ratio(r, lo, hi), BANDS, Some(0.0))
     }
 
-    fn at(clients: usize, verdicts: Vec<Verdict>) -> PointVerdicts {
+    pub fn at(clients: usize, verdicts: Vec<Verdict>) -> PointVerdicts {
         PointVerdicts {
             point: crate::results::PointId {
                 scenario: "s".into(),
@@ -462,6 +463,12 @@ mod tests {
             machines: Vec::new(),
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
 
     #[test]
     fn ratios_keep_their_digits_and_large_ones_read_as_factors() {

@@ -163,19 +163,24 @@ pub fn benjamini_hochberg(p: &[f64], q: f64) -> Vec<bool> {
     out
 }
 
-/// The pooled ratio contender / baseline over `reps` (each a repetition's rounds); `None`
-/// when no round has two positive figures.
-pub fn ratio(reps: &[Rounds], seed: u64) -> Option<Ratio> {
-    let logs: Vec<Vec<f64>> = reps
-        .iter()
+/// Each repetition's log ratios contender / baseline, over the rounds where both figures are
+/// positive; repetitions with fewer than `at_least` such rounds are left out.
+fn log_ratios(reps: &[Rounds], at_least: usize) -> Vec<Vec<f64>> {
+    reps.iter()
         .map(|r| {
             r.iter()
                 .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
                 .map(|(b, c)| (c / b).ln())
                 .collect::<Vec<f64>>()
         })
-        .filter(|r| !r.is_empty())
-        .collect();
+        .filter(|r| r.len() >= at_least)
+        .collect()
+}
+
+/// The pooled ratio contender / baseline over `reps` (each a repetition's rounds); `None`
+/// when no round has two positive figures.
+pub fn ratio(reps: &[Rounds], seed: u64) -> Option<Ratio> {
+    let logs = log_ratios(reps, 1);
     if logs.is_empty() {
         return None;
     }
@@ -224,16 +229,7 @@ pub fn ratio(reps: &[Rounds], seed: u64) -> Option<Ratio> {
 /// means less what the rounds' own spread explains). More rounds shrink only the rest.
 /// `None` below two repetitions with two usable rounds each.
 pub fn between_share(reps: &[Rounds]) -> Option<f64> {
-    let logs: Vec<Vec<f64>> = reps
-        .iter()
-        .map(|r| {
-            r.iter()
-                .filter(|(b, c)| *b > 0.0 && *c > 0.0 && b.is_finite() && c.is_finite())
-                .map(|(b, c)| (c / b).ln())
-                .collect::<Vec<f64>>()
-        })
-        .filter(|r| r.len() >= 2)
-        .collect();
+    let logs = log_ratios(reps, 2);
     if logs.len() < 2 {
         return None;
     }
