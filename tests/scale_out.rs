@@ -274,11 +274,35 @@ fn three_shards_in_their_own_namespaces_merge_into_the_report_of_one_run() {
         cw.contains(&("throughput_call".into(), "higher".into())),
         "{cw:?}"
     );
-    assert_eq!(
-        cm.iter().find(|c| c.0 == "throughput_call"),
-        cw.iter().find(|c| c.0 == "throughput_call"),
-        "merged {cm:?} vs whole {cw:?}"
+    // Combined over three machines of one repetition each, the interval is Student's t over
+    // three ratios (t = 4.3): on a loaded host one machine's v1 escaping its Nagle stall can
+    // leave it inconclusive. What must hold is the direction: v2 has more throughput, and no
+    // merged verdict says the opposite of the whole run's.
+    let throughput = |v: &serde_json::Value| -> (f64, String, String) {
+        let x = v["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["figure"] == "throughput" && x["contender"] == "v2")
+            .unwrap_or_else(|| panic!("a throughput verdict: {v}"));
+        (
+            x["ratio"].as_f64().unwrap(),
+            x["verdict"].as_str().unwrap().to_string(),
+            x["direction"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    let (tm, tw) = (throughput(&rm), throughput(&rw));
+    assert!(tm.0 > 1.0, "merged {tm:?} vs whole {tw:?}");
+    assert!(
+        tm.1 != "different" || tm.2 == "higher",
+        "merged {tm:?} vs whole {tw:?}"
     );
+    for (h, c) in &cm {
+        assert!(
+            cw.iter().all(|(h2, c2)| h2 != h || c2 == c),
+            "merged {cm:?} vs whole {cw:?}"
+        );
+    }
     assert!(
         report.contains("## Machines (3 ran these repetitions)"),
         "{report}"
