@@ -141,14 +141,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
-    finish_run(
-        &done,
-        Gates {
-            diff: args.fail_on_diff,
-            regression: args.fail_on_regression,
-            equivalent: args.fail_unless_equivalent,
-        },
-    )
+    finish_run(&done, args.gates())
 }
 
 /// `bakeoff cache list|prune`.
@@ -260,14 +253,7 @@ pub(super) fn run_merge(args: &MergeArgs) -> anyhow::Result<u8> {
         dir: args.out.clone(),
         results: merged,
     };
-    finish_run(
-        &done,
-        Gates {
-            diff: args.fail_on_diff,
-            regression: args.fail_on_regression,
-            equivalent: args.fail_unless_equivalent,
-        },
-    )
+    finish_run(&done, args.gates())
 }
 
 pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {

@@ -315,6 +315,15 @@ fn parse_ref(s: &str) -> Result<(String, String), String> {
 }
 
 impl RunArgs {
+    /// The gates `finish_run` applies.
+    fn gates(&self) -> commands::Gates {
+        commands::Gates {
+            diff: self.fail_on_diff,
+            regression: self.fail_on_regression,
+            equivalent: self.fail_unless_equivalent,
+        }
+    }
+
     /// `--shard K/N`, or `--shards N` (or `$BAKEOFF_SHARDS`) with the index Kubernetes sets.
     pub fn shard(&self) -> anyhow::Result<Option<crate::results::Shard>> {
         shard_of(
@@ -400,6 +409,17 @@ pub struct MergeArgs {
     /// *equivalent* within this band (e.g. 2%).
     #[arg(long = "fail-unless-equivalent", value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_unless_equivalent: Option<f64>,
+}
+
+impl MergeArgs {
+    /// The gates `finish_run` applies.
+    fn gates(&self) -> commands::Gates {
+        commands::Gates {
+            diff: self.fail_on_diff,
+            regression: self.fail_on_regression,
+            equivalent: self.fail_unless_equivalent,
+        }
+    }
 }
 
 impl CiCommonArgs {
