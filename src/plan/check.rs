@@ -211,6 +211,36 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         }
     }
 
+    // TLS settings no endpoint would use are a mistake, not a plan: every contender's
+    // endpoint is plain `http://`, so the certificate would never be read.
+    let served: Vec<&str> = contenders
+        .iter()
+        .flat_map(|k| k.members.iter().map(|m| m.endpoint.as_str()))
+        .filter(|e| !e.is_empty())
+        .collect();
+    let tls_of = raw
+        .scenarios
+        .iter()
+        .map(|s| (s.get_ref().tls.as_ref(), "scenario"))
+        .chain(
+            raw.compat
+                .iter()
+                .map(|s| (s.get_ref().tls.as_ref(), "compat set")),
+        );
+    for (tls, whose) in tls_of {
+        if let (Some(t), Some(plain)) = (tls, tls_unused(served.iter().copied())) {
+            return Err(c.at(t, format!("`tls` of this {whose}: every contender's endpoint is plain HTTP (`{plain}`), so it would never be used; write the endpoint as `https://…`, or leave `tls` out")));
+        }
+    }
+    for (set, rs) in compat.iter().zip(&raw.compat) {
+        let (Some(r), Some(rr)) = (&set.reference, &rs.get_ref().reference) else {
+            continue;
+        };
+        if let (Some(t), Some(plain)) = (&rr.get_ref().tls, tls_unused([r.endpoint.as_str()])) {
+            return Err(c.at(t, format!("`tls` of this reference: its endpoint `{plain}` is plain HTTP, so it would never be used; write `https://…`, or leave `tls` out")));
+        }
+    }
+
     // Paired by default wherever there is something to compare: two contenders that serve,
     // one of them against the other.
     let serving = contenders.iter().filter(|x| x.noise_of.is_none()).count();
@@ -911,6 +941,19 @@ impl Checker<'_> {
 /// an empty name) would reach the program as written.
 /// A URL in a plan never carries a password: it would be copied into results.json, the
 /// report and every message that names the endpoint.
+/// The first of `endpoints` when every one is plain `http://` (TLS settings for them would
+/// never be used); `None` when any is `https://`, or there are none.
+pub(super) fn tls_unused<'a>(endpoints: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut first = None;
+    for e in endpoints {
+        if !e.starts_with("http://") {
+            return None;
+        }
+        first.get_or_insert(e);
+    }
+    first
+}
+
 pub(super) fn no_credentials(url: &str) -> Result<(), String> {
     let masked = crate::protocol::target::Endpoint::redact(url);
     if masked == url {

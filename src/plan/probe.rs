@@ -117,6 +117,15 @@ impl Checker<'_> {
                 "`status` and `method` go with `http`, `body` with `http` or `grpc`, `params` with `jsonrpc`",
             ));
         }
+        if let Some(t) = &r.tls {
+            let url = r.http.as_deref().or(r.endpoint.as_deref());
+            if r.http.is_none() && r.grpc.is_none() && r.jsonrpc.is_none() {
+                return Err(self.at(t, "`tls` goes with an `http`, `grpc` or `jsonrpc` probe: the others open no TLS connection"));
+            }
+            if let Some(plain) = url.and_then(|u| super::check::tls_unused([u])) {
+                return Err(self.at(t, format!("`tls` of this probe: `{plain}` is plain HTTP, so it would never be used; write `https://…`, or leave `tls` out")));
+            }
+        }
         let expect = self.expect(s)?;
         Ok(Probe {
             expect,

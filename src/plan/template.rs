@@ -28,6 +28,10 @@ type Res<T> = Result<T, PlanError>;
 /// Placeholders filled in when a member starts, or by the template itself: never vars.
 const RESERVED: &[&str] = &["port", "state", "member", "index", "join", "env", "source"];
 
+/// The placeholders that take an argument after a colon when a member starts
+/// (`{port:NAME}`, `{env:NAME}`); `{join:…}` is gone by then.
+const COLON_KINDS: &[&str] = &["port", "env"];
+
 /// The most members one template may make.
 const MAX_MEMBERS: i64 = 100;
 
@@ -305,6 +309,12 @@ fn expand_joins(text: &str, members: &[String]) -> Result<String, String> {
             return Err(format!("`{text}`: `{{join:` is not closed with `}}`"));
         };
         let pattern = &body[..end];
+        if pattern.contains(KEY) {
+            return Err(format!("`{text}`: a `{{join:…}}` inside another is not expanded; write the inner list out, or make one pattern of both"));
+        }
+        if !pattern.contains("{member}") && !pattern.contains("{index}") {
+            return Err(format!("`{text}`: the `{{join:…}}` pattern `{pattern}` names neither `{{member}}` nor `{{index}}`, so every member's part would be the same text"));
+        }
         let parts: Vec<String> = members
             .iter()
             .enumerate()
@@ -339,12 +349,24 @@ fn unknown_var(text: &str, vars: &[String]) -> Option<(String, String)> {
         let Some(len) = text[start + 1..].find('}') else {
             break;
         };
-        let word = &text[start + 1..start + 1 + len];
+        let inner = &text[start + 1..start + 1 + len];
+        // `{kind:…}`: only the kinds filled in when a member starts take an argument.
+        let word = inner.split_once(':').map_or(inner, |(kind, _)| kind);
+        if word != inner && COLON_KINDS.contains(&word) {
+            continue;
+        }
         let is_word = word
             .chars()
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if is_word && word != inner {
+            return Some((
+                inner.to_string(),
+                "; the placeholders that take an argument are `{port:NAME}` and `{env:NAME}`"
+                    .to_string(),
+            ));
+        }
         if is_word && !RESERVED.contains(&word) {
             let hint = nearest(word, vars.iter().map(String::as_str))
                 .map(|n| format!("; did you mean `{{{n}}}`?"))

@@ -405,10 +405,53 @@ fn a_placeholder_nobody_fills_is_an_error_not_text() {
     );
 }
 
+/// One contender served over TLS.
+const ONE_TLS: &str = r#"
+name = "t"
+[[contender]]
+name = "a"
+command = ["srv", "--port", "{port}"]
+endpoint = "https://127.0.0.1:{port}"
+"#;
+
+#[test]
+fn tls_settings_no_endpoint_would_use_are_refused() {
+    let tls = "tls = { cacert = \"ca.pem\" }";
+    let e = err(&format!(
+        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n{tls}\n"
+    ));
+    assert!(
+        e.starts_with("plan.toml:10:7:")
+            && e.contains("every contender's endpoint is plain HTTP (`http://127.0.0.1:{port}`)"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{ONE}\n[[compat]]\nhttp = \"GET /{{case}}\"\nrequests = [\"a\"]\n{tls}\n"
+    ));
+    assert!(e.contains("`tls` of this compat set"), "{e}");
+    let e = err(&format!(
+        "{ONE_TLS}\n[[compat]]\nhttp = \"GET /{{case}}\"\nrequests = [\"a\"]\nreference = {{ endpoint = \"http://127.0.0.1:9\", http = \"GET /{{case}}\", fields = [{{ ours = \"x\", theirs = \"x\" }}], {tls} }}\n"
+    ));
+    assert!(e.contains("`tls` of this reference"), "{e}");
+    let e = err(&format!(
+        "{ONE}ready = {{ http = \"http://127.0.0.1:{{port}}/\", {tls} }}\n"
+    ));
+    assert!(e.contains("`tls` of this probe"), "{e}");
+    let e = err(&format!(
+        "{ONE}ready = {{ tcp = \"127.0.0.1:{{port}}\", {tls} }}\n"
+    ));
+    assert!(e.contains("open no TLS connection"), "{e}");
+    // With an https:// endpoint they are used.
+    parse(&format!(
+        "{ONE_TLS}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n{tls}\n"
+    ))
+    .unwrap();
+}
+
 #[test]
 fn tls_settings_fill_state_and_env_and_resolve_relative_paths() {
     let p = parse(&format!(
-        "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\ntls = {{ cacert = \"{{state}}/ca.pem\", cert = \"certs/{{env:BAKEOFF_PLAN_TLS_TEST}}.pem\", key = \"/abs/key.pem\", servername = \"{{env:BAKEOFF_PLAN_TLS_TEST}}.example\" }}\n"
+        "{ONE_TLS}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\ntls = {{ cacert = \"{{state}}/ca.pem\", cert = \"certs/{{env:BAKEOFF_PLAN_TLS_TEST}}.pem\", key = \"/abs/key.pem\", servername = \"{{env:BAKEOFF_PLAN_TLS_TEST}}.example\" }}\n"
     ))
     .unwrap();
     let spec = &p.scenarios[0].tls;
@@ -597,6 +640,29 @@ fn template_mistakes_are_pointed_at() {
     assert!(e.contains("two members are named `same`"), "{e}");
     let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\ncommand = [\"{join:,:{member}\"]\n");
     assert!(e.contains("not closed"), "{e}");
+    // A `{join}` inside a `{join}`, a pattern naming no member, and a `{kind:…}` no one fills
+    // in would reach the program as text.
+    let m2 = "name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\n";
+    let e = err(&format!(
+        "{m2}command = [\"s\", \"{{join:,:{{member}}={{join:;:{{index}}}}}}\"]\n"
+    ));
+    assert!(
+        e.starts_with("plan.toml:6:11:") && e.contains("inside another"),
+        "{e}"
+    );
+    let e = err(&format!("{m2}command = [\"s\", \"{{join:,:peer}}\"]\n"));
+    assert!(e.contains("names neither `{member}` nor `{index}`"), "{e}");
+    let e = err(&format!(
+        "{m2}command = [\"s\", \"--x={{prot:p{{index}}}}\"]\n"
+    ));
+    assert!(
+        e.contains("`{prot:p1}` is not a placeholder") && e.contains("`{port:NAME}`"),
+        "{e}"
+    );
+    parse(&format!(
+        "{m2}command = [\"s\", \"{{port:p{{index}}}}\", \"{{env:HOME}}\", \"{{join:,:{{member}}}}\"]\n"
+    ))
+    .unwrap();
     let e =
         err("name = \"t\"\n[[contender]]\nname = \"a\"\n[[contender.member]]\ncommand = [\"s\"]\n");
     assert!(e.contains("needs a `name`"), "{e}");
