@@ -389,6 +389,30 @@ fn etcd_bidi_streams_lease_keepalive_and_watch() {
         "{err}"
     );
     assert!(out.contains("\"created\": true"), "{out}");
+    // Under load the same: each call is a timeout, and the message each received before it
+    // still counts as an item (items/s is a stream's figure); no call succeeded: exit 2.
+    let v = bakeoff_json_exit(
+        &[
+            "load",
+            "--grpc",
+            &url,
+            "--proto",
+            proto,
+            "--call",
+            "etcdserverpb.Watch/Watch",
+            "-d",
+            r#"[{"create_request": {"key": "d2F0Y2g="}}]"#,
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "--timeout",
+            "300ms",
+        ],
+        2,
+    );
+    assert_eq!((u(&v, "requests"), u(&v, "successes")), (3, 0), "{v}");
+    assert_eq!(u(&v, "items"), 3, "one `created` message per call: {v}");
 }
 
 /// A plan whose contender makes its own certificate at start ({state}/ca.pem), serves gRPC

@@ -102,6 +102,20 @@ impl Recorder {
         }
     }
 
+    /// Items a call cut short by its timeout received before it was (a stream's messages):
+    /// they arrived, so items/s counts them, in the second they ended.
+    pub fn cut_short(&mut self, done: Instant, items: u64) {
+        if items == 0 {
+            return;
+        }
+        let sec = done.saturating_duration_since(self.measure_start).as_secs() as usize;
+        if self.timeline.len() <= sec {
+            self.timeline.resize_with(sec + 1, Second::default);
+        }
+        self.items += items;
+        self.timeline[sec].items += items;
+    }
+
     pub fn merge(&mut self, other: Recorder) {
         self.latency
             .add(&other.latency)

@@ -198,7 +198,12 @@ async fn client<P: Protocol>(
         let limit = grace.unwrap_or(timeout);
         let result = call_once(&*proto, &mut conn, ticket.seq, limit).await;
         let done = Instant::now();
-        if grace.is_some() && matches!(result, Err(CallError::Timeout(_))) && !ticket.warmup {
+        let timed_out = matches!(result, Err(CallError::Timeout(_)));
+        if timed_out && !ticket.warmup {
+            let partial = conn.as_ref().map_or(0, |c| proto.partial_items(c));
+            rec.borrow_mut().cut_short(done, partial);
+        }
+        if grace.is_some() && timed_out && !ticket.warmup {
             rec.borrow_mut().unfinished += 1;
             conn = None;
             continue;

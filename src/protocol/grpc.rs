@@ -642,6 +642,7 @@ impl Grpc {
         &self,
         head: http::response::Parts,
         mut stream: h2::RecvStream,
+        so_far: &mut u64,
     ) -> Result<Reply, CallError> {
         if head.status != http::StatusCode::OK {
             return Ok(Reply {
@@ -676,6 +677,7 @@ impl Grpc {
                     bytes += data.len() as u64;
                     let before = frames.kept.as_ref().map_or(0, Vec::len);
                     frames.push(&data)?;
+                    *so_far = frames.items;
                     if let (Some(a), Some(k)) = (&self.arrived, &frames.kept) {
                         a.lock()
                             .expect("not poisoned")
@@ -731,14 +733,16 @@ impl Protocol for Grpc {
                 &varying
             }
         };
+        conn.items = 0;
         if !self.method.is_client_streaming() {
             let (head, stream) = exchange(conn, self.head(), Some(frames[0].clone())).await?;
-            return self.receive(head, stream).await;
+            return self.receive(head, stream, &mut conn.items).await;
         }
         let (response, send) = send_request(conn, self.head()).await?;
+        let so_far = &mut conn.items;
         let answer = async {
             let (head, stream) = response.await.map_err(h2_error)?.into_parts();
-            self.receive(head, stream).await
+            self.receive(head, stream, so_far).await
         };
         // A bidi server may answer while messages are still being sent.
         let (sent, answer) = tokio::join!(self.send_stream(send, frames), answer);
@@ -747,6 +751,10 @@ impl Protocol for Grpc {
             (Err(e), Err(_)) => Err(e),
             (Ok(()), Err(e)) => Err(e),
         }
+    }
+
+    fn partial_items(&self, conn: &H2Conn) -> u64 {
+        conn.items
     }
 
     fn describe(&self) -> String {

@@ -17,6 +17,9 @@ use super::{CallError, Class, Protocol, Reply};
 
 pub struct H2Conn {
     send: SendRequest<Bytes>,
+    /// Messages the call in flight has received so far (gRPC streams): what a call cut
+    /// short by its timeout still delivered.
+    pub(crate) items: u64,
 }
 
 /// Writes made while the connection is polled go out together: the frames h2 writes are
@@ -160,7 +163,7 @@ pub async fn open(endpoint: &Endpoint) -> Result<H2Conn, CallError> {
     tokio::task::spawn_local(async move {
         let _ = connection.await;
     });
-    Ok(H2Conn { send })
+    Ok(H2Conn { send, items: 0 })
 }
 
 pub fn h2_error(e: h2::Error) -> CallError {

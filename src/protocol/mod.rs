@@ -42,6 +42,12 @@ pub trait Protocol: Send + Sync + 'static {
         true
     }
 
+    /// Items the last call on `conn` received before it was cut short (a stream's messages
+    /// up to its timeout): counted, though the call itself is a timeout.
+    fn partial_items(&self, _conn: &Self::Conn) -> u64 {
+        0
+    }
+
     /// What the TLS handshake negotiated, once one was made.
     fn tls(&self) -> Option<String> {
         None

@@ -44,6 +44,10 @@ impl<P: Protocol> Protocol for RoundRobin<P> {
         self.parts[conn.0].reusable(&conn.1)
     }
 
+    fn partial_items(&self, conn: &Self::Conn) -> u64 {
+        self.parts[conn.0].partial_items(&conn.1)
+    }
+
     fn tls(&self) -> Option<String> {
         self.parts.iter().find_map(P::tls)
     }
