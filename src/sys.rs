@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+pub mod children;
+
 /// CPUs this process may run on (its affinity mask), in order.
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for the calling thread.
@@ -68,7 +70,6 @@ fn rusage(who: libc::c_int) -> CpuTime {
     }
 }
 
-/// CPU time of the calling thread.
 /// What `/proc/PID/stat` says of a process that bakeoff needs: to walk a process tree, find
 /// a process group, and tell a process from a later one with the same PID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

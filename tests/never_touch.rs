@@ -266,3 +266,65 @@ ready = { command = ["sleep", "1000"], timeout = "60s", attempt_timeout = "50s" 
         );
     }
 }
+
+/// A member that kills its own guard (`kill -9 $PPID`) after starting a daemon that left
+/// its group and cleared its environment (`setsid env -i`): with the guard gone, the daemon
+/// re-parents to bakeoff (a subreaper during runs), which kills it before it exits — nothing
+/// is left after a normal run.
+#[test]
+fn a_member_that_kills_its_guard_leaves_nothing_behind() {
+    let dir = TempDir::new("never-guard-killer");
+    // Durations no other process has, so the test can find them by their command line.
+    let (daemon, member) = (
+        format!("9{}1", std::process::id()),
+        format!("9{}2", std::process::id()),
+    );
+    let plan = format!(
+        r#"name = "guard killer"
+repetitions = 1
+[[contender]]
+name = "rogue"
+command = ["sh", "-c", "setsid env -i sh -c 'sleep {daemon}; true' & sleep 0.2; kill -9 $PPID; exec sleep {member}"]
+ready = {{ tcp = "127.0.0.1:{{port}}", timeout = "3s" }}
+
+[[scenario]]
+name = "s"
+http = "/"
+duration = "1s"
+"#
+    );
+    let started = |needle: &str| -> Vec<i32> {
+        bakeoff::sys::pids()
+            .into_iter()
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+                    && bakeoff::sys::proc_stat(*p).is_some_and(|s| s.state != 'Z')
+            })
+            .collect()
+    };
+    let run = run_plan(dir.path(), &plan, &[]);
+    let left: Vec<i32> = started(&daemon)
+        .into_iter()
+        .chain(started(&member))
+        .collect();
+    for p in &left {
+        // SAFETY: processes this test's run started.
+        unsafe {
+            libc::kill(*p, libc::SIGKILL);
+        }
+    }
+    assert!(
+        left.is_empty(),
+        "left behind after a normal run: {left:?}\n{}",
+        run.stderr()
+    );
+    // The daemon did start (the test would prove nothing otherwise): the run saw the member
+    // die by SIGKILL of its guard.
+    let r = &run.results;
+    assert!(
+        r["runs"][0]["exits"].to_string().contains("signal 9"),
+        "{}",
+        r["runs"][0]
+    );
+}

@@ -26,11 +26,9 @@ pub(super) fn git(dir: Option<&Path>, args: &[&str]) -> Result<Vec<u8>, String> 
 /// standard error's last line.
 pub(super) fn bounded(mut c: Command, limit: Duration) -> Result<Vec<u8>, String> {
     use std::io::Read as _;
-    let mut child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = crate::sys::children::spawn(&mut c).map_err(|e| e.to_string())?;
+    let pid = child.id() as i32;
     let read = |r: Option<Box<dyn std::io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut out = Vec::new();
@@ -54,16 +52,21 @@ pub(super) fn bounded(mut c: Command, limit: Duration) -> Result<Vec<u8>, String
     );
     let start = Instant::now();
     let status = loop {
-        match child.try_wait().map_err(|e| e.to_string())? {
-            Some(s) => break s,
-            None if start.elapsed() > limit => {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if start.elapsed() <= limit => std::thread::sleep(Duration::from_millis(5)),
+            waited => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("did not finish within {limit:?}"));
+                crate::sys::children::reaped(pid);
+                return Err(match waited {
+                    Err(e) => e.to_string(),
+                    _ => format!("did not finish within {limit:?}"),
+                });
             }
-            None => std::thread::sleep(Duration::from_millis(5)),
         }
     };
+    crate::sys::children::reaped(pid);
     let (out, err) = (
         out.join().unwrap_or_default(),
         err.join().unwrap_or_default(),

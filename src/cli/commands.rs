@@ -125,6 +125,8 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     let cancel = install_handler(on_interrupt_run, 0);
     // Contenders inherit it too; many clients need it raised.
     crate::sys::raise_open_files_limit();
+    // What a member that kills its own guard leaves re-parents here, not to init.
+    crate::sys::children::adopt();
     let opts = runner::RunOptions {
         out: args.out.clone(),
         resume: args.resume.clone(),
@@ -140,8 +142,9 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         cancel,
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
-    let done = runner::run(args.plan.as_deref(), &opts, &mut rep)?;
-    finish_run(&done, args.gates())
+    let done = runner::run(args.plan.as_deref(), &opts, &mut rep);
+    crate::sys::children::sweep();
+    finish_run(&done?, args.gates())
 }
 
 /// `bakeoff cache list|prune`.
@@ -212,9 +215,11 @@ pub(super) fn run_cache(action: &CacheAction) -> anyhow::Result<u8> {
 
 pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
     let cancel = install_handler(on_interrupt_run, 0);
+    crate::sys::children::adopt();
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
-    let done = crate::demo::run(args.out.clone(), cancel, &mut rep)?;
-    finish_run(&done, Gates::default())
+    let done = crate::demo::run(args.out.clone(), cancel, &mut rep);
+    crate::sys::children::sweep();
+    finish_run(&done?, Gates::default())
 }
 
 pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {

@@ -90,6 +90,7 @@ impl MemberProc {
         if r != self.pid {
             return None;
         }
+        crate::sys::children::reaped(self.pid);
         let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
         self.reaped_cpu = Some(Usage {
             cpu_user_s: secs(ru.ru_utime),

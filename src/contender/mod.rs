@@ -757,6 +757,8 @@ impl Running {
             }
         }
         spawn::sweep(&self.owner.tag);
+        // What a member that killed its own guard left re-parents to bakeoff.
+        crate::sys::children::sweep();
         // The last check: nothing it started may still listen on its ports.
         for (name, port) in &self.ports {
             if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", *port)) {
@@ -830,6 +832,8 @@ impl Running {
             m.flush_logs();
         }
         spawn::sweep(&self.owner.tag);
+        // What a member that killed its own guard left re-parents to bakeoff.
+        crate::sys::children::sweep();
     }
 }
 

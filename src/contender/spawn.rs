@@ -205,7 +205,7 @@ pub fn spawn(s: &SpawnSpec) -> Result<Spawned, String> {
             Ok(())
         });
     }
-    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    let mut child = crate::sys::children::spawn(&mut cmd).map_err(|e| e.to_string())?;
     let log_cpus = s.log_cpus.map(<[usize]>::to_vec);
     let mut pumps = Vec::new();
     if let Some(o) = child.stdout.take() {
@@ -332,7 +332,7 @@ fn spawn_guarded(o: &Oneshot) -> Result<(i32, Option<std::thread::JoinHandle<()>
     }
     // Waited for with wait4 (std's Child is not asked again): its resource usage is the
     // guard's whole subtree's, which it reaped.
-    let child = c.spawn().map_err(|e| format!("`{}`: {e}", o.cmd[0]))?;
+    let child = crate::sys::children::spawn(&mut c).map_err(|e| format!("`{}`: {e}", o.cmd[0]))?;
     // The pipe's writing ends now live only in the command: the copy ends when it (and all
     // it started) has closed them.
     drop(c);
@@ -432,6 +432,9 @@ fn wait4(pid: i32, block: bool) -> Option<(libc::c_int, libc::rusage)> {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let flags = if block { 0 } else { libc::WNOHANG };
     let got = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
+    if got == pid {
+        crate::sys::children::reaped(pid);
+    }
     (got == pid).then_some((status, usage))
 }
 
