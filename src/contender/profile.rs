@@ -79,11 +79,13 @@ impl Recording {
                 });
             }
         }
-        let mut child = cmd.spawn().map_err(|e| format!("cannot run perf: {e}"))?;
+        let mut child =
+            crate::sys::children::spawn(&mut cmd).map_err(|e| format!("cannot run perf: {e}"))?;
         let started = Instant::now();
         // perf writes the header once the events are open.
         while started.elapsed() < Duration::from_secs(5) {
             if let Ok(Some(status)) = child.try_wait() {
+                crate::sys::children::reaped(child.id() as i32);
                 let text = std::fs::read_to_string(&log).unwrap_or_default();
                 return Err(format!(
                     "perf record ended at once ({status}): {}",
@@ -117,26 +119,24 @@ impl Recording {
                 _ if Instant::now() > deadline => {
                     let _ = child.kill();
                     let _ = child.wait();
+                    crate::sys::children::reaped(child.id() as i32);
                     return Err("perf record did not stop within 20 s of SIGINT".into());
                 }
                 _ => std::thread::sleep(Duration::from_millis(20)),
             }
         }
-        let out = Command::new(perf()?)
-            .args(["script", "-F", "comm,tid,time,event,ip,sym,dso", "-i"])
-            .arg(&self.data)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run perf script: {e}"))?;
+        crate::sys::children::reaped(child.id() as i32);
+        let script = script(&self.data, SCRIPT_TIMEOUT);
         let _ = std::fs::remove_file(&self.data);
         let _ = std::fs::remove_file(self.data.with_extension("data.old"));
-        if !out.status.success() {
-            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-            return Err(format!("perf script failed: {}", log.trim()));
-        }
+        let mut p = match script {
+            Ok(p) => p,
+            Err(e) => {
+                let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+                return Err(format!("{e} {}", log.trim()).trim_end().to_string());
+            }
+        };
         let _ = std::fs::remove_file(&self.log);
-        let mut p = fold(&String::from_utf8_lossy(&out.stdout));
         p.seconds = seconds;
         Ok(p)
     }
@@ -147,9 +147,86 @@ impl Drop for Recording {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
+            crate::sys::children::reaped(c.id() as i32);
             let _ = std::fs::remove_file(&self.data);
         }
     }
+}
+
+/// How long `perf script` may take over a recording (a minute of DWARF call graphs takes a
+/// few seconds here): past it, it is killed and the profile is an error.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The longest line of `perf script` output read; longer ones (no real frame is) are cut.
+const LINE_LIMIT: u64 = 64 * 1024;
+/// The most distinct stacks a profile keeps per kind; the rest are counted under
+/// [`OTHER_STACKS`], so a pathological recording cannot grow the folded map without end.
+const STACK_LIMIT: usize = 100_000;
+/// Where the stacks past [`STACK_LIMIT`] are counted.
+pub const OTHER_STACKS: &str = "[other stacks]";
+
+/// `perf script` over `data`, folded as it streams (its output is never held whole), killed
+/// when it overstays `limit`.
+fn script(data: &Path, limit: Duration) -> Result<Profile, String> {
+    script_with(&perf()?, data, limit)
+}
+
+/// [`script`] with `perf` at `program`.
+fn script_with(program: &Path, data: &Path, limit: Duration) -> Result<Profile, String> {
+    use std::io::BufRead as _;
+    use std::io::Read as _;
+    let mut cmd = Command::new(program);
+    cmd.args(["script", "-F", "comm,tid,time,event,ip,sym,dso", "-i"])
+        .arg(data)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = crate::sys::children::spawn(&mut cmd)
+        .map_err(|e| format!("cannot run perf script: {e}"))?;
+    let out = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut r = std::io::BufReader::new(out);
+        let lines = std::iter::from_fn(move || {
+            let mut line = Vec::new();
+            let n = (&mut r)
+                .take(LINE_LIMIT)
+                .read_until(b'\n', &mut line)
+                .ok()?;
+            if n == 0 {
+                return None;
+            }
+            if line.last() != Some(&b'\n') {
+                // Cut at the limit: skip to the end of the line.
+                let _ = r.skip_until(b'\n');
+            }
+            Some(String::from_utf8_lossy(&line).trim_end().to_string())
+        });
+        fold_lines(lines)
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = reader.join();
+                crate::sys::children::reaped(child.id() as i32);
+                return Err(format!(
+                    "perf script did not finish within {} s, so this point has no profile",
+                    limit.as_secs()
+                ));
+            }
+        }
+    };
+    crate::sys::children::reaped(child.id() as i32);
+    let p = reader
+        .join()
+        .map_err(|_| "the thread reading perf script failed".to_string())?;
+    if !status.success() {
+        return Err("perf script failed:".into());
+    }
+    Ok(p)
 }
 
 /// Folded stacks of one recording.
@@ -204,11 +281,24 @@ impl Profile {
 
 /// `perf script -F comm,tid,time,event,ip,sym,dso` output → folded stacks.
 pub fn fold(script: &str) -> Profile {
+    fold_lines(script.lines().map(str::to_string))
+}
+
+/// [`fold`] over lines as they come (no line ending).
+fn fold_lines(lines: impl Iterator<Item = String>) -> Profile {
     let mut p = Profile::default();
     // Per thread: the stack and time of its last switch-out, until its next event.
     let mut switched: BTreeMap<u32, (String, f64)> = BTreeMap::new();
-    let mut lines = script.lines().peekable();
+    let mut lines = lines.peekable();
+    let add = |map: &mut BTreeMap<String, u64>, stack: String, n: u64| {
+        if map.len() >= STACK_LIMIT && !map.contains_key(&stack) {
+            *map.entry(OTHER_STACKS.to_string()).or_default() += n;
+        } else {
+            *map.entry(stack).or_default() += n;
+        }
+    };
     while let Some(line) = lines.next() {
+        let line = line.as_str();
         let Some((comm, tid, time, event)) = header(line) else {
             continue; // a frame of a sample we could not read, or a blank line
         };
@@ -222,7 +312,7 @@ pub fn fold(script: &str) -> Profile {
         }
         if let Some((stack, at)) = switched.remove(&tid) {
             let us = ((time - at) * 1e6).max(0.0) as u64;
-            *p.off_cpu.entry(stack).or_default() += us;
+            add(&mut p.off_cpu, stack, us);
         }
         frames.reverse(); // root first
         let mut stack = comm.replace([';', ' '], "_");
@@ -233,7 +323,7 @@ pub fn fold(script: &str) -> Profile {
         if event == "sched:sched_switch" {
             switched.insert(tid, (stack, time));
         } else {
-            *p.on_cpu.entry(stack).or_default() += 1;
+            add(&mut p.on_cpu, stack, 1);
             p.samples += 1;
         }
     }
@@ -330,6 +420,61 @@ worker one 14662 33402.690000: cpu-clock: \n\
             Profile::folded(&p.off_cpu),
             "worker_one;bakeoff::demo::server::serve;[stripped] 40000\n"
         );
+    }
+
+    /// A stand-in for `perf` that prints `SCRIPT`, then whatever `tail` says, then exits.
+    fn fake_perf(dir: &Path, tail: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("script.txt"), SCRIPT).unwrap();
+        let p = dir.join("perf");
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\ncat '{}'\n{tail}\n",
+                dir.join("script.txt").display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn perf_script_streams_and_is_killed_past_its_deadline() {
+        let dir = std::env::temp_dir().join(format!("bakeoff-perf-{}", std::process::id()));
+        // A line far past the limit (8 MiB of one frame) is cut, not held; the stacks around
+        // it still fold.
+        let perf = fake_perf(&dir, "head -c 8388608 /dev/zero | tr '\\0' x; echo");
+        let p = script_with(&perf, Path::new("/nonexistent"), Duration::from_secs(60)).unwrap();
+        assert_eq!(p, fold(SCRIPT));
+        // One that never ends is killed at its deadline, and says so.
+        let perf = fake_perf(&dir, "exec sleep 600");
+        let started = Instant::now();
+        let e =
+            script_with(&perf, Path::new("/nonexistent"), Duration::from_millis(300)).unwrap_err();
+        assert!(e.contains("did not finish within"), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn distinct_stacks_past_the_limit_are_counted_together() {
+        let lines = (0..STACK_LIMIT + 10).flat_map(|i| {
+            [
+                format!("srv 1 {}.000001: cpu-clock: ", 100 + i),
+                format!("\t 1 f{i}+0x1 (/usr/bin/srv)"),
+                String::new(),
+            ]
+        });
+        let p = fold_lines(lines);
+        assert_eq!(p.on_cpu.len(), STACK_LIMIT + 1);
+        assert_eq!(p.on_cpu.get(OTHER_STACKS), Some(&10));
+        assert_eq!(p.samples, (STACK_LIMIT + 10) as u64);
     }
 
     #[test]
