@@ -2,7 +2,9 @@
 //! `bakeoff __guard -- PROGRAM ARGS…`, like `tini`), so nothing a member starts outlives the
 //! run — not even when bakeoff is killed with SIGKILL.
 //!
-//! `PR_SET_PDEATHSIG` reaches only a direct child, and a subreaper in bakeoff dies with it.
+//! `PR_SET_PDEATHSIG` reaches only a direct child, and a subreaper in bakeoff dies with it
+//! (bakeoff is one too during runs, for the orphans of a guard its member killed:
+//! `sys::children`).
 //! The guard is a *child subreaper* (`PR_SET_CHILD_SUBREAPER`): every descendant that
 //! double-forks or calls `setsid` re-parents to it, whatever its environment says. It gets
 //! [`PARENT_DIED`] when bakeoff dies (`PR_SET_PDEATHSIG`) and when bakeoff asks it to (the
