@@ -498,3 +498,63 @@ tls = {{ cacert = "{{state}}/ca.pem", servername = "127.0.0.1" }}
     let csv = std::fs::read_to_string(r.out_dir.join("report/serving-chat.csv")).unwrap();
     assert!(csv.lines().next().unwrap().contains("items"), "{csv}");
 }
+
+/// A plan without `protos` asks the server's reflection for its messages until the server
+/// first describes them, and not on every probe attempt after that (the descriptors are
+/// kept per server): a server whose probe call keeps failing (UNAVAILABLE, its index not
+/// built) is asked once, however many attempts the probe makes (issue 25, item 7).
+#[test]
+fn a_failing_probe_asks_reflection_once() {
+    if start_grpc_fixture(&[]).is_none() {
+        return;
+    }
+    let dir = TempDir::new("grpc-reflect-once");
+    let server = grpc_fixture_script();
+    let plan = format!(
+        r#"
+name = "reflect once"
+repetitions = 1
+[[contender]]
+name = "starting"
+command = ["python3", "{server}", "--port", "{{port}}"]
+ready = {{ grpc = "fixture.Echo/Unary", body = '{{"text": "ready?", "fail": 14}}', timeout = "8s", interval = "20ms" }}
+
+[[scenario]]
+name = "echo"
+grpc = "fixture.Echo/Unary"
+body = '{{"text": "x"}}'
+requests = 5
+"#,
+        server = server.display()
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    let err = run.stderr();
+    assert!(
+        err.contains("UNAVAILABLE") || err.contains("never got ready") || err.contains("ready"),
+        "{err}"
+    );
+    let mut asked = 0;
+    let mut logs = Vec::new();
+    let mut stack = vec![run.out_dir.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().contains("stdout") {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                asked += text.matches("reflection v1 asked").count();
+                logs.push(p);
+            }
+        }
+    }
+    assert!(
+        !logs.is_empty(),
+        "no member log in {}",
+        run.out_dir.display()
+    );
+    assert!(
+        (1..=2).contains(&asked),
+        "reflection asked {asked} times over an 8 s probe at 20 ms: {logs:?}\n{err}"
+    );
+}
