@@ -504,3 +504,80 @@ fn client_counts_are_bounded_and_capped_at_the_requests() {
     assert_eq!(v["requests"], 1, "{v}");
     assert_eq!(v["clients"], 1, "{v}");
 }
+
+/// A server that answers every request with `size` bytes of `x` (Content-Length framed).
+fn big_answer_server(size: usize) -> std::net::SocketAddr {
+    use std::io::Write as _;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut s = s;
+                let mut buf = [0u8; 4096];
+                let mut seen = Vec::new();
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(n) if n > 0 => seen.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                }
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n");
+                if s.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                let chunk = vec![b'x'; 1 << 20];
+                let mut left = size;
+                while left > 0 {
+                    let n = left.min(chunk.len());
+                    if s.write_all(&chunk[..n]).is_err() {
+                        return; // bakeoff stopped reading: what it should do
+                    }
+                    left -= n;
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// `diff` (and compat, and `call`) keep answers to compare them: a 200 MiB answer is not
+/// held whole (before, it took 1.67 GB for a 300 MB one), but stops at `--max-body` with an
+/// error that says so; peak memory stays near the limit.
+#[test]
+fn kept_answers_are_bounded_by_max_body() {
+    let addr = big_answer_server(200 << 20);
+    let dir = TempDir::new("hostile-big-answer");
+    let cases = dir.path().join("cases.toml");
+    std::fs::write(&cases, "[[compat]]\nhttp = \"GET /\"\nrequests = ['']\n").unwrap();
+    let url = format!("http://{addr}");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(["diff", "--cases", cases.to_str().unwrap(), &url, &url])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(dir.path().join("err")).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut status = 0;
+    // SAFETY: wait4 on our own child, into locals.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let _ = child.try_wait();
+    // The report (on stdout) says what both answers failed with.
+    let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
+    assert!(
+        err.contains("larger than the 64 MiB kept to compare it") && err.contains("--max-body"),
+        "{err}"
+    );
+    let peak_mib = usage.ru_maxrss / 1024;
+    assert!(
+        peak_mib < 400,
+        "bakeoff diff peaked at {peak_mib} MiB:\n{err}"
+    );
+    // `call` keeps the answer it prints the same way.
+    fails_with(
+        &["call", &format!("{url}/"), "--max-body", "1MiB"],
+        &["larger than the 1 MiB kept to compare it"],
+    );
+}

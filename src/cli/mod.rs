@@ -24,7 +24,8 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
     /// The most bytes one request body, path or gRPC message may render to (templates such
-    /// as {fill:N:…} are checked before anything is sent), e.g. 256MiB [default: 64MiB].
+    /// as {fill:N:…} are checked before anything is sent), and the most of one answer kept
+    /// to compare or print (diff, compat, call), e.g. 256MiB [default: 64MiB].
     #[arg(long = "max-body", global = true, value_name = "SIZE", value_parser = parse_size)]
     pub max_body: Option<usize>,
 }

@@ -517,6 +517,8 @@ pub(super) struct Deframer {
     current: Vec<u8>,
     items: u64,
     kept: Option<Vec<Vec<u8>>>,
+    /// Bytes of the messages kept, the current one included.
+    kept_bytes: usize,
 }
 
 impl Deframer {
@@ -539,6 +541,8 @@ impl Deframer {
                 Some(left) => {
                     let n = left.min(data.len());
                     if self.kept.is_some() {
+                        self.kept_bytes += n;
+                        super::kept_within(self.kept_bytes)?;
                         self.current.extend_from_slice(&data[..n]);
                     }
                     data = &data[n..];

@@ -255,7 +255,7 @@ async fn read_response(
     match head.framing {
         Framing::Length(mut left) => loop {
             let avail = ((c.end - c.start) as u64).min(left) as usize;
-            take(c, avail, &mut body, &mut total);
+            take(c, avail, &mut body, &mut total)?;
             left -= avail as u64;
             if left == 0 {
                 break;
@@ -273,6 +273,7 @@ async fn read_response(
                     .feed(&c.buf[c.start..c.end], &mut body, &mut total)
                     .map_err(|e| CallError::Protocol(e.into()))?;
                 c.start += used;
+                super::kept_within(body.as_ref().map_or(0, Vec::len))?;
                 if chunks.done() {
                     break;
                 }
@@ -286,7 +287,7 @@ async fn read_response(
         Framing::UntilClose => {
             loop {
                 let avail = c.end - c.start;
-                take(c, avail, &mut body, &mut total);
+                take(c, avail, &mut body, &mut total)?;
                 if fill(c).await? == 0 {
                     break;
                 }
@@ -307,12 +308,19 @@ async fn read_response(
     })
 }
 
-fn take(c: &mut Http1Conn, n: usize, body: &mut Option<Vec<u8>>, total: &mut u64) {
+fn take(
+    c: &mut Http1Conn,
+    n: usize,
+    body: &mut Option<Vec<u8>>,
+    total: &mut u64,
+) -> Result<(), CallError> {
     if let Some(b) = body {
+        super::kept_within(b.len() + n)?;
         b.extend_from_slice(&c.buf[c.start..c.start + n]);
     }
     c.start += n;
     *total += n as u64;
+    Ok(())
 }
 
 /// A decoder for `Transfer-Encoding: chunked` (RFC 9112 §7.1) that consumes what it can

@@ -314,6 +314,7 @@ impl Protocol for Http2 {
         while let Some(data) = next_data(&mut stream).await? {
             total += data.len() as u64;
             if let Some(k) = &mut kept {
+                super::kept_within(k.len() + data.len())?;
                 k.extend_from_slice(&data);
             }
         }

@@ -18,6 +18,20 @@ use std::future::Future;
 
 pub use outcome::{CallError, Class, GrpcCode, Reply};
 
+/// An answer kept to be compared or shown (`diff`, compat, `call`) may hold at most as many
+/// bytes as a request may (`--max-body`, 64 MiB by default): past it the call is an error
+/// that says so, instead of memory growing with whatever the server sends.
+pub(crate) fn kept_within(kept: usize) -> Result<(), CallError> {
+    let limit = template::max_len();
+    if kept > limit {
+        return Err(CallError::Protocol(format!(
+            "the answer is larger than the {} MiB kept to compare it (raise --max-body SIZE)",
+            limit >> 20
+        )));
+    }
+    Ok(())
+}
+
 /// One protocol client. `connect` opens one connection (one per load client); `call` sends
 /// request number `seq` on it and waits for the whole answer.
 ///

@@ -202,8 +202,13 @@ pub fn markdown(reports: &[CompatReport]) -> String {
                 };
                 for class in &cr.classes {
                     if class.kind == "both_failed" {
+                        // What the failure said, so "both failed" is not a riddle.
+                        let said = class.example.baseline["detail"]
+                            .as_str()
+                            .map(|d| format!(": {}", one_line(d, 160)))
+                            .unwrap_or_default();
                         alike.push(format!(
-                            "- `{}`: {} ({} case{}, e.g. `{}`)",
+                            "- `{}`: {} ({} case{}, e.g. `{}`{said})",
                             s.name,
                             class.class,
                             class.cases,
