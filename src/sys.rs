@@ -125,12 +125,47 @@ pub fn read_bounded_bytes(path: &std::path::Path, limit: u64) -> std::io::Result
     Ok(out)
 }
 
+/// As [`read_bounded_bytes`], but a pipe is read too (`bakeoff compare <(go test -bench .)`),
+/// up to `limit`: it is opened without blocking (a FIFO nobody writes reads as empty, it
+/// does not hang), then read as it comes. Devices and folders are still refused.
+pub fn read_bounded_bytes_or_pipe(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    use std::os::unix::io::AsRawFd as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.file_type().is_fifo() {
+        drop(f);
+        return read_bounded_bytes(path, limit);
+    }
+    // SAFETY: fcntl on a descriptor this function owns.
+    unsafe {
+        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+    }
+    let mut out = Vec::new();
+    f.take(limit + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > limit {
+        return Err(too_large(out.len() as u64, limit));
+    }
+    Ok(out)
+}
+
 fn too_large(len: u64, limit: u64) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::InvalidData,
         format!("{len} bytes, more than the {limit} allowed"),
     )
 }
+
+/// The largest plan or cases file read (TOML a person writes: far below this).
+pub const PLAN_LIMIT: u64 = 16 << 20;
+/// The largest results file read (`report`, `merge`, `--resume`, `compare`).
+pub const RESULTS_LIMIT: u64 = 1 << 30;
+/// The largest file of lines or benchmark output read whole (`{line:FILE}`, `compare`).
+pub const DATA_LIMIT: u64 = 256 << 20;
 
 /// [`read_bounded_bytes`] as UTF-8 text.
 pub fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<String> {

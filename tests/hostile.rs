@@ -437,6 +437,38 @@ fn devices_and_fifos_are_refused_as_files() {
         ],
         &["/dev/zero", "not a regular file"],
     );
+    // Every other file bakeoff reads whole: plans, cases files, -D bodies, results (the
+    // second probe: `run /dev/zero` took 23 GB, `diff --cases /dev/urandom` 9 GB, a FIFO
+    // hung plan check and diff).
+    let results = dir.path().join("res");
+    std::fs::create_dir_all(&results).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", results.join("results.json")).unwrap();
+    let results = results.to_str().unwrap().to_string();
+    let url = "http://127.0.0.1:1/";
+    let cases: &[&[&str]] = &[
+        &["run", "/dev/zero"],
+        &["plan", "check", &fifo],
+        &["plan", "show", "/dev/urandom"],
+        &["diff", "--cases", &fifo, url, url],
+        &["diff", "--cases", "/dev/urandom", url, url],
+        &["call", "-D", "/dev/zero", "-m", "POST", url],
+        &["report", &results],
+        &["compare", "/dev/zero", &fifo],
+    ];
+    // A zero timeout is refused, not read as "none" (the probe's `call --timeout 0s`
+    // answered).
+    fails_with(
+        &["call", "--timeout", "0s", url],
+        &["--timeout", "give a timeout above 0"],
+    );
+    for args in cases {
+        let started = Instant::now();
+        let err = fails_with(args, &["not a regular file"]);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 /// A password in a plan's URL never gets as far as a run (issue 25, item 16): plan check

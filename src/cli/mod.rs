@@ -167,7 +167,7 @@ pub struct DiffArgs {
     #[arg(long = "json")]
     pub json: bool,
     /// Give up on a call after this long.
-    #[arg(long = "timeout", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long = "timeout", default_value = "10s", value_parser = parse_timeout)]
     pub timeout: Duration,
 }
 
@@ -611,7 +611,7 @@ pub struct TargetArgs {
     #[arg(long = "seed", default_value_t = 0)]
     pub seed: u64,
     /// Give up on a call after this long (e.g. 500ms, 20s).
-    #[arg(long = "timeout", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long = "timeout", default_value = "20s", value_parser = parse_timeout)]
     pub timeout: Duration,
     /// Client-streaming and bidi gRPC calls: pause this long between messages sent.
     #[arg(long = "stream-interval", value_parser = parse_duration, requires = "grpc")]
@@ -750,6 +750,17 @@ pub struct CallArgs {
 
 pub use crate::plan::{parse_duration, parse_size};
 
+/// A call's timeout: a duration above zero (a zero timeout would end every call before it
+/// is sent, or read as "none").
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!(
+            "`{s}`: a call needs time to answer; give a timeout above 0"
+        )),
+        d => Ok(d),
+    }
+}
+
 impl TargetArgs {
     fn headers(&self) -> anyhow::Result<Vec<(String, String)>> {
         self.headers
@@ -766,9 +777,10 @@ impl TargetArgs {
     fn body(&self) -> anyhow::Result<Option<String>> {
         match (&self.data, &self.data_file) {
             (Some(d), _) => Ok(Some(d.clone())),
-            (None, Some(f)) => std::fs::read_to_string(f)
-                .map(Some)
-                .with_context(|| format!("-D: cannot read `{}`", f.display())),
+            (None, Some(f)) => {
+                crate::sys::read_bounded(f, crate::protocol::template::max_len() as u64).map(Some)
+            }
+            .with_context(|| format!("-D: cannot read `{}`", f.display())),
             (None, None) => Ok(None),
         }
     }
@@ -966,7 +978,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             action: PlanAction::Show { plan },
         } => {
             use anyhow::Context as _;
-            let text = std::fs::read_to_string(&plan)
+            let text = crate::sys::read_bounded(&plan, crate::sys::PLAN_LIMIT)
                 .with_context(|| format!("cannot read the plan `{}`", plan.display()))?;
             print!("{}", crate::plan::Plan::show(&plan, &text)?);
             crate::runner::check_plan(&plan, &[])?;

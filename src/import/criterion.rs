@@ -34,7 +34,7 @@ pub fn load(dir: &Path, label: &str) -> Result<BenchSet, ImportError> {
     for f in files {
         let fl = f.display().to_string();
         let read = |p: &Path| {
-            std::fs::read_to_string(p)
+            crate::sys::read_bounded(p, crate::sys::DATA_LIMIT)
                 .map_err(|e| error(&p.display().to_string(), None, e.to_string()))
         };
         let s: Sample = serde_json::from_str(&read(&f)?).map_err(|e| {

@@ -111,8 +111,8 @@ pub fn load(path: &Path) -> Result<BenchSet, ImportError> {
     if path.is_dir() {
         return criterion::load(path, &label);
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| error(&label, None, format!("cannot read: {e}")))?;
+    let bytes = crate::sys::read_bounded_bytes_or_pipe(path, crate::sys::DATA_LIMIT)
+        .map_err(|e| error(&label, None, format!("cannot read: {e}")))?;
     parse(&label, &bytes)
 }
 

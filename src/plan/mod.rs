@@ -777,7 +777,7 @@ impl Plan {
     /// Reads and checks a plan file.
     pub fn load(path: &Path) -> anyhow::Result<Plan> {
         use anyhow::Context as _;
-        let text = std::fs::read_to_string(path)
+        let text = crate::sys::read_bounded(path, crate::sys::PLAN_LIMIT)
             .with_context(|| format!("cannot read the plan `{}`", path.display()))?;
         Ok(Plan::parse(path, &text)?)
     }
@@ -799,7 +799,7 @@ impl Plan {
     /// or a whole plan (its contenders are then not used).
     pub fn load_cases(path: &Path) -> anyhow::Result<CasesFile> {
         use anyhow::Context as _;
-        let text = std::fs::read_to_string(path)
+        let text = crate::sys::read_bounded(path, crate::sys::PLAN_LIMIT)
             .with_context(|| format!("cannot read the cases file `{}`", path.display()))?;
         let is_plan = toml::from_str::<toml::Table>(&text)
             .is_ok_and(|t| t.contains_key("contender") || t.contains_key("name"));

@@ -369,7 +369,7 @@ fn parse_range(spec: &str) -> Result<(i64, i64), String> {
 }
 
 fn read_lines(path: &Path) -> Result<Arc<[String]>, String> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::sys::read_bounded(path, crate::sys::DATA_LIMIT)
         .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     let lines: Vec<String> = text
         .lines()

@@ -25,7 +25,7 @@ pub fn read(dir: &Path) -> anyhow::Result<Input> {
         _ => dir,
     };
     let file = dir.join("results.json");
-    let text = std::fs::read_to_string(&file)
+    let text = crate::sys::read_bounded(&file, crate::sys::RESULTS_LIMIT)
         .with_context(|| format!("cannot read `{}`", file.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("`{}` is not JSON", file.display()))?;
@@ -241,7 +241,7 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Results> {
     let plan = inputs[0].dir.join("plan.toml");
     let merged = merge(inputs)?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create `{}`", out.display()))?;
-    if let Ok(text) = std::fs::read(&plan) {
+    if let Ok(text) = crate::sys::read_bounded_bytes(&plan, crate::sys::PLAN_LIMIT) {
         if std::fs::canonicalize(&plan).ok() != std::fs::canonicalize(out.join("plan.toml")).ok() {
             super::write_atomic(&out.join("plan.toml"), &text)?;
         }

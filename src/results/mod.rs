@@ -780,7 +780,7 @@ impl Results {
     pub fn load(dir: &Path) -> anyhow::Result<Results> {
         use anyhow::Context as _;
         let file = dir.join("results.json");
-        let text = std::fs::read_to_string(&file)
+        let text = crate::sys::read_bounded(&file, crate::sys::RESULTS_LIMIT)
             .with_context(|| format!("cannot read `{}`", file.display()))?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("`{}` is not JSON", file.display()))?;

@@ -229,7 +229,7 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<Opened> {
             dir.display()
         );
     }
-    let text = std::fs::read_to_string(dir.join("plan.toml"))
+    let text = crate::sys::read_bounded(&dir.join("plan.toml"), crate::sys::PLAN_LIMIT)
         .with_context(|| format!("`{}` has no plan.toml to resume from", dir.display()))?;
     let mut plan = Plan::parse(Path::new(&results.plan_path), &text)?;
     if results.smoke {
