@@ -201,10 +201,12 @@ requests = 5
     );
 }
 
-/// The seed-000 shape (issue 25, items 18 and 19): a gRPC server checked, field by field,
-/// against the JSON-RPC node that is a member of the same contender — the node waited for
-/// by a JSON-RPC probe, and each gRPC case turned into the node's request by a field of the
-/// case (`{case.text}`), not by the whole case text.
+/// The seed-000 shape in one plan (issue 25, items 18–21): a gRPC server checked, field by
+/// field, against the JSON-RPC node that is a member of the same contender — the node waited
+/// for by a JSON-RPC probe, and each gRPC case turned into the node's request by a field of
+/// the case (`{case.text}`), not by the whole case text — served and loaded over TLS with the
+/// certificate of the usual `openssl req -x509` one-liner, made at setup in the contender's
+/// folder (the member reaches it as `{state}/..`).
 #[test]
 fn a_grpc_answer_is_checked_against_a_jsonrpc_member_by_field_of_the_case() {
     if start_grpc_fixture(&[]).is_none() {
@@ -221,12 +223,13 @@ fn a_grpc_answer_is_checked_against_a_jsonrpc_member_by_field_of_the_case() {
 repetitions = 1
 [[contender]]
 name = "indexer"
+setup = [["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1", "-keyout", "{{state}}/key.pem", "-out", "{{state}}/cert.pem"]]
 [[contender.member]]
 name = "idx"
 after = ["node"]
-endpoint = "http://127.0.0.1:{{port:idx}}"
-command = ["python3", "{grpc}", "--port", "{{port:idx}}"]
-ready = {{ grpc = "fixture.Echo/Unary", body = '{{"text": "up?"}}', timeout = "60s" }}
+endpoint = "https://127.0.0.1:{{port:idx}}"
+command = ["python3", "{grpc}", "--port", "{{port:idx}}", "--tls", "{{state}}/../cert.pem", "{{state}}/../key.pem"]
+ready = {{ grpc = "fixture.Echo/Unary", body = '{{"text": "up?"}}', timeout = "60s", tls = {{ cacert = "{{state}}/cert.pem" }} }}
 [[contender.member]]
 name = "node"
 endpoint = "http://127.0.0.1:{{port:node}}"
@@ -234,12 +237,21 @@ command = ["python3", "{node}", "{{port:node}}", "0.3"]
 ready = {{ jsonrpc = "getblockcount", field = "result", equals = 100, timeout = "20s" }}
 [[contender]]
 name = "other"
-endpoint = "http://127.0.0.1:{{port}}"
-command = ["python3", "{grpc}", "--port", "{{port}}"]
-ready = {{ grpc = "fixture.Echo/Unary", body = '{{"text": "up?"}}', timeout = "60s" }}
+setup = [["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1", "-keyout", "{{state}}/key.pem", "-out", "{{state}}/cert.pem"]]
+endpoint = "https://127.0.0.1:{{port}}"
+command = ["python3", "{grpc}", "--port", "{{port}}", "--tls", "{{state}}/cert.pem", "{{state}}/key.pem"]
+ready = {{ grpc = "fixture.Echo/Unary", body = '{{"text": "up?"}}', timeout = "60s", tls = {{ cacert = "{{state}}/cert.pem" }} }}
+[[scenario]]
+name = "echo"
+grpc = "fixture.Echo/Unary"
+body = '{{"text": "x{{seq}}"}}'
+requests = 40
+clients = 2
+tls = {{ cacert = "{{state}}/cert.pem" }}
 [[compat]]
 name = "block"
 grpc = "fixture.Echo/Unary"
+tls = {{ cacert = "{{state}}/cert.pem" }}
 requests = ['{{"text": "5"}}', '{{"text": "abc"}}']
 reference = {{ contender = "indexer", member = "node", jsonrpc = "getblock", request = '["{{case.text}}", 1]', fields = [{{ ours = "text", theirs = "result.text" }}] }}
 "#,
@@ -249,13 +261,29 @@ reference = {{ contender = "indexer", member = "node", jsonrpc = "getblock", req
     let r = &run.results;
     assert_eq!(r["status"], "complete", "{}", run.stderr());
     let refs = r["compat_reference"].as_array().unwrap();
-    assert_eq!(refs.len(), 2, "{refs:?}");
+    assert_eq!(
+        refs.len(),
+        2,
+        "{refs:?}\n{}\n{}",
+        run.stdout(),
+        run.stderr()
+    );
     // The node was asked `getblock ["5", 1]`: the field of the case, as a string.
     assert_eq!(refs[0]["messages"][0]["result"]["height"], "5", "{refs:?}");
     assert_eq!(
         refs[1]["messages"][0]["result"]["height"], "abc",
         "{refs:?}"
     );
+    // Loaded over TLS: every call of the scenario answered, through the one-liner's
+    // certificate (a trust anchor that is the leaf, as curl takes it).
+    for run in r["runs"].as_array().unwrap() {
+        let load = &run["points"][0]["load"];
+        assert_eq!(load["successes"], 40, "{}: {load}", run["contender"]);
+        assert!(
+            load["tls"].as_str().is_some_and(|t| t.contains("TLS")),
+            "{load}"
+        );
+    }
     let out = run.stdout();
     assert!(!out.contains("differs from the reference"), "{out}");
     assert!(

@@ -187,7 +187,17 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         endpoints.push(ep);
     }
 
-    let first = ph(&c.members[0].name);
+    // The contender's own strings — setup, cleanup, `ready_when` — see `{state}` as the
+    // contender's folder, as the `tls` of its probes, scenarios and compat sets do; in a
+    // cluster it holds each member's folder, and those exist before setup runs (a
+    // certificate made for one member, say, goes into `{state}/NAME`).
+    for m in &c.members {
+        std::fs::create_dir_all(state_of(&m.name)).map_err(|e| StartError::Setup(e.to_string()))?;
+    }
+    let first = Placeholders {
+        state: l.state.clone(),
+        ..ph(&c.members[0].name)
+    };
     let setup_log = l.logs.join(format!("{}.setup.log", l.log_prefix));
     for cmd in &c.setup {
         let cmd = expand_all(cmd, &first)?;
