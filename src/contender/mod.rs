@@ -3,6 +3,7 @@
 //! timed, CPU and memory sampled, and teardown that leaves no process behind — the group is
 //! signalled, and any process still carrying this start's tag in its environment is killed.
 
+pub mod edge;
 pub mod guard;
 pub mod leftovers;
 mod logcap;
