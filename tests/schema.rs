@@ -647,3 +647,58 @@ requests = 5
     );
     assert_fits_schema(RESULTS_SCHEMA, &r);
 }
+
+/// A delay variant (issue 28): its `edge` record, its `PORT+HOLD` identity, the edges table
+/// and the proxy's finding fit both schemas.
+#[test]
+fn a_delay_variant_and_its_slope_fit_the_schema() {
+    let dir = common::TempDir::new("schema-edge");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/edge_servers.py"
+    );
+    let member = |name: &str, n: u32, mode: &str| {
+        format!(
+            r#"
+[[contender]]
+name = "{name}"
+what_if = [{{ delay = "back", by = ["1ms", "2ms"] }}]
+[[contender.member]]
+name = "front"
+after = ["back"]
+endpoint = "http://127.0.0.1:{{port:front}}"
+command = ["python3", "{script}", "front", "{{port:front}}", "{{port:back}}", "{n}", "{mode}"]
+ready = {{ http = "http://127.0.0.1:{{port:front}}/", timeout = "30s" }}
+[[contender.member]]
+name = "back"
+endpoint = "http://127.0.0.1:{{port:back}}"
+command = ["python3", "{script}", "back", "{{port:back}}"]
+ready = {{ tcp = "127.0.0.1:{{port:back}}", timeout = "30s" }}
+"#
+        )
+    };
+    let plan = format!(
+        "name = \"edge schema\"\nrepetitions = 1\norder = \"sequential\"\n{}{}\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nrequests = 30\n",
+        member("calls", 1, "seq"),
+        member("never", 1, "none")
+    );
+    let run = common::run_plan(dir.path(), &plan, &[]);
+    let r = &run.results;
+    assert_eq!(r["status"], "complete", "{}", run.stderr());
+    assert!(r["runs"][1]["edge"]["chunks"].as_u64().unwrap() > 0, "{r}");
+    assert_fits_schema(RESULTS_SCHEMA, r);
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.out_dir.join("report/report.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "edge_unused"),
+        "{}",
+        report["findings"]
+    );
+    assert_fits_schema(REPORT_SCHEMA, &report);
+}

@@ -16,35 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// What the proxy on an edge saw and did (kept in the results per start).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct EdgeStats {
-    /// The port's name in the plan (`{port:NAME}`).
-    pub port: String,
-    /// The hold added to each chunk on its way to the listening member, µs.
-    pub hold_us: u64,
-    /// Connections the members made to the proxy (0: they ignored the placeholder).
-    pub connections: u64,
-    /// Chunks held and forwarded to the listener, and their bytes.
-    pub chunks: u64,
-    pub bytes: u64,
-    /// How late chunks went out past their due time: the mean and the worst, µs.
-    pub late_mean_us: f64,
-    pub late_max_us: u64,
-    /// How long the listener took to start answering what was forwarded (from a forward to
-    /// the next chunk back, when that was its answer), mean over `answers`, µs.
-    pub answer_mean_us: f64,
-    pub answers: u64,
-    /// CPU seconds of the proxy's threads.
-    pub cpu_s: f64,
-    /// Wall seconds the proxy ran.
-    pub wall_s: f64,
-    /// How far past its time a 100 µs sleep ended here (median of a few), µs: the timer's
-    /// granularity, which the spin-finish makes up for.
-    pub timer_overshoot_us: u64,
-    /// Connections to the listener that failed.
-    pub upstream_failures: u64,
-}
+pub use crate::results::EdgeStats;
 
 #[derive(Default)]
 struct Counters {
@@ -147,7 +119,13 @@ impl Edge {
             .filter_map(|&t| crate::sys::thread_schedstat(t))
             .map(|(cpu, _)| cpu.as_nanos() as u64)
             .sum();
-        let mean = |sum: u64, n: u64| if n == 0 { 0.0 } else { sum as f64 / n as f64 / 1e3 };
+        let mean = |sum: u64, n: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                sum as f64 / n as f64 / 1e3
+            }
+        };
         EdgeStats {
             port: self.port.clone(),
             hold_us: self.hold.as_micros() as u64,

@@ -133,6 +133,8 @@ pub struct Running {
     ports: std::collections::BTreeMap<String, u16>,
     /// Members that start once the members their `after` names are ready.
     pending: Vec<Prepared>,
+    /// The proxy of a delay variant, on the edge it slows.
+    edge: Option<edge::Edge>,
     ctx: SpawnCtx,
 }
 
@@ -168,8 +170,31 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
             l.state.clone()
         }
     };
+    // A delay variant: the members that connect to the edge's port are given the port of
+    // a proxy that holds what they send (docs/what-if.md); the listener keeps the real one.
+    let delay = c.variant.as_ref().and_then(|v| v.delay.as_ref());
+    let edge = match delay {
+        Some(d) => {
+            let real = *ports.get(&d.port).ok_or_else(|| {
+                StartError::Placeholder(format!("a delay on `{}`: no member names it", d.port))
+            })?;
+            Some(
+                edge::Edge::start(&d.port, real, d.hold, l.log_cpus.clone())
+                    .map_err(|e| StartError::Setup(format!("the delay's proxy: {e}")))?,
+            )
+        }
+        None => None,
+    };
+    let mut proxied = ports.clone();
+    if let (Some(d), Some(e)) = (delay, &edge) {
+        proxied.insert(d.port.clone(), e.listen_port);
+    }
     let ph = |member: &str| Placeholders {
-        ports: &ports,
+        ports: if delay.is_some_and(|d| d.connect.iter().any(|m| m == member)) {
+            &proxied
+        } else {
+            &ports
+        },
         state: state_of(member),
         member: member.to_string(),
     };
@@ -269,6 +294,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         protos: l.protos.clone(),
         stopped: false,
         ports: ports.clone(),
+        edge,
         pending: later,
         ctx: SpawnCtx {
             dir: c.dir.clone(),
@@ -690,6 +716,11 @@ impl Running {
 
     /// CPU time and peak memory of all members' process trees so far. CPU time is the
     /// larger of the sampled total and what the kernel reported for reaped members.
+    /// What the proxy of a delay variant saw and did so far.
+    pub fn edge_stats(&self) -> Option<edge::EdgeStats> {
+        self.edge.as_ref().map(edge::Edge::stats)
+    }
+
     pub fn usage(&self) -> Usage {
         let mut u = self.sampler.now();
         let (user, system) = self

@@ -131,6 +131,20 @@ pub enum Finding {
         rounds: usize,
         places: Vec<String>,
     },
+    /// A delay variant's proxy saw no connection: the members that should connect to the
+    /// edge's port ignored `{port:NAME}` (a port written into their configuration), so the
+    /// delay measured nothing.
+    EdgeUnused { contender: String, port: String },
+    /// A delay variant's proxy was busy most of the time (or its holds ended late): its own
+    /// limits, not the edge's hold, shaped the figures.
+    EdgeStrained {
+        contender: String,
+        port: String,
+        /// Its threads' CPU over its wall time (1.0 = a whole core).
+        busy: f64,
+        late_mean_us: f64,
+        hold_us: u64,
+    },
 }
 
 /// A stall-band point measured again with TCP_NODELAY forced on the contender's sockets.
@@ -350,6 +364,23 @@ impl fmt::Display for Finding {
                     ),
                 }
             }
+            Finding::EdgeUnused { contender, port } => write!(
+                f,
+                "{contender}: the proxy on `{port}` saw no connection — the members that should connect to it never did: they do not call it at this load, or they ignore `{{port:{port}}}` (a port written into their configuration); either way this variant measured nothing of the edge"
+            ),
+            Finding::EdgeStrained {
+                contender,
+                port,
+                busy,
+                late_mean_us,
+                hold_us,
+            } => write!(
+                f,
+                "{contender}: the proxy on `{port}` was {:.0}% busy and its holds of {} ended {} late on average — the proxy, not only the hold, shaped these figures (give the load more cores: `cores.load`)",
+                busy * 100.0,
+                crate::units::fmt_us(*hold_us as f64),
+                crate::units::fmt_us(*late_mean_us)
+            ),
         }
     }
 }
@@ -539,6 +570,34 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
         });
     }
     out.extend(machine_differs(r));
+    // Delay variants: a proxy nobody used, or one that could not keep its holds.
+    let mut seen = std::collections::BTreeSet::new();
+    for run in &r.runs {
+        let Some(e) = &run.edge else { continue };
+        let contender = run.id.subject();
+        if !seen.insert(contender.clone()) {
+            continue;
+        }
+        let busy = if e.wall_s > 0.0 {
+            e.cpu_s / e.wall_s
+        } else {
+            0.0
+        };
+        if e.connections == 0 && run.points.iter().any(|p| p.load.is_some()) {
+            out.push(Finding::EdgeUnused {
+                contender,
+                port: e.port.clone(),
+            });
+        } else if busy > 0.8 || e.late_mean_us > 100.0 + 0.1 * e.hold_us as f64 {
+            out.push(Finding::EdgeStrained {
+                contender,
+                port: e.port.clone(),
+                busy,
+                late_mean_us: e.late_mean_us,
+                hold_us: e.hold_us,
+            });
+        }
+    }
     out
 }
 

@@ -124,28 +124,19 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         return Err(loc.at(0..0, format!("`{}` is a noise instance of a noise instance; point `noise_of` at the real contender", k.name)));
     }
     // What-if variants, each right after its contender.
-    let mut with_variants: Vec<(String, Spanned<String>)> = Vec::new();
+    let mut with_variants: Vec<(String, Spanned<toml::Value>, String)> = Vec::new();
     for (k, rc) in contenders.iter().zip(&raw.contenders) {
         for w in &rc.get_ref().what_if {
-            if !super::WHAT_IFS.contains(&w.get_ref().as_str()) {
-                let hint = did_you_mean(w.get_ref(), super::WHAT_IFS.iter().copied());
-                return Err(c.at(
-                    w,
-                    format!(
-                        "`what_if`: `{}` is not a what-if bakeoff knows{hint} (it knows {}: TCP_NODELAY forced on the contender's sockets from outside)",
-                        w.get_ref(),
-                        super::WHAT_IFS.join(", ")
-                    ),
-                ));
-            }
             if k.noise_of.is_some() {
                 return Err(c.at(w, "`what_if` on a noise instance: it only answers the compat cases; put it on the contender it is a noise instance of"));
             }
-            with_variants.push((k.name.clone(), w.clone()));
+            for what in c.what_if(w)? {
+                with_variants.push((k.name.clone(), w.clone(), what));
+            }
         }
     }
-    for (of, w) in with_variants {
-        super::add_variant(&mut contenders, &of, w.get_ref()).map_err(|e| c.at(&w, e))?;
+    for (of, w, what) in with_variants {
+        super::add_variant(&mut contenders, &of, &what).map_err(|e| c.at(&w, e))?;
     }
 
     let mut scenarios = Vec::new();
@@ -576,6 +567,70 @@ impl Checker<'_> {
             ));
         }
         Ok(n.to_string())
+    }
+
+    /// One `what_if` entry: the variants it makes (`nodelay`; `rpc+0ms`, `rpc+1ms`, … for
+    /// `{ delay = "rpc", by = ["1ms", …] }`).
+    fn what_if(&self, w: &Spanned<toml::Value>) -> Res<Vec<String>> {
+        use toml::Value;
+        let known = || {
+            format!(
+                "it knows {} (TCP_NODELAY forced on the contender's sockets from outside), or a delay on one edge between members: `{{ delay = \"rpc\", by = [\"1ms\", \"2ms\", \"4ms\"] }}`",
+                super::WHAT_IFS.join(", ")
+            )
+        };
+        match w.get_ref() {
+            Value::String(s) if super::WHAT_IFS.contains(&s.as_str()) => Ok(vec![s.clone()]),
+            Value::String(s) => {
+                let hint = did_you_mean(s, super::WHAT_IFS.iter().copied());
+                Err(self.at(
+                    w,
+                    format!(
+                        "`what_if`: `{s}` is not a what-if bakeoff knows{hint}; {}",
+                        known()
+                    ),
+                ))
+            }
+            Value::Table(t) => {
+                if let Some(k) = t.keys().find(|k| !["delay", "by"].contains(&k.as_str())) {
+                    return Err(self.at(w, format!("`what_if`: a delay has `delay` (a port's name) and `by` (the holds), not `{k}`")));
+                }
+                let port = match t.get("delay") {
+                    Some(Value::String(p)) if !p.is_empty() => p.clone(),
+                    _ => return Err(self.at(w, "`what_if`: `delay` names the port of the edge to slow, as in `{port:rpc}`: `delay = \"rpc\"`")),
+                };
+                let by = match t.get("by") {
+                    Some(Value::Array(a)) if !a.is_empty() && a.len() <= 8 => a,
+                    _ => return Err(self.at(w, "`what_if`: `by` lists 1 to 8 holds to add, e.g. `by = [\"1ms\", \"2ms\", \"4ms\"]`")),
+                };
+                let mut holds = vec![Duration::ZERO];
+                for b in by {
+                    let d = b
+                        .as_str()
+                        .ok_or_else(|| "a hold is a duration like \"1ms\"".to_string())
+                        .and_then(super::parse_duration)
+                        .map_err(|e| self.at(w, format!("`what_if`: `by`: {e}")))?;
+                    if d.is_zero() || d > Duration::from_secs(1) {
+                        return Err(self.at(w, "`what_if`: each hold in `by` is above 0 and at most 1s (0 is run anyway: the proxy alone)"));
+                    }
+                    if holds.contains(&d) {
+                        return Err(self.at(
+                            w,
+                            format!("`what_if`: `by` lists {} twice", super::fmt_hold(d)),
+                        ));
+                    }
+                    holds.push(d);
+                }
+                Ok(holds
+                    .into_iter()
+                    .map(|d| format!("{port}+{}", super::fmt_hold(d)))
+                    .collect())
+            }
+            _ => Err(self.at(
+                w,
+                format!("`what_if`: an entry is a name or a table; {}", known()),
+            )),
+        }
     }
 
     pub(super) fn tls(&self, raw: Option<&Spanned<super::raw::RawTls>>) -> Res<super::TlsSpec> {

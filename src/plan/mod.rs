@@ -275,22 +275,80 @@ pub struct Contender {
 pub struct Variant {
     /// The contender it is a variant of.
     pub of: String,
-    /// `nodelay`.
+    /// `nodelay`, or `PORT+HOLD` for a delay (`rpc+1ms`).
     pub what: String,
+    /// The delay on one edge between members, for a `PORT+HOLD` variant.
+    pub delay: Option<Delay>,
 }
 
-/// The what-ifs bakeoff can run (docs/what-if.md).
+/// A delay on one edge between members (docs/what-if.md): the members in `connect` get the
+/// port of a proxy that forwards to the real `{port:PORT}`, holding what goes there `hold`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delay {
+    pub port: String,
+    pub hold: Duration,
+    /// The members that connect to the port (they wait for its listener with `after`).
+    pub connect: Vec<String>,
+}
+
+/// The what-ifs bakeoff can run by name (docs/what-if.md); a delay is written as a table.
 pub const WHAT_IFS: [&str; 1] = ["nodelay"];
+
+/// A delay's hold as it appears in a variant's name: `0ms`, `1ms`, `0.5ms`.
+pub fn fmt_hold(d: Duration) -> String {
+    let ms = format!("{:.3}", d.as_secs_f64() * 1e3);
+    format!("{}ms", ms.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// `rpc+1ms` → the delay on `{port:rpc}` of contender `c`, with the members that connect to
+/// it; or why it cannot be.
+fn delay_of(c: &Contender, what: &str) -> Result<Delay, String> {
+    let (port, hold) = what
+        .rsplit_once('+')
+        .ok_or_else(|| format!("`{what}` is not a what-if bakeoff knows; it knows {}, or a delay on a port (`PORT+1ms`)", WHAT_IFS.join(", ")))?;
+    let hold = parse_duration(hold).map_err(|e| format!("`{what}`: {e}"))?;
+    let needle = if port == "port" {
+        "{port}".to_string()
+    } else {
+        format!("{{port:{port}}}")
+    };
+    let names = |m: &Member| {
+        m.command.iter().any(|a| a.contains(&needle))
+            || m.env.iter().any(|(_, v)| v.contains(&needle))
+            || m.endpoint.contains(&needle)
+    };
+    let users: Vec<&Member> = c.members.iter().filter(|m| names(m)).collect();
+    let connect: Vec<String> = users
+        .iter()
+        .filter(|m| m.after.iter().any(|a| users.iter().any(|u| u.name == *a)))
+        .map(|m| m.name.clone())
+        .collect();
+    let listen: Vec<&str> = users
+        .iter()
+        .filter(|m| !connect.contains(&m.name))
+        .map(|m| m.name.as_str())
+        .collect();
+    match (users.len(), connect.is_empty(), listen.len()) {
+        (0, _, _) => Err(format!("a delay on `{port}`: no member of `{}` names `{needle}`", c.name)),
+        (1, _, _) => Err(format!("a delay on `{port}`: only `{}` names `{needle}`; a delay needs the member that listens on it and one that connects to it", users[0].name)),
+        (_, true, _) => Err(format!("a delay on `{port}`: bakeoff cannot tell which of {} listens on `{needle}`; give the members that connect to it `after = [\"{}\"]` (the one they wait for listens)", users.iter().map(|m| format!("`{}`", m.name)).collect::<Vec<_>>().join(", "), users[0].name)),
+        (_, false, 1) => Ok(Delay { port: port.to_string(), hold, connect }),
+        (_, false, _) => Err(format!("a delay on `{port}`: {} name `{needle}` and none waits for another; one member listens on it, and the others wait for it with `after`", listen.join(", "))),
+    }
+}
 
 /// Adds the what-if variant `what` of contender `of` right after it (and after its other
 /// variants): `NAME+what`, compared against `NAME`. Nothing when it is there already.
 pub fn add_variant(contenders: &mut Vec<Contender>, of: &str, what: &str) -> Result<(), String> {
-    if !WHAT_IFS.contains(&what) {
-        return Err(format!(
-            "`{what}` is not a what-if bakeoff knows; it knows {}",
-            WHAT_IFS.join(", ")
-        ));
-    }
+    let delay = if WHAT_IFS.contains(&what) {
+        None
+    } else {
+        let c = contenders
+            .iter()
+            .find(|c| c.name == of)
+            .ok_or_else(|| format!("no contender is named `{of}`"))?;
+        Some(delay_of(c, what)?)
+    };
     let name = format!("{of}+{what}");
     if contenders.iter().any(|c| c.name == name) {
         return Ok(());
@@ -315,6 +373,7 @@ pub fn add_variant(contenders: &mut Vec<Contender>, of: &str, what: &str) -> Res
     v.variant = Some(Variant {
         of: of.to_string(),
         what: what.to_string(),
+        delay,
     });
     contenders.insert(at + 1, v);
     Ok(())

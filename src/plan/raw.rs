@@ -204,9 +204,11 @@ pub struct RawContender {
     pub noise_of: Option<Spanned<String>>,
     /// For `target = "leader"`: passes on the member that leads (asked of each member).
     pub leader: Option<Spanned<RawProbe>>,
-    /// What-if variants run beside it, e.g. `["nodelay"]`: `NAME+nodelay`.
+    /// What-if variants run beside it, e.g. `["nodelay"]` (`NAME+nodelay`), or a delay on
+    /// one edge between its members, `{ delay = "rpc", by = ["1ms", "2ms"] }`
+    /// (`NAME+rpc+0ms`, `NAME+rpc+1ms`, …).
     #[serde(default, skip_serializing_if = "is_empty")]
-    pub what_if: Vec<Spanned<String>>,
+    pub what_if: Vec<Spanned<toml::Value>>,
     /// Built from source (docs/from-source.md): a repository at a ref, or a folder.
     pub source: Option<Spanned<RawSource>>,
     /// Commands run in the checked-out tree, one after another, to build it.

@@ -671,6 +671,70 @@ fn template_mistakes_are_pointed_at() {
 }
 
 #[test]
+fn a_delay_what_if_makes_a_variant_per_hold_and_knows_who_connects() {
+    let two = |what_if: &str, after: &str| {
+        format!("name = \"t\"\n[[contender]]\nname = \"idx\"\nwhat_if = [{what_if}]\n[[contender.member]]\nname = \"front\"\n{after}\ncommand = [\"f\", \"--node\", \"127.0.0.1:{{port:rpc}}\"]\n[[contender.member]]\nname = \"node\"\ncommand = [\"n\", \"--rpcport\", \"{{port:rpc}}\"]\n")
+    };
+    let ok = two(
+        r#"{ delay = "rpc", by = ["1ms", "2.5ms"] }"#,
+        "after = [\"node\"]",
+    );
+    let p = parse(&ok).unwrap();
+    let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["idx", "idx+rpc+0ms", "idx+rpc+1ms", "idx+rpc+2.5ms"]
+    );
+    let d = p.contenders[2]
+        .variant
+        .as_ref()
+        .unwrap()
+        .delay
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (d.port.as_str(), d.hold, d.connect.as_slice()),
+        ("rpc", Duration::from_millis(1), &["front".to_string()][..])
+    );
+    assert_eq!(p.contenders[2].baseline.as_deref(), Some("idx"));
+    // Who listens is told by `after`; without it bakeoff cannot tell, and says how.
+    let e = err(&two(r#"{ delay = "rpc", by = ["1ms"] }"#, ""));
+    assert!(
+        e.starts_with("plan.toml:4:12:")
+            && e.contains("cannot tell which of `front`, `node` listens"),
+        "{e}"
+    );
+    let e = err(&two(
+        r#"{ delay = "rcp", by = ["1ms"] }"#,
+        "after = [\"node\"]",
+    ));
+    assert!(e.contains("no member of `idx` names `{port:rcp}`"), "{e}");
+    for (bad, want) in [
+        (r#"{ delay = "rpc" }"#, "`by` lists 1 to 8 holds"),
+        (r#"{ delay = "rpc", by = [] }"#, "`by` lists 1 to 8 holds"),
+        (
+            r#"{ delay = "rpc", by = ["0ms"] }"#,
+            "above 0 and at most 1s",
+        ),
+        (
+            r#"{ delay = "rpc", by = ["1ms", "1ms"] }"#,
+            "lists 1ms twice",
+        ),
+        (r#"{ delay = "rpc", by = ["fast"] }"#, "`by`:"),
+        (r#"{ delay = "rpc", by = ["1ms"], how = 1 }"#, "not `how`"),
+        (r#"{ by = ["1ms"] }"#, "`delay` names the port"),
+        (r#""nodelya""#, "did you mean `nodelay`"),
+        ("3", "a name or a table"),
+    ] {
+        let e = err(&two(bad, "after = [\"node\"]"));
+        assert!(e.contains(want), "{bad}: {e}");
+    }
+    // One member alone cannot have an edge.
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"s\", \"{port:rpc}\"]\nwhat_if = [{ delay = \"rpc\", by = [\"1ms\"] }]\n");
+    assert!(e.contains("only `a` names `{port:rpc}`"), "{e}");
+}
+
+#[test]
 fn after_names_members_and_never_goes_round() {
     let two = |after1: &str, after2: &str| {
         format!("name = \"t\"\n[[contender]]\nname = \"a\"\n[[contender.member]]\nname = \"node\"\ncommand = [\"n\"]\n{after1}\n[[contender.member]]\nname = \"indexer\"\ncommand = [\"i\"]\n{after2}\n")

@@ -38,6 +38,8 @@ pub struct ScenarioTables {
     pub scaling: Option<Table>,
     /// A profiled scenario: where each contender's time went.
     pub profile: Option<Table>,
+    /// Delay variants: each call's p50 by the hold on a slowed edge, and its slope.
+    pub edges: Option<Table>,
 }
 
 impl<'a> Analysis<'a> {
@@ -71,6 +73,7 @@ impl<'a> Analysis<'a> {
                     serving,
                     scaling: super::scaling::table(r, &s.name),
                     profile: super::profiles::table(r, &s.name),
+                    edges: super::edges::table(r, &s.name),
                 })
             })
             .collect();
@@ -96,6 +99,7 @@ impl<'a> Analysis<'a> {
         for s in &self.scenarios {
             t.push(&s.serving);
             t.extend(&s.scaling);
+            t.extend(&s.edges);
             t.extend(&s.profile);
         }
         t.extend(&self.machines);

@@ -38,7 +38,7 @@ pub fn render(a: &Analysis) -> String {
     out.push_str(&super::compat::markdown(&a.compat));
     for s in &a.scenarios {
         out.push_str(&s.serving.markdown());
-        for t in s.scaling.iter().chain(&s.profile) {
+        for t in s.scaling.iter().chain(&s.edges).chain(&s.profile) {
             out.push_str(&t.markdown());
         }
     }

@@ -5,6 +5,7 @@ mod capacity;
 mod cells;
 pub mod compare_table;
 pub mod compat;
+pub mod edges;
 pub mod export;
 pub mod gates;
 pub mod html;

@@ -120,6 +120,11 @@ pub(super) fn summary(
         }
     }
     out.extend(super::capacity::summary(r));
+    out.extend(
+        super::edges::summary(r)
+            .into_iter()
+            .map(|l| format!("**What if slower:** {l}")),
+    );
     if !found.is_empty() {
         out.push(format!(
             "**Findings:** {} (details below); first: {}",

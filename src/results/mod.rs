@@ -390,6 +390,39 @@ pub struct Run {
     /// repetition with TCP_NODELAY forced (plan `confirm`, on by default).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirmations: Vec<Confirmation>,
+    /// A delay variant (`what_if = [{ delay = "rpc", by = […] }]`): what its proxy saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge: Option<EdgeStats>,
+}
+
+/// What the proxy of a delay variant saw and did over a start (`contender::edge`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EdgeStats {
+    /// The port's name in the plan (`{port:NAME}`).
+    pub port: String,
+    /// The hold added to each chunk on its way to the listening member, µs.
+    pub hold_us: u64,
+    /// Connections the members made to the proxy (0: they ignored the placeholder).
+    pub connections: u64,
+    /// Chunks held and forwarded to the listener, and their bytes.
+    pub chunks: u64,
+    pub bytes: u64,
+    /// How late chunks went out past their due time: the mean and the worst, µs.
+    pub late_mean_us: f64,
+    pub late_max_us: u64,
+    /// How long the listener took to start answering what was forwarded (from a forward to
+    /// the next chunk back, when that was its answer), mean over `answers`, µs.
+    pub answer_mean_us: f64,
+    pub answers: u64,
+    /// CPU seconds of the proxy's threads.
+    pub cpu_s: f64,
+    /// Wall seconds the proxy ran.
+    pub wall_s: f64,
+    /// How far past its time a 100 µs sleep ended here (median of a few), µs: the timer's
+    /// granularity, which the spin-finish makes up for.
+    pub timer_overshoot_us: u64,
+    /// Connections to the listener that failed.
+    pub upstream_failures: u64,
 }
 
 /// What forcing a socket option did to a contender's sockets.

@@ -139,6 +139,7 @@ impl Live {
 
     /// Stops it and records how it ended and what it cost.
     pub(super) fn finish(self, ctx: &Ctx, results: &mut Results) -> anyhow::Result<()> {
+        let edge = self.running.edge_stats();
         let (exits, usage, mut problems) = self.running.stop();
         let run = &mut results.runs[self.idx];
         if let Some(w) = self.forcing {
@@ -146,6 +147,7 @@ impl Live {
             run.what_if = Some(w);
         }
         run.exits = exits;
+        run.edge = edge;
         run.usage = Some(results::Usage {
             cpu_user_s: usage.cpu_user_s,
             cpu_system_s: usage.cpu_system_s,
@@ -199,6 +201,7 @@ pub(super) fn open_record(
         tool: Some(results::tool()),
         what_if: None,
         confirmations: Vec::new(),
+        edge: None,
     });
     save(ctx.dir, results)?;
     Ok(results.runs.len() - 1)

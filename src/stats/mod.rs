@@ -5,6 +5,7 @@
 mod mannwhitney;
 mod median;
 pub mod paired;
+pub mod slope;
 
 pub use mannwhitney::{mann_whitney_u, min_two_sided_p, UTest};
 pub use median::{median_ci, MedianCi};

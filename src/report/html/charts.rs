@@ -524,6 +524,110 @@ pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
     out
 }
 
+/// p50 against the hold added on a slowed edge (the delay what-if): one line per call and
+/// contender through its holds, each with its 95 % interval as a whisker, and the fitted
+/// slope as a dashed line. Empty when the scenario has no delay variants.
+pub(super) fn edges(r: &Results, scenario: &str) -> String {
+    let all = crate::report::edges::series(r, scenario);
+    if all.is_empty() {
+        return String::new();
+    }
+    let max_x = all
+        .iter()
+        .flat_map(|s| s.levels.iter().map(|l| l.0))
+        .fold(0.0, f64::max)
+        .max(1e-9);
+    let max_y = all
+        .iter()
+        .flat_map(|s| s.levels.iter().map(|l| l.3 / 1e3))
+        .fold(0.0, f64::max);
+    if max_y <= 0.0 {
+        return String::new();
+    }
+    let (w, h, left, bottom) = (440.0, 260.0, 60.0, 40.0);
+    let (head, plot_top) = title(
+        &format!(
+            "{scenario}: p50 (ms) by the hold added on the edge (ms); dashed: the fitted slope"
+        ),
+        w,
+        12.0,
+    );
+    let right = w - 130.0;
+    let x = |v: f64| left + 10.0 + v / max_x * (right - left - 10.0);
+    let y = |v: f64| h - bottom - v / max_y * (h - bottom - plot_top);
+    let axis = h - bottom;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"p50 by added delay\">{head}\
+         <line x1=\"{left}\" y1=\"{axis:.0}\" x2=\"{right:.0}\" y2=\"{axis:.0}\" stroke=\"#888\"/><line x1=\"{left}\" y1=\"{axis:.0}\" x2=\"{left}\" y2=\"{:.0}\" stroke=\"#888\"/>",
+        y(max_y)
+    );
+    for v in y_ticks(max_y) {
+        let _ = write!(out, "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{right:.0}\" y2=\"{0:.1}\" stroke=\"#eee\"/><text x=\"4\" y=\"{1:.1}\" font-size=\"10\">{v}</text>", y(v), y(v) + 3.0);
+    }
+    let mut holds: Vec<f64> = all
+        .iter()
+        .flat_map(|s| s.levels.iter().map(|l| l.0))
+        .collect();
+    holds.sort_by(f64::total_cmp);
+    holds.dedup();
+    for hold in &holds {
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.0}\" font-size=\"10\" text-anchor=\"middle\">+{hold}</text>",
+            x(*hold),
+            axis + 14.0
+        );
+    }
+    let _ = write!(
+        out,
+        "<text x=\"{:.0}\" y=\"{:.0}\" font-size=\"10\" text-anchor=\"middle\">added hold, ms</text>",
+        (left + right) / 2.0,
+        h - 6.0
+    );
+    let mut names = Vec::new();
+    for (i, s) in all.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let line: Vec<String> = s
+            .levels
+            .iter()
+            .map(|l| format!("{:.1},{:.1}", x(l.0), y(l.1 / 1e3)))
+            .collect();
+        let _ = write!(
+            out,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\"/>",
+            line.join(" ")
+        );
+        for l in &s.levels {
+            let _ = write!(
+                out,
+                "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"{color}\"/><circle cx=\"{0:.1}\" cy=\"{3:.1}\" r=\"2.5\" fill=\"{color}\"><title>+{4} ms: p50 {5}</title></circle>",
+                x(l.0),
+                y(l.2.max(0.0) / 1e3),
+                y(l.3 / 1e3),
+                y(l.1 / 1e3),
+                l.0,
+                crate::units::fmt_us(l.1)
+            );
+        }
+        if let Some(f) = s.slope {
+            let (y0, y1) = (f.intercept / 1e3, (f.intercept + f.per_unit * max_x) / 1e3);
+            let _ = write!(
+                out,
+                "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-dasharray=\"4 3\"/>",
+                x(0.0),
+                y(y0.clamp(0.0, max_y)),
+                x(max_x),
+                y(y1.clamp(0.0, max_y))
+            );
+        }
+        names.push(format!("{} ({}) {}", s.contender, s.port, s.point.label()));
+    }
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    legend(&mut out, &refs, right + 6.0, plot_top + 10.0);
+    out.push_str("</svg>");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

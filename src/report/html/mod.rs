@@ -65,6 +65,9 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
         if let Some(t) = &s.scaling {
             out.push_str(&table_html(t));
         }
+        if let Some(t) = &s.edges {
+            out.push_str(&table_html(t));
+        }
         out.push_str("<div class=\"charts\">");
         let scaling = charts::scaling(r, &s.name);
         if scaling.is_empty() {
@@ -73,6 +76,7 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
             out.push_str(&scaling);
         }
         out.push_str(&charts::rate_curves(r, &s.name));
+        out.push_str(&charts::edges(r, &s.name));
         out.push_str(&charts::latency(r, &s.name));
         out.push_str("</div>\n");
         if let Some(t) = &s.profile {
