@@ -677,8 +677,24 @@ ready = {{ tcp = "127.0.0.1:{{port:back}}", timeout = "30s" }}
 "#
         )
     };
+    // A back that names `{port:back}` (in its environment) but listens elsewhere: the
+    // proxy cannot reach it.
+    let misdirected = member("misdirected", 1, "seq")
+        .replace(
+            r#""back", "{port:back}"]"#,
+            r#""back", "{port:other}"]
+env = { UNUSED = "{port:back}" }"#,
+        )
+        .replace(
+            r#"ready = { http = "http://127.0.0.1:{port:front}/", timeout = "30s" }"#,
+            r#"ready = { tcp = "127.0.0.1:{port:front}", timeout = "30s" }"#,
+        )
+        .replace(
+            r#"ready = { tcp = "127.0.0.1:{port:back}", timeout = "30s" }"#,
+            r#"ready = { tcp = "127.0.0.1:{port:other}", timeout = "30s" }"#,
+        );
     let plan = format!(
-        "name = \"edge schema\"\nrepetitions = 1\norder = \"sequential\"\n{}{}\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nrequests = 30\n",
+        "name = \"edge schema\"\nrepetitions = 1\norder = \"sequential\"\n{}{}{misdirected}\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nrequests = 30\ntimeout = \"2s\"\n",
         member("calls", 1, "seq"),
         member("never", 1, "none")
     );
@@ -697,6 +713,15 @@ ready = {{ tcp = "127.0.0.1:{{port:back}}", timeout = "30s" }}
             .unwrap()
             .iter()
             .any(|f| f["kind"] == "edge_unused"),
+        "{}",
+        report["findings"]
+    );
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "edge_unreached" && f["contender"] == "misdirected+back+1ms"),
         "{}",
         report["findings"]
     );

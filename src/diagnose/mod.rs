@@ -135,6 +135,13 @@ pub enum Finding {
     /// edge's port ignored `{port:NAME}` (a port written into their configuration), so the
     /// delay measured nothing.
     EdgeUnused { contender: String, port: String },
+    /// A delay variant's proxy could not reach the listener on the edge's real port: the
+    /// member that should listen there does not (it ignores `{port:NAME}`, or it failed).
+    EdgeUnreached {
+        contender: String,
+        port: String,
+        failures: u64,
+    },
     /// A delay variant's proxy was busy most of the time (or its holds ended late): its own
     /// limits, not the edge's hold, shaped the figures.
     EdgeStrained {
@@ -368,6 +375,15 @@ impl fmt::Display for Finding {
                 f,
                 "{contender}: the proxy on `{port}` saw no connection — the members that should connect to it never did: they do not call it at this load, or they ignore `{{port:{port}}}` (a port written into their configuration); either way this variant measured nothing of the edge"
             ),
+            Finding::EdgeUnreached {
+                contender,
+                port,
+                failures,
+            } => write!(
+                f,
+                "{contender}: the proxy on `{port}` could not reach the member that should listen there ({failures} connection{} refused) — does it listen on `{{port:{port}}}`?",
+                if *failures == 1 { "" } else { "s" }
+            ),
             Finding::EdgeStrained {
                 contender,
                 port,
@@ -583,7 +599,13 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
         } else {
             0.0
         };
-        if e.connections == 0 && run.points.iter().any(|p| p.load.is_some()) {
+        if e.upstream_failures > 0 {
+            out.push(Finding::EdgeUnreached {
+                contender,
+                port: e.port.clone(),
+                failures: e.upstream_failures,
+            });
+        } else if e.connections == 0 && run.points.iter().any(|p| p.load.is_some()) {
             out.push(Finding::EdgeUnused {
                 contender,
                 port: e.port.clone(),
