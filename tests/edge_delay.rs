@@ -9,28 +9,7 @@ mod common;
 use common::*;
 
 fn contender(name: &str, n: u32, mode: &str) -> String {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/edge_servers.py"
-    );
-    format!(
-        r#"
-[[contender]]
-name = "{name}"
-what_if = [{{ delay = "back", by = ["1ms", "2ms", "3ms", "4ms"] }}]
-[[contender.member]]
-name = "front"
-after = ["back"]
-endpoint = "http://127.0.0.1:{{port:front}}"
-command = ["python3", "{script}", "front", "{{port:front}}", "{{port:back}}", "{n}", "{mode}"]
-ready = {{ http = "http://127.0.0.1:{{port:front}}/", timeout = "30s" }}
-[[contender.member]]
-name = "back"
-endpoint = "http://127.0.0.1:{{port:back}}"
-command = ["python3", "{script}", "back", "{{port:back}}"]
-ready = {{ tcp = "127.0.0.1:{{port:back}}", timeout = "30s" }}
-"#
-    )
+    edge_contender(name, n, mode, r#""1ms", "2ms", "3ms", "4ms""#)
 }
 
 #[test]

@@ -653,30 +653,8 @@ requests = 5
 #[test]
 fn a_delay_variant_and_its_slope_fit_the_schema() {
     let dir = common::TempDir::new("schema-edge");
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/edge_servers.py"
-    );
-    let member = |name: &str, n: u32, mode: &str| {
-        format!(
-            r#"
-[[contender]]
-name = "{name}"
-what_if = [{{ delay = "back", by = ["1ms", "2ms"] }}]
-[[contender.member]]
-name = "front"
-after = ["back"]
-endpoint = "http://127.0.0.1:{{port:front}}"
-command = ["python3", "{script}", "front", "{{port:front}}", "{{port:back}}", "{n}", "{mode}"]
-ready = {{ http = "http://127.0.0.1:{{port:front}}/", timeout = "30s" }}
-[[contender.member]]
-name = "back"
-endpoint = "http://127.0.0.1:{{port:back}}"
-command = ["python3", "{script}", "back", "{{port:back}}"]
-ready = {{ tcp = "127.0.0.1:{{port:back}}", timeout = "30s" }}
-"#
-        )
-    };
+    let member =
+        |name: &str, n: u32, mode: &str| common::edge_contender(name, n, mode, r#""1ms", "2ms""#);
     // A back that names `{port:back}` (in its environment) but listens elsewhere: the
     // proxy cannot reach it.
     let misdirected = member("misdirected", 1, "seq")

@@ -204,18 +204,24 @@ pub fn series(r: &Results, scenario: &str) -> Vec<Series> {
     out
 }
 
-/// The scenario's table of delay variants; `None` when it has none.
-pub fn table(r: &Results, scenario: &str) -> Option<Table> {
-    let all = series(r, scenario);
-    if all.is_empty() {
-        return None;
-    }
+/// Every hold measured in `all`, smallest first, once each (ms).
+pub fn holds(all: &[Series]) -> Vec<f64> {
     let mut holds: Vec<f64> = all
         .iter()
         .flat_map(|s| s.levels.iter().map(|l| l.0))
         .collect();
     holds.sort_by(f64::total_cmp);
     holds.dedup();
+    holds
+}
+
+/// The scenario's table of delay variants; `None` when it has none.
+pub fn table(r: &Results, scenario: &str) -> Option<Table> {
+    let all = series(r, scenario);
+    if all.is_empty() {
+        return None;
+    }
+    let holds = holds(&all);
     let mut head: Vec<String> = ["point", "contender", "edge", "p50, no proxy"]
         .map(String::from)
         .to_vec();

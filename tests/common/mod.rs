@@ -878,3 +878,31 @@ pub fn mutate(input: &[u8], seed: u64) -> Vec<u8> {
     }
     v
 }
+
+/// A contender of the delay what-if's tests (tests/fixtures/edge_servers.py): a front that
+/// calls its back `n` times per request (`mode`: `seq`, `par` or `none`), the edge to the
+/// back slowed by each hold of `by` (e.g. `"1ms", "2ms"`).
+pub fn edge_contender(name: &str, n: u32, mode: &str, by: &str) -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/edge_servers.py"
+    );
+    format!(
+        r#"
+[[contender]]
+name = "{name}"
+what_if = [{{ delay = "back", by = [{by}] }}]
+[[contender.member]]
+name = "front"
+after = ["back"]
+endpoint = "http://127.0.0.1:{{port:front}}"
+command = ["python3", "{script}", "front", "{{port:front}}", "{{port:back}}", "{n}", "{mode}"]
+ready = {{ http = "http://127.0.0.1:{{port:front}}/", timeout = "30s" }}
+[[contender.member]]
+name = "back"
+endpoint = "http://127.0.0.1:{{port:back}}"
+command = ["python3", "{script}", "back", "{{port:back}}"]
+ready = {{ tcp = "127.0.0.1:{{port:back}}", timeout = "30s" }}
+"#
+    )
+}

@@ -564,12 +564,7 @@ pub(super) fn edges(r: &Results, scenario: &str) -> String {
     for v in y_ticks(max_y) {
         let _ = write!(out, "<line x1=\"{left}\" y1=\"{0:.1}\" x2=\"{right:.0}\" y2=\"{0:.1}\" stroke=\"#eee\"/><text x=\"4\" y=\"{1:.1}\" font-size=\"10\">{v}</text>", y(v), y(v) + 3.0);
     }
-    let mut holds: Vec<f64> = all
-        .iter()
-        .flat_map(|s| s.levels.iter().map(|l| l.0))
-        .collect();
-    holds.sort_by(f64::total_cmp);
-    holds.dedup();
+    let holds = crate::report::edges::holds(&all);
     for hold in &holds {
         let _ = write!(
             out,
