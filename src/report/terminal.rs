@@ -115,7 +115,12 @@ impl Reporter for Terminal {
         self.bar.finish();
         self.paired.done(std::time::Instant::now());
         let within = precision.map_or(String::new(), |p| {
-            format!(", main ratio within ±{:.1}%", p * 100.0)
+            if p.is_finite() {
+                format!(", main ratio within ±{:.1}%", p * 100.0)
+            } else {
+                // Fewer than two rounds left to pair (the host stole from the others).
+                ", too few usable rounds to state the main ratio's precision".to_string()
+            }
         });
         say(&format!(
             "  {scenario} [{point}]: {rounds} paired rounds{within}"
