@@ -42,7 +42,7 @@ pub struct Edge {
     overshoot: Duration,
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
-    open: Arc<Mutex<Vec<TcpStream>>>,
+    open: Open,
     acceptor: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -61,7 +61,7 @@ impl Edge {
         let overshoot = measure_overshoot();
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
-        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let open: Open = Arc::default();
         let margin = (overshoot * 2).clamp(Duration::from_micros(50), Duration::from_millis(1));
         let acceptor = {
             let (stop, counters, open) = (stop.clone(), counters.clone(), open.clone());
@@ -147,8 +147,9 @@ impl Edge {
 impl Drop for Edge {
     fn drop(&mut self) {
         self.stop.store(true, Relaxed);
-        for s in self.open.lock().expect("not poisoned").drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
+        for (_, (a, b)) in std::mem::take(&mut *self.open.lock().expect("not poisoned")) {
+            let _ = a.shutdown(Shutdown::Both);
+            let _ = b.shutdown(Shutdown::Both);
         }
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
@@ -194,9 +195,14 @@ struct Link {
     hold: Duration,
     margin: Duration,
     counters: Arc<Counters>,
-    open: Arc<Mutex<Vec<TcpStream>>>,
+    open: Open,
     cpus: Option<Vec<usize>>,
 }
+
+/// The links open now, by number: a copy of each end, to close them when the proxy stops
+/// (each link takes its own out when it ends, so a member that opens a connection per call
+/// does not pile up descriptors).
+type Open = Arc<Mutex<std::collections::BTreeMap<u64, (TcpStream, TcpStream)>>>;
 
 impl Link {
     /// Connects upstream and starts the three threads of the link: reading what the client
@@ -214,12 +220,14 @@ impl Link {
         for s in [&client, &up] {
             s.set_nodelay(true)?;
         }
-        {
-            let mut open = self.open.lock().expect("not poisoned");
-            open.push(client.try_clone()?);
-            open.push(up.try_clone()?);
-        }
-        let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+        let id = self.counters.connections.load(Relaxed);
+        self.open
+            .lock()
+            .expect("not poisoned")
+            .insert(id, (client.try_clone()?, up.try_clone()?));
+        // Bounded: a listener that stops reading stops the reading from the client after
+        // at most 256 chunks (16 MiB) held, instead of the proxy buffering without end.
+        let (tx, rx) = mpsc::sync_channel::<(Instant, Vec<u8>)>(256);
         // When the last chunk went upstream (ns since `epoch`), 0 once an answer began.
         let epoch = Instant::now();
         let forwarded = Arc::new(AtomicU64::new(0));
@@ -268,7 +276,7 @@ impl Link {
                 let _ = to_up.shutdown(Shutdown::Write);
             }),
         )?;
-        let (mut from_up, mut to_client) = (up, client);
+        let (mut from_up, mut to_client, open) = (up, client, self.open.clone());
         spawn(
             "bakeoff-edge-out",
             Box::new(move |c| {
@@ -288,6 +296,7 @@ impl Link {
                     }
                 }
                 let _ = to_client.shutdown(Shutdown::Write);
+                open.lock().expect("not poisoned").remove(&id);
             }),
         )?;
         Ok(())
@@ -374,10 +383,20 @@ mod tests {
         assert_eq!((s.port.as_str(), s.hold_us), ("back", 2000));
         assert!(s.cpu_s > 0.0, "{s:?}");
         drop(edge);
-        // A hold of zero forwards at once, and a listener that is gone is counted.
+        // A hold of zero forwards at once; a connection per call leaves nothing open behind
+        // it; a listener that is gone is counted.
         let edge = Edge::start("back", up, Duration::ZERO, None).unwrap();
         round_trip(edge.listen_port, 3);
         assert_eq!(edge.stats().chunks, 3);
+        for _ in 0..20 {
+            round_trip(edge.listen_port, 1);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !edge.open.lock().unwrap().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(edge.open.lock().unwrap().is_empty());
+        assert_eq!(edge.stats().connections, 21);
         let gone = TcpListener::bind("127.0.0.1:0").unwrap();
         let dead = gone.local_addr().unwrap().port();
         drop(gone);
