@@ -89,12 +89,11 @@ fn variants(r: &Results) -> Vec<(String, String, f64, String)> {
         .iter()
         .filter_map(|c| {
             let v = c.variant.as_ref()?;
-            let (port, hold) = v.what.rsplit_once('+')?;
-            let hold = crate::plan::parse_duration(hold).ok()?;
+            let d = v.delay.as_ref()?;
             Some((
                 v.of.clone(),
-                port.to_string(),
-                hold.as_secs_f64() * 1e3,
+                d.port.clone(),
+                d.hold_us as f64 / 1e3,
                 v.what.clone(),
             ))
         })

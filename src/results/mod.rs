@@ -321,8 +321,19 @@ pub struct BuildInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct VariantInfo {
     pub of: String,
-    /// `nodelay`.
+    /// `nodelay`, or `PORT+HOLD` for a delay (`rpc+1ms`): the variant's name, for people.
     pub what: String,
+    /// A delay on one edge between members: which port, how long each chunk is held, and
+    /// the members that connect to it (typed, so nothing reads the name back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<DelayInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DelayInfo {
+    pub port: String,
+    pub hold_us: u64,
+    pub connect: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -159,6 +159,11 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
                 variant: c.variant.as_ref().map(|v| results::VariantInfo {
                     of: v.of.clone(),
                     what: v.what.clone(),
+                    delay: v.delay.as_ref().map(|d| results::DelayInfo {
+                        port: d.port.clone(),
+                        hold_us: d.hold.as_micros() as u64,
+                        connect: d.connect.clone(),
+                    }),
                 }),
                 source: None,
             })
