@@ -755,6 +755,28 @@ impl Running {
     /// `established` on its side of the connections it accepted there (for servers that
     /// clear the option on each connection), see [`nodelay`].
     pub fn force_nodelay(&self, established: bool) -> nodelay::Forced {
+        nodelay::force(
+            &self.sampler.pids(),
+            &self.own_ports(),
+            established,
+            &self.name,
+        )
+    }
+
+    /// Waits (at most `limit`) until the contender holds `connections` accepted connections
+    /// on its ports: a server accepts in its own time, and on a loaded host after the load
+    /// engine's connect returned — forcing the option before then would miss them.
+    pub fn wait_accepted(&self, connections: usize, limit: Duration) {
+        let (ports, until) = (self.own_ports(), Instant::now() + limit);
+        while nodelay::established(&self.sampler.pids(), &ports) < connections
+            && Instant::now() < until
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The ports given to it and any its endpoints name.
+    fn own_ports(&self) -> Vec<u16> {
         let mut ports: Vec<u16> = self.ports.values().copied().collect();
         // Endpoints with a fixed port (no `{port}` placeholder) are the member's too.
         for e in &self.endpoints {
@@ -767,7 +789,7 @@ impl Running {
         }
         ports.sort_unstable();
         ports.dedup();
-        nodelay::force(&self.sampler.pids(), &ports, established, &self.name)
+        ports
     }
 
     /// Every process of the contender now (for profiling).

@@ -109,11 +109,55 @@ const ESTABLISHED: u8 = 0x01;
 pub fn force(pids: &[i32], ports: &[u16], established: bool, what: &str) -> Forced {
     let mut out = Forced::default();
     let mut any_found = false;
+    for (pid, wanted) in find(pids, ports, established, what, &mut out.problems) {
+        any_found = true;
+        match set_on(pid, &wanted) {
+            Ok(sockets) => out.sockets.extend(sockets),
+            Err(e) => out.problems.push(format!("{what} (pid {pid}): {e}")),
+        }
+    }
+    if !any_found && out.problems.is_empty() {
+        out.problems.push(format!(
+            "{what} has no {} socket on port{} {} (pids {pids:?}): is something that is not one of its processes (a proxy) listening there?",
+            if established { "established" } else { "listening" },
+            if ports.len() == 1 { "" } else { "s" },
+            ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
+}
+
+/// How many established sockets on `ports` the processes `pids` hold now (connections
+/// they have accepted), without touching them.
+pub fn established(pids: &[i32], ports: &[u16]) -> usize {
+    find(pids, ports, true, "", &mut Vec::new())
+        .iter()
+        .map(|(_, w)| w.len())
+        .sum()
+}
+
+/// A socket found: (fd in its process, local port, `listen` or `established`).
+type Found = (i32, u16, &'static str);
+
+/// The sockets of each of `pids` bound to one of `ports`, listening or (with `established`)
+/// established: (pid, [(fd, port, state)]), for the pids that have any.
+fn find(
+    pids: &[i32],
+    ports: &[u16],
+    established: bool,
+    what: &str,
+    problems: &mut Vec<String>,
+) -> Vec<(i32, Vec<Found>)> {
+    let mut out = Vec::new();
     for &pid in pids {
         let table = match tcp_table(pid) {
             Ok(t) => t,
             Err(e) => {
-                out.problems.push(format!(
+                problems.push(format!(
                     "cannot read the sockets of {what} (pid {pid}): {e}"
                 ));
                 continue;
@@ -149,26 +193,9 @@ pub fn force(pids: &[i32], ports: &[u16], established: bool, what: &str) -> Forc
                 wanted.push((fd, port, state));
             }
         }
-        if wanted.is_empty() {
-            continue;
+        if !wanted.is_empty() {
+            out.push((pid, wanted));
         }
-        any_found = true;
-        match set_on(pid, &wanted) {
-            Ok(sockets) => out.sockets.extend(sockets),
-            Err(e) => out.problems.push(format!("{what} (pid {pid}): {e}")),
-        }
-    }
-    if !any_found && out.problems.is_empty() {
-        out.problems.push(format!(
-            "{what} has no {} socket on port{} {} (pids {pids:?}): is something that is not one of its processes (a proxy) listening there?",
-            if established { "established" } else { "listening" },
-            if ports.len() == 1 { "" } else { "s" },
-            ports
-                .iter()
-                .map(u16::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
     }
     out
 }

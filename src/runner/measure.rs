@@ -123,6 +123,8 @@ pub(super) fn load_once(
         // of every connection (for servers that clear it after accepting), then send.
         match driver.open(&cfg) {
             Ok(mut session) => {
+                live.running
+                    .wait_accepted(cfg.clients(), Duration::from_secs(2));
                 let f = live.running.force_nodelay(true);
                 super::live::count_forced(live.forcing.as_mut(), &f);
                 measure(&mut live.running, rep, |pr| {
@@ -228,6 +230,8 @@ fn connect(
         .open(&cfg)
         .map_err(|e| e.to_string())?;
     if live.forcing.is_some() {
+        live.running
+            .wait_accepted(cfg.clients(), Duration::from_secs(2));
         let f = live.running.force_nodelay(true);
         super::live::count_forced(live.forcing.as_mut(), &f);
     }
