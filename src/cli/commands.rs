@@ -40,15 +40,13 @@ pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
             let what = format!("pid {pid}");
             let mut forced = nodelay::force(&pids, &[port], false, &what);
             let mut session = client.open(&cfg)?;
-            // The server accepts the connections in its own time — on a loaded host, after
-            // bakeoff would look: wait (2 s at most) until it holds as many as were opened
-            // (as the runner does, `Running::wait_accepted`).
-            let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
-            while nodelay::established(&pids, &[port]) < cfg.clients()
-                && std::time::Instant::now() < until
-            {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
+            // Once the server has accepted what the load opened (2 s at most).
+            nodelay::wait_accepted(
+                &pids,
+                &[port],
+                cfg.clients(),
+                std::time::Duration::from_secs(2),
+            );
             forced.merge(nodelay::force(&pids, &[port], true, &what));
             eprintln!("bakeoff: what-if nodelay: {}", forced.summary());
             if forced.sockets.is_empty() {

@@ -714,13 +714,13 @@ impl Running {
         None
     }
 
-    /// CPU time and peak memory of all members' process trees so far. CPU time is the
-    /// larger of the sampled total and what the kernel reported for reaped members.
     /// What the proxy of a delay variant saw and did so far.
     pub fn edge_stats(&self) -> Option<edge::EdgeStats> {
         self.edge.as_ref().map(edge::Edge::stats)
     }
 
+    /// CPU time and peak memory of all members' process trees so far. CPU time is the
+    /// larger of the sampled total and what the kernel reported for reaped members.
     pub fn usage(&self) -> Usage {
         let mut u = self.sampler.now();
         let (user, system) = self
@@ -767,12 +767,7 @@ impl Running {
     /// on its ports: a server accepts in its own time, and on a loaded host after the load
     /// engine's connect returned — forcing the option before then would miss them.
     pub fn wait_accepted(&self, connections: usize, limit: Duration) {
-        let (ports, until) = (self.own_ports(), Instant::now() + limit);
-        while nodelay::established(&self.sampler.pids(), &ports) < connections
-            && Instant::now() < until
-        {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        nodelay::wait_accepted(&self.sampler.pids(), &self.own_ports(), connections, limit);
     }
 
     /// The ports given to it and any its endpoints name.

@@ -12,6 +12,7 @@
 //! turned it off on purpose is worth knowing.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -131,13 +132,21 @@ pub fn force(pids: &[i32], ports: &[u16], established: bool, what: &str) -> Forc
     out
 }
 
-/// How many established sockets on `ports` the processes `pids` hold now (connections
-/// they have accepted), without touching them.
-pub fn established(pids: &[i32], ports: &[u16]) -> usize {
-    find(pids, ports, true, "", &mut Vec::new())
-        .iter()
-        .map(|(_, w)| w.len())
-        .sum()
+/// Waits (at most `limit`) until the processes `pids` hold `connections` established
+/// sockets on `ports` (connections they accepted), without touching them: a server accepts
+/// in its own time, on a loaded host after the client's connect returned, and forcing the
+/// option before then would miss those sockets.
+pub fn wait_accepted(pids: &[i32], ports: &[u16], connections: usize, limit: Duration) {
+    let until = Instant::now() + limit;
+    let held = || -> usize {
+        find(pids, ports, true, "", &mut Vec::new())
+            .iter()
+            .map(|(_, w)| w.len())
+            .sum()
+    };
+    while held() < connections && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// A socket found: (fd in its process, local port, `listen` or `established`).

@@ -29,7 +29,8 @@ pub struct Series {
     pub direct_us: Option<f64>,
     /// µs of p50 per ms of hold.
     pub slope: Option<Slope>,
-    /// How long the listener took to answer each forwarded chunk at the proxy alone, µs.
+    /// How long the listener took to answer each forwarded chunk at the proxy alone (mean
+    /// over its repetitions), µs.
     pub answer_us: Option<f64>,
 }
 
@@ -176,13 +177,16 @@ pub fn series(r: &Results, scenario: &str) -> Vec<Series> {
                 continue;
             }
             let zero = holds.iter().find(|v| v.2 == 0.0).map(|v| v.3.as_str());
-            let answer_us = r
+            // Over every repetition of the proxy alone, weighed by the answers each timed.
+            let (timed, answers) = r
                 .runs
                 .iter()
                 .filter(|x| x.id.contender == of && x.id.variant.as_deref() == zero)
-                .filter_map(|x| x.edge.as_ref().filter(|e| e.answers > 0))
-                .map(|e| e.answer_mean_us)
-                .next();
+                .filter_map(|x| x.edge.as_ref())
+                .fold((0.0, 0u64), |(t, n), e| {
+                    (t + e.answer_mean_us * e.answers as f64, n + e.answers)
+                });
+            let answer_us = (answers > 0).then(|| timed / answers as f64);
             // The line goes through the holds above zero when there are two: between no
             // hold and the first, a call that now waits long enough for its CPU to go idle
             // pays the wake-up once (hundreds of µs on a VM) — the machine's, not the edge's;
