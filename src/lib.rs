@@ -4,6 +4,7 @@
 //! [`protocol`] clients speak to a server, the [`load`] engine drives them and measures, the
 //! [`report`] module turns results into text. [`cli`] parses flags into checked commands once.
 
+pub mod analysis;
 pub mod build;
 pub mod cancel;
 pub mod cli;

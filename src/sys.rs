@@ -6,6 +6,43 @@ use std::time::Duration;
 pub mod children;
 
 /// CPUs this process may run on (its affinity mask), in order.
+/// What the kernel says of the machine: the CPU model, the kernel, the host's name and the
+/// CPUs online.
+pub struct Machine {
+    pub cpu_model: String,
+    pub kernel: String,
+    pub hostname: String,
+    pub cpus_online: usize,
+}
+
+pub fn machine() -> Machine {
+    let cpuinfo = read_bounded(std::path::Path::new("/proc/cpuinfo"), 16 << 20).unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == "model name").then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let read = |p: &str| {
+        read_bounded(std::path::Path::new(p), 4096)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let kernel = format!(
+        "{} {}",
+        read("/proc/sys/kernel/ostype"),
+        read("/proc/sys/kernel/osrelease")
+    );
+    Machine {
+        cpu_model,
+        kernel: kernel.trim().to_string(),
+        hostname: read("/proc/sys/kernel/hostname"),
+        // SAFETY: sysconf has no preconditions.
+        cpus_online: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize,
+    }
+}
+
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for the calling thread.
     unsafe {

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["build"],
     &["runner", "compare"],
     &["diagnose"],
+    &["analysis"],
     &["report"],
     &["demo", "launchers"],
     &["cli"],

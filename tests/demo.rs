@@ -5,7 +5,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use bakeoff::report::verdicts::Figure;
+use bakeoff::analysis::verdicts::Figure;
 use bakeoff::results::Results;
 use bakeoff::stats::paired::Call;
 use common::*;

@@ -6,8 +6,8 @@
 
 mod common;
 
+use bakeoff::analysis::verdicts::Figure;
 use bakeoff::report::analysis::Analysis;
-use bakeoff::report::verdicts::Figure;
 use bakeoff::results::Results;
 use bakeoff::stats::paired::Call;
 use common::*;

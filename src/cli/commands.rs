@@ -142,7 +142,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         only: args.only.clone(),
         scenarios: args.scenarios.clone(),
         shard: args.shard()?,
-        what_if: args.what_if.iter().map(|w| w.name().to_string()).collect(),
+        what_if: args.what_if.iter().map(|&w| w.into()).collect(),
         profile: args.profile,
         refs: args.refs.clone(),
         rebuild: args.rebuild,
@@ -354,14 +354,14 @@ pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Resul
             .any(|c| c.build_failed());
     let differs = gates.diff && analysis.compat.iter().any(|c| c.differences > 0);
     let worse = gates.regression.map_or(Vec::new(), |pct| {
-        report::gates::regressions(&analysis.verdicts, pct / 100.0)
+        crate::analysis::gates::regressions(&analysis.verdicts, pct / 100.0)
     });
     for w in &worse {
         eprintln!("regression: {w}");
     }
     let unequal = gates.equivalent.map_or(Vec::new(), |pct| {
-        let mut out = report::gates::not_equivalent(&analysis.verdicts, pct / 100.0);
-        out.extend(report::gates::unverdicted(
+        let mut out = crate::analysis::gates::not_equivalent(&analysis.verdicts, pct / 100.0);
+        out.extend(crate::analysis::gates::unverdicted(
             &done.results,
             &analysis.verdicts,
         ));

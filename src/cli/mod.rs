@@ -713,10 +713,10 @@ pub enum WhatIfArg {
     Nodelay,
 }
 
-impl WhatIfArg {
-    pub fn name(self) -> &'static str {
-        match self {
-            WhatIfArg::Nodelay => "nodelay",
+impl From<WhatIfArg> for crate::plan::WhatIf {
+    fn from(w: WhatIfArg) -> crate::plan::WhatIf {
+        match w {
+            WhatIfArg::Nodelay => crate::plan::WhatIf::NoDelay,
         }
     }
 }

@@ -144,24 +144,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
     std::fs::create_dir_all(&l.state).map_err(|e| StartError::Setup(e.to_string()))?;
     std::fs::create_dir_all(&l.logs).map_err(|e| StartError::Setup(e.to_string()))?;
     let ports = spawn::free_ports(&ports_named(c)).map_err(StartError::Placeholder)?;
-    // The logs folder is in the results directory; the guards' record goes beside it.
-    let results_dir = l
-        .logs
-        .parent()
-        .map_or_else(|| l.logs.clone(), Path::to_path_buf);
-    let tag = format!(
-        "{}-{}-{}",
-        std::process::id(),
-        l.log_prefix,
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    );
-    let owner = spawn::Owner {
-        tag,
-        results: results_dir,
-        cancel: l.cancel.clone(),
-    };
+    let owner = owner(l);
     let cluster = c.members.len() > 1;
     let state_of = |m: &str| {
         if cluster {
@@ -172,19 +155,9 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
     };
     // A delay variant: the members that connect to the edge's port are given the port of
     // a proxy that holds what they send (docs/what-if.md); the listener keeps the real one.
-    let delay = c.variant.as_ref().and_then(|v| v.delay.as_ref());
-    let edge = match delay {
-        Some(d) => {
-            let real = *ports.get(&d.port).ok_or_else(|| {
-                StartError::Placeholder(format!("a delay on `{}`: no member names it", d.port))
-            })?;
-            Some(
-                edge::Edge::start(&d.port, real, d.hold, l.log_cpus.clone())
-                    .map_err(|e| StartError::Setup(format!("the delay's proxy: {e}")))?,
-            )
-        }
-        None => None,
-    };
+    let delay = c.variant.as_ref().and_then(|v| v.delay());
+    let delay = delay.as_ref();
+    let edge = delay.map(|d| proxy(d, l, &ports)).transpose()?;
     let mut proxied = ports.clone();
     if let (Some(d), Some(e)) = (delay, &edge) {
         proxied.insert(d.port.clone(), e.listen_port);
@@ -199,19 +172,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         member: member.to_string(),
     };
 
-    // Refuse to start when something already answers on a member's endpoint: the probe would
-    // pass against the wrong server.
-    let mut endpoints = Vec::new();
-    for m in &c.members {
-        let ep = expand(&m.endpoint, &ph(&m.name)).map_err(StartError::Placeholder)?;
-        if let Some(addr) = spawn::answering(&ep) {
-            return Err(StartError::PortTaken(format!(
-                "{addr} (endpoint of `{}`)",
-                m.name
-            )));
-        }
-        endpoints.push(ep);
-    }
+    let endpoints = free_endpoints(c, &ph)?;
 
     // The contender's own strings — setup, cleanup, `ready_when` — see `{state}` as the
     // contender's folder, as the `tls` of its probes, scenarios and compat sets do; in a
@@ -238,34 +199,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
     }
 
     // Fill in every placeholder before spawning anything, so a mistake starts nothing.
-    let mut prepared = Vec::new();
-    for (index, m) in c.members.iter().enumerate() {
-        let p = ph(&m.name);
-        let env = m
-            .env
-            .iter()
-            .map(|(k, v)| Ok((k.clone(), expand(v, &p)?)))
-            .collect::<Result<_, String>>()
-            .map_err(StartError::Placeholder)?;
-        // Not `with_extension`: member names may contain dots.
-        let base = if cluster {
-            l.logs.join(format!("{}.{}", l.log_prefix, m.name))
-        } else {
-            l.logs.join(&l.log_prefix)
-        };
-        prepared.push(Prepared {
-            index,
-            command: expand_all(&m.command, &p)?,
-            env,
-            ready: expand_probe(&m.ready, &p)?,
-            logs: ["stdout", "stderr"]
-                .iter()
-                .map(|ext| PathBuf::from(format!("{}.{ext}", base.display())))
-                .collect(),
-            state: p.state,
-            after: m.after.clone(),
-        });
-    }
+    let prepared = prepare(c, l, &ph)?;
     let ready_when = c
         .ready_when
         .as_ref()
@@ -310,6 +244,145 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         running.spawn_member(p)?;
     }
     Ok(running)
+}
+
+/// Who owns what a start spawns: a tag unique to it, and the results folder its guards'
+/// record goes into (the logs folder is in it).
+fn owner(l: &Launch) -> spawn::Owner {
+    let results_dir = l
+        .logs
+        .parent()
+        .map_or_else(|| l.logs.clone(), Path::to_path_buf);
+    let tag = format!(
+        "{}-{}-{}",
+        std::process::id(),
+        l.log_prefix,
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    spawn::Owner {
+        tag,
+        results: results_dir,
+        cancel: l.cancel.clone(),
+    }
+}
+
+/// A delay variant's proxy, forwarding to the real `{port:PORT}` (docs/what-if.md).
+fn proxy(
+    d: &crate::plan::Delay,
+    l: &Launch,
+    ports: &std::collections::BTreeMap<String, u16>,
+) -> Result<edge::Edge, StartError> {
+    let real = *ports.get(&d.port).ok_or_else(|| {
+        StartError::Placeholder(format!("a delay on `{}`: no member names it", d.port))
+    })?;
+    edge::Edge::start(&d.port, real, d.hold, l.log_cpus.clone())
+        .map_err(|e| StartError::Setup(format!("the delay's proxy: {e}")))
+}
+
+/// Every member's endpoint, refused when something already answers there: the probe would
+/// pass against the wrong server.
+fn free_endpoints<'p>(
+    c: &Contender,
+    ph: &dyn Fn(&str) -> Placeholders<'p>,
+) -> Result<Vec<String>, StartError> {
+    let mut endpoints = Vec::new();
+    for m in &c.members {
+        let ep = expand(&m.endpoint, &ph(&m.name)).map_err(StartError::Placeholder)?;
+        if let Some(addr) = spawn::answering(&ep) {
+            return Err(StartError::PortTaken(format!(
+                "{addr} (endpoint of `{}`)",
+                m.name
+            )));
+        }
+        endpoints.push(ep);
+    }
+    Ok(endpoints)
+}
+
+/// Each member with its placeholders filled in: command, environment, probe, logs, state.
+fn prepare<'p>(
+    c: &Contender,
+    l: &Launch,
+    ph: &dyn Fn(&str) -> Placeholders<'p>,
+) -> Result<Vec<Prepared>, StartError> {
+    let cluster = c.members.len() > 1;
+    let mut prepared = Vec::new();
+    for (index, m) in c.members.iter().enumerate() {
+        let p = ph(&m.name);
+        let env = m
+            .env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), expand(v, &p)?)))
+            .collect::<Result<_, String>>()
+            .map_err(StartError::Placeholder)?;
+        // Not `with_extension`: member names may contain dots.
+        let base = if cluster {
+            l.logs.join(format!("{}.{}", l.log_prefix, m.name))
+        } else {
+            l.logs.join(&l.log_prefix)
+        };
+        prepared.push(Prepared {
+            index,
+            command: expand_all(&m.command, &p)?,
+            env,
+            ready: expand_probe(&m.ready, &p)?,
+            logs: ["stdout", "stderr"]
+                .iter()
+                .map(|ext| PathBuf::from(format!("{}.{ext}", base.display())))
+                .collect(),
+            state: p.state,
+            after: m.after.clone(),
+        });
+    }
+    Ok(prepared)
+}
+
+/// The members' probes, each waiting on its own thread (with its own runtime), so a probe
+/// the server holds (etcd's /health until it has a leader) never holds another member's:
+/// every member's first response is timed to its own probe's pauses. Dropped, it stops the
+/// probes still waiting and joins their threads.
+struct Watchers {
+    tx: std::sync::mpsc::Sender<(usize, Result<Duration, ProbeError>, Instant)>,
+    rx: std::sync::mpsc::Receiver<(usize, Result<Duration, ProbeError>, Instant)>,
+    stop: crate::cancel::Cancel,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Watchers {
+    fn new() -> Watchers {
+        let (tx, rx) = std::sync::mpsc::channel();
+        Watchers {
+            tx,
+            rx,
+            stop: crate::cancel::Cancel::new(),
+            threads: Vec::new(),
+        }
+    }
+
+    /// Waits for member `k`'s probe on a thread of its own.
+    fn watch(&mut self, k: usize, w: probe::Waiter) -> Result<(), ProbeError> {
+        let (tx, stop) = (self.tx.clone(), self.stop.clone());
+        let h = std::thread::Builder::new()
+            .name("bakeoff-probe".into())
+            .spawn(move || {
+                let out = probe::wait_alone(w, &stop);
+                let _ = tx.send((k, out, Instant::now()));
+            })
+            .map_err(|e| ProbeError::Setup(format!("cannot start a probe thread: {e}")))?;
+        self.threads.push(h);
+        Ok(())
+    }
+}
+
+impl Drop for Watchers {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 fn expand_all(cmd: &[String], p: &Placeholders) -> Result<Vec<String>, StartError> {
@@ -425,119 +498,7 @@ impl Running {
         &mut self,
         rt: &tokio::runtime::Runtime,
     ) -> Result<Startup, (Option<Duration>, ProbeError)> {
-        let protos = self.protos.clone();
-        let state = self.state.clone();
-        let owner = self.owner.clone();
-        let waiter = |m: &MemberProc| {
-            let env = probe::ProbeEnv {
-                logs: &m.logs,
-                protos: &protos,
-                endpoint: &m.endpoint,
-                state: &state,
-                owner: &owner,
-            };
-            probe::Waiter::new(&m.ready, &env)
-        };
-        // Each member's probe waits on its own thread (with its own runtime), so a probe the
-        // server holds (etcd's /health until it has a leader) never holds another member's:
-        // every member's first response is timed to its own probe's pauses.
-        let stop = crate::cancel::Cancel::new();
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Duration, ProbeError>, Instant)>();
-        let mut threads = Vec::new();
-        let watch = |k: usize, w: probe::Waiter, threads: &mut Vec<std::thread::JoinHandle<()>>| {
-            let (tx, stop) = (tx.clone(), stop.clone());
-            let spawned = std::thread::Builder::new()
-                .name("bakeoff-probe".into())
-                .spawn(move || {
-                    let out = probe::wait_alone(w, &stop);
-                    let _ = tx.send((k, out, Instant::now()));
-                });
-            match spawned {
-                Ok(h) => {
-                    threads.push(h);
-                    Ok(())
-                }
-                Err(e) => Err(ProbeError::Setup(format!(
-                    "cannot start a probe thread: {e}"
-                ))),
-            }
-        };
-        let end = |threads: Vec<std::thread::JoinHandle<()>>| {
-            stop.cancel();
-            for t in threads {
-                let _ = t.join();
-            }
-        };
-        let mut left = 0;
-        for k in 0..self.members.len() {
-            if let Err(e) = waiter(&self.members[k]).and_then(|w| watch(k, w, &mut threads)) {
-                end(threads);
-                return Err((None, e));
-            }
-            left += 1;
-        }
-        let mut passed: Vec<(usize, Instant)> = Vec::new();
-        let mut resolution = Duration::ZERO;
-        loop {
-            // Start the members whose `after` members have all answered.
-            let ready: Vec<String> = passed
-                .iter()
-                .map(|&(k, _)| self.members[k].name.clone())
-                .collect();
-            while let Some(i) = self
-                .pending
-                .iter()
-                .position(|p| p.after.iter().all(|a| ready.contains(a)))
-            {
-                let p = self.pending.remove(i);
-                if let Err(e) = self.spawn_member(p) {
-                    end(threads);
-                    return Err((None, ProbeError::Exited(e.to_string())));
-                }
-                let k = self.members.len() - 1;
-                let started = waiter(&self.members[k]).and_then(|w| watch(k, w, &mut threads));
-                if let Err(e) = started {
-                    end(threads);
-                    return Err((None, e));
-                }
-                left += 1;
-            }
-            if left == 0 {
-                break;
-            }
-            let got = rx.recv_timeout(Duration::from_millis(20));
-            if let Some(e) = self.exited() {
-                end(threads);
-                return Err((None, ProbeError::Exited(e)));
-            }
-            if self.owner.cancel.is_cancelled() {
-                end(threads);
-                return Err((None, ProbeError::Interrupted));
-            }
-            let Ok((k, outcome, at)) = got else { continue };
-            left -= 1;
-            match outcome {
-                Ok(res) => {
-                    passed.push((k, at));
-                    resolution = resolution.max(res);
-                }
-                Err(e) => {
-                    let name = &self.members[k].name;
-                    let e = match e {
-                        ProbeError::Timeout { waited, last } if self.ctx.cluster => {
-                            ProbeError::Timeout {
-                                waited,
-                                last: format!("member `{name}`: {last}"),
-                            }
-                        }
-                        other => other,
-                    };
-                    end(threads);
-                    return Err((None, e));
-                }
-            }
-        }
-        end(threads);
+        let (passed, resolution) = self.first_responses().map_err(|e| (None, e))?;
         let first_response = self.started.elapsed();
         let mut members: Vec<MemberStart> = passed
             .iter()
@@ -564,6 +525,77 @@ impl Running {
             members,
             resolution,
         })
+    }
+
+    /// Every member's first answer to its probe, when it came (members with `after` are
+    /// started as the ones they wait for answer), and the coarsest probe's resolution.
+    fn first_responses(&mut self) -> Result<(Vec<(usize, Instant)>, Duration), ProbeError> {
+        let protos = self.protos.clone();
+        let state = self.state.clone();
+        let owner = self.owner.clone();
+        let waiter = |m: &MemberProc| {
+            let env = probe::ProbeEnv {
+                logs: &m.logs,
+                protos: &protos,
+                endpoint: &m.endpoint,
+                state: &state,
+                owner: &owner,
+            };
+            probe::Waiter::new(&m.ready, &env)
+        };
+        let mut watchers = Watchers::new();
+        let mut left = 0;
+        for k in 0..self.members.len() {
+            watchers.watch(k, waiter(&self.members[k])?)?;
+            left += 1;
+        }
+        let mut passed: Vec<(usize, Instant)> = Vec::new();
+        let mut resolution = Duration::ZERO;
+        loop {
+            // Start the members whose `after` members have all answered.
+            let ready: Vec<String> = passed
+                .iter()
+                .map(|&(k, _)| self.members[k].name.clone())
+                .collect();
+            while let Some(i) = self
+                .pending
+                .iter()
+                .position(|p| p.after.iter().all(|a| ready.contains(a)))
+            {
+                let p = self.pending.remove(i);
+                self.spawn_member(p)
+                    .map_err(|e| ProbeError::Exited(e.to_string()))?;
+                let k = self.members.len() - 1;
+                watchers.watch(k, waiter(&self.members[k])?)?;
+                left += 1;
+            }
+            if left == 0 {
+                return Ok((passed, resolution));
+            }
+            let got = watchers.rx.recv_timeout(Duration::from_millis(20));
+            if let Some(e) = self.exited() {
+                return Err(ProbeError::Exited(e));
+            }
+            if self.owner.cancel.is_cancelled() {
+                return Err(ProbeError::Interrupted);
+            }
+            let Ok((k, outcome, at)) = got else { continue };
+            left -= 1;
+            match outcome {
+                Ok(res) => {
+                    passed.push((k, at));
+                    resolution = resolution.max(res);
+                }
+                Err(ProbeError::Timeout { waited, last }) if self.ctx.cluster => {
+                    let name = &self.members[k].name;
+                    return Err(ProbeError::Timeout {
+                        waited,
+                        last: format!("member `{name}`: {last}"),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The member (its place in the plan) that passes the contender's `leader` probe now:

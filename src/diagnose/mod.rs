@@ -115,7 +115,7 @@ pub enum Finding {
         places: Vec<String>,
     },
     /// The serving table's medians and a paired verdict's estimate disagree by more than
-    /// 5 % (`report::verdicts::Trim`): the estimate's trimmed
+    /// 5 % (`analysis::trim::Trim`): the estimate's trimmed
     /// mean left out rounds that were bad for one side only (`whose`), or the medians weigh
     /// something the paired rounds do not.
     TrimmedAway {
@@ -214,45 +214,7 @@ impl fmt::Display for Finding {
                 } else {
                     format!("{contender}: {:.1}% of its calls take 40–50 ms with almost none between its usual latency and that band{idle}", share * 100.0)
                 };
-                let seen = places.join(", ");
-                let Some(c) = check else {
-                    return write!(
-                        f,
-                        "{what} — looks like Nagle + delayed ACK: the server does not set TCP_NODELAY (seen in {seen})"
-                    );
-                };
-                let us = crate::units::fmt_us;
-                let after = |v: Option<u64>| v.map_or("—".into(), |v| us(v as f64));
-                let moved = format!(
-                    "p50 {} → {}, p99 {} → {} at {}",
-                    us(c.p50_before_us as f64),
-                    after(c.p50_after_us),
-                    us(c.p99_before_us as f64),
-                    after(c.p99_after_us),
-                    c.place
-                );
-                let cleared = if c.cleared_by_server > 0 {
-                    format!("; the server turned the option off itself on {} of the connections it accepted, so it must be set on each connection, not only on the listener", c.cleared_by_server)
-                } else {
-                    String::new()
-                };
-                match c.confirmed {
-                    Some(true) => write!(
-                        f,
-                        "{what} — Nagle + delayed ACK, **confirmed**: with TCP_NODELAY forced from outside on {} of its sockets, {moved}{cleared} (seen in {seen})",
-                        c.sockets
-                    ),
-                    Some(false) => write!(
-                        f,
-                        "{what} — **not** Nagle: with TCP_NODELAY forced from outside on {} of its sockets the band stayed ({moved}); something else holds the answers — a timer, a batch interval, a slow dependency (seen in {seen})",
-                        c.sockets
-                    ),
-                    None => write!(
-                        f,
-                        "{what} — looks like Nagle + delayed ACK, but forcing TCP_NODELAY could not check it: {} (seen in {seen})",
-                        c.why.as_deref().unwrap_or("no socket was found")
-                    ),
-                }
+                stall_words(f, &what, &places.join(", "), check.as_ref())
             }
             Finding::GeneratorSaturated {
                 contender,
@@ -284,37 +246,7 @@ impl fmt::Display for Finding {
                 }
                 write!(f, " — too noisy to trust small deltas")
             }
-            Finding::CpuStolen {
-                points,
-                of,
-                startups,
-                startups_of,
-                slices,
-                slices_of,
-                max_share,
-                worst,
-                mean_share,
-            } => {
-                let mut during = Vec::new();
-                if *points > 0 {
-                    during.push(format!("{points} of {of} points"));
-                }
-                if *slices > 0 {
-                    during.push(format!(
-                        "{slices} of {slices_of} paired slices (their rounds were run again and left out of the verdicts)"
-                    ));
-                }
-                if *startups > 0 {
-                    during.push(format!("{startups} of {startups_of} start-ups"));
-                }
-                write!(
-                    f,
-                    "the hypervisor took {:.0}% of the CPUs' time on average during {} (up to {:.0}%, at {worst}) — those figures vary with the host's other tenants, not only with the contenders; rerun them, or use a machine with dedicated CPUs",
-                    mean_share * 100.0,
-                    during.join(" and "),
-                    max_share * 100.0
-                )
-            }
+            Finding::CpuStolen { .. } => cpu_stolen(f, self),
             Finding::MachineDiffers { what, seen } => {
                 let seen: Vec<String> = seen
                     .iter()
@@ -344,33 +276,7 @@ impl fmt::Display for Finding {
                     places.join(", ")
                 )
             }
-            Finding::TrimmedAway {
-                contender,
-                baseline,
-                figure,
-                table,
-                paired,
-                whose,
-                rounds,
-                places,
-            } => {
-                use crate::stats::paired::fmt_ratio;
-                let head = format!(
-                    "{contender}'s {figure} against {baseline}: the table's medians say {}, the paired estimate {paired} (at {})",
-                    fmt_ratio(*table),
-                    places.join(", ")
-                );
-                match whose {
-                    Some(w) => write!(
-                        f,
-                        "{head} — {rounds} of the rounds the estimate trims away were {w}'s own (its slice far from its other slices, its partner's as usual): a stall of {w} alone, which pairing sets apart by design; see {w}'s log, and the verdict holds for the rounds both served normally"
-                    ),
-                    None => write!(
-                        f,
-                        "{head} — the medians weigh whole repetitions, the estimate paired rounds; trust the paired one, and look at the repetitions' spread"
-                    ),
-                }
-            }
+            Finding::TrimmedAway { .. } => trimmed_away(f, self),
             Finding::EdgeUnused { contender, port } => write!(
                 f,
                 "{contender}: the proxy on `{port}` saw no connection — the members that should connect to it never did: they do not call it at this load, or they ignore `{{port:{port}}}` (a port written into their configuration); either way this variant measured nothing of the edge"
@@ -398,6 +304,123 @@ impl fmt::Display for Finding {
                 crate::units::fmt_us(*late_mean_us)
             ),
         }
+    }
+}
+
+/// What a 40 ms band is, as far as forcing TCP_NODELAY told (`what` says where it sits).
+fn stall_words(
+    f: &mut fmt::Formatter<'_>,
+    what: &str,
+    seen: &str,
+    check: Option<&StallCheck>,
+) -> fmt::Result {
+    let Some(c) = check else {
+        return write!(
+            f,
+            "{what} — looks like Nagle + delayed ACK: the server does not set TCP_NODELAY (seen in {seen})"
+        );
+    };
+    let us = crate::units::fmt_us;
+    let after = |v: Option<u64>| v.map_or("—".into(), |v| us(v as f64));
+    let moved = format!(
+        "p50 {} → {}, p99 {} → {} at {}",
+        us(c.p50_before_us as f64),
+        after(c.p50_after_us),
+        us(c.p99_before_us as f64),
+        after(c.p99_after_us),
+        c.place
+    );
+    let cleared = if c.cleared_by_server > 0 {
+        format!("; the server turned the option off itself on {} of the connections it accepted, so it must be set on each connection, not only on the listener", c.cleared_by_server)
+    } else {
+        String::new()
+    };
+    match c.confirmed {
+        Some(true) => write!(
+            f,
+            "{what} — Nagle + delayed ACK, **confirmed**: with TCP_NODELAY forced from outside on {} of its sockets, {moved}{cleared} (seen in {seen})",
+            c.sockets
+        ),
+        Some(false) => write!(
+            f,
+            "{what} — **not** Nagle: with TCP_NODELAY forced from outside on {} of its sockets the band stayed ({moved}); something else holds the answers — a timer, a batch interval, a slow dependency (seen in {seen})",
+            c.sockets
+        ),
+        None => write!(
+            f,
+            "{what} — looks like Nagle + delayed ACK, but forcing TCP_NODELAY could not check it: {} (seen in {seen})",
+            c.why.as_deref().unwrap_or("no socket was found")
+        ),
+    }
+}
+
+/// How much the hypervisor took, and during what.
+fn cpu_stolen(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
+    let Finding::CpuStolen {
+        points,
+        of,
+        startups,
+        startups_of,
+        slices,
+        slices_of,
+        max_share,
+        worst,
+        mean_share,
+    } = x
+    else {
+        unreachable!("called for CpuStolen")
+    };
+    let mut during = Vec::new();
+    if *points > 0 {
+        during.push(format!("{points} of {of} points"));
+    }
+    if *slices > 0 {
+        during.push(format!(
+            "{slices} of {slices_of} paired slices (their rounds were run again and left out of the verdicts)"
+        ));
+    }
+    if *startups > 0 {
+        during.push(format!("{startups} of {startups_of} start-ups"));
+    }
+    write!(
+        f,
+        "the hypervisor took {:.0}% of the CPUs' time on average during {} (up to {:.0}%, at {worst}) — those figures vary with the host's other tenants, not only with the contenders; rerun them, or use a machine with dedicated CPUs",
+        mean_share * 100.0,
+        during.join(" and "),
+        max_share * 100.0
+    )
+}
+
+/// Where the table's medians and the paired estimate part, and whose rounds it trimmed.
+fn trimmed_away(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
+    let Finding::TrimmedAway {
+        contender,
+        baseline,
+        figure,
+        table,
+        paired,
+        whose,
+        rounds,
+        places,
+    } = x
+    else {
+        unreachable!("called for TrimmedAway")
+    };
+    use crate::stats::paired::fmt_ratio;
+    let head = format!(
+        "{contender}'s {figure} against {baseline}: the table's medians say {}, the paired estimate {paired} (at {})",
+        fmt_ratio(*table),
+        places.join(", ")
+    );
+    match whose {
+        Some(w) => write!(
+            f,
+            "{head} — {rounds} of the rounds the estimate trims away were {w}'s own (its slice far from its other slices, its partner's as usual): a stall of {w} alone, which pairing sets apart by design; see {w}'s log, and the verdict holds for the rounds both served normally"
+        ),
+        None => write!(
+            f,
+            "{head} — the medians weigh whole repetitions, the estimate paired rounds; trust the paired one, and look at the repetitions' spread"
+        ),
     }
 }
 
@@ -446,8 +469,18 @@ fn contender_busy(
 type Failing = (Vec<String>, u64, u64, BTreeMap<String, u64>);
 
 pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
+    let mut out = most_calls_failed(r);
+    stalls_and_saturation(r, limits, &mut out);
+    out.extend(stolen(r, limits));
+    out.extend(noisy_repetitions(r, limits));
+    out.extend(machine_differs(r));
+    out.extend(edges(r));
+    out
+}
+
+/// Points where most calls failed, per contender, with the commonest failure.
+fn most_calls_failed(r: &Results) -> Vec<Finding> {
     let mut out = Vec::new();
-    // First: points where most calls failed, per contender.
     let mut failing: BTreeMap<String, Failing> = BTreeMap::new();
     for run in &r.runs {
         for p in &run.points {
@@ -484,12 +517,17 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
             example,
         });
     }
-    // Stall band, per contender over all its points.
+    out
+}
+
+/// The 40 ms band, per contender over all its points (put first), and points where the load
+/// generator was saturated (after what `out` holds).
+fn stalls_and_saturation(r: &Results, limits: Limits, out: &mut Vec<Finding>) {
     let mut per: BTreeMap<String, Stalls> = BTreeMap::new();
     for run in &r.runs {
         // A +nodelay variant has the option forced: a band there is no missing TCP_NODELAY
         // (its contender's own finding, and its confirmation, say what it is).
-        let forced = run.id.variant.as_deref() == Some("nodelay");
+        let forced = run.id.variant == Some(crate::plan::WhatIf::NoDelay);
         for p in &run.points {
             let Some(l) = &p.load else { continue };
             let place = p.id.to_string();
@@ -523,7 +561,7 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
                         .filter(|_| l.duration_s > 0.0)
                         .map(|c| c / (l.duration_s + l.warmup_s)),
                 };
-                if !out.iter().any(|o: &Finding| same_place(o, &f)) {
+                if !out.iter().any(|o| same_place(o, &f)) {
                     out.push(f);
                 }
             }
@@ -542,9 +580,13 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
             },
         );
     }
-    out.extend(stolen(r, limits));
-    // Noisy repetitions, per contender. Not for paired runs: there the variation between
-    // repetitions is inside every verdict's interval (the bootstrap resamples repetitions).
+}
+
+/// Throughput that varies across repetitions, per contender. Not for paired runs: there the
+/// variation between repetitions is inside every verdict's interval (the bootstrap
+/// resamples repetitions).
+fn noisy_repetitions(r: &Results, limits: Limits) -> Vec<Finding> {
+    let mut out = Vec::new();
     let mut rates: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
     for run in r.runs.iter().filter(|_| r.paired.is_none()) {
         for p in &run.points {
@@ -585,8 +627,13 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
             spread_pct,
         });
     }
-    out.extend(machine_differs(r));
-    // Delay variants: a proxy nobody used, or one that could not keep its holds.
+    out
+}
+
+/// Delay variants: a proxy nobody used, one that could not reach its listener, or one that
+/// could not keep its holds.
+fn edges(r: &Results) -> Vec<Finding> {
+    let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for run in &r.runs {
         let Some(e) = &run.edge else { continue };
@@ -673,7 +720,7 @@ fn stolen(r: &Results, limits: Limits) -> Option<Finding> {
 /// one that confirmed first, else one that did not, else one that could not be checked.
 fn stall_check(r: &Results, contender: &str) -> Option<StallCheck> {
     let mut all = Vec::new();
-    for run in r.runs.iter().filter(|x| x.id.is(contender)) {
+    for run in r.runs_of(contender) {
         for c in &run.confirmations {
             let Some(before) = run
                 .points

@@ -192,7 +192,8 @@ impl Checker<'_> {
                 if let Some(m) = &r.member {
                     return Err(self.at(m, "`member` goes with `contender`: the reference is then that member of a running contender"));
                 }
-                crate::protocol::target::Endpoint::parse(e.get_ref())
+                // Its syntax only: the run resolves it (the plan layer does no I/O).
+                crate::protocol::target::Endpoint::check(e.get_ref())
                     .map_err(|x| self.at(e, x.to_string()))?;
                 (e.get_ref().clone(), None)
             }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Point, Spread};
+use super::{PointId, Spread, Vars};
 
 /// `{word}` placeholders made of identifier characters only (JSON's `{"` never matches).
 pub(super) fn braced_words(text: &str) -> BTreeSet<&str> {
@@ -23,14 +23,16 @@ pub(super) fn braced_words(text: &str) -> BTreeSet<&str> {
     out
 }
 
-/// Every combination: target outermost, then the matrix variables, then clients, so a table
-/// reads like seed 003 (key size, clients, target).
+/// Every combination, each point of scenario `scenario` identified once here: target
+/// outermost, then the matrix variables, then clients, so a table reads like seed 003 (key
+/// size, clients, target).
 pub(super) fn expand(
+    scenario: &str,
     targets: &[Option<Spread>],
     axes: &[(String, Vec<String>)],
     rates: &[Option<f64>],
     clients: &[usize],
-) -> Vec<Point> {
+) -> Vec<PointId> {
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for (k, vals) in axes {
         combos = combos
@@ -49,22 +51,13 @@ pub(super) fn expand(
         for vars in &combos {
             for rate in rates {
                 for &n in clients {
-                    // In the order `results::PointId` renders its label.
-                    let mut label: Vec<String> =
-                        vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    label.push(format!("clients={n}"));
-                    if let Some(t) = t {
-                        label.push(format!("target={}", t.as_str()));
-                    }
-                    if let Some(r) = rate {
-                        label.push(format!("rate={r}"));
-                    }
-                    points.push(Point {
-                        label: label.join(" "),
-                        vars: vars.clone(),
+                    points.push(PointId {
+                        scenario: scenario.to_string(),
+                        vars: Vars(vars.clone()),
                         clients: n,
                         target: *t,
                         rate: *rate,
+                        stage: None,
                     });
                 }
             }

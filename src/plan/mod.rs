@@ -7,19 +7,23 @@ mod check;
 mod compat;
 pub mod error;
 mod matrix;
+mod point;
 mod probe;
 mod raw;
 mod source;
 mod template;
+mod what_if;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use check::MIN_STEP_CALLS;
 pub use error::PlanError;
+pub use point::{PointId, Vars};
 pub use source::{
     fill as fill_source, fill_member as fill_member_source, Location, Rev, Source, SourceKind,
 };
+pub use what_if::{add_variant, fmt_hold, Delay, Variant, WhatIf, WHAT_IFS};
 
 use crate::load::{Pacing, Stop};
 
@@ -271,114 +275,6 @@ pub struct Contender {
     pub source: Option<Source>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Variant {
-    /// The contender it is a variant of.
-    pub of: String,
-    /// `nodelay`, or `PORT+HOLD` for a delay (`rpc+1ms`).
-    pub what: String,
-    /// The delay on one edge between members, for a `PORT+HOLD` variant.
-    pub delay: Option<Delay>,
-}
-
-/// A delay on one edge between members (docs/what-if.md): the members in `connect` get the
-/// port of a proxy that forwards to the real `{port:PORT}`, holding what goes there `hold`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Delay {
-    pub port: String,
-    pub hold: Duration,
-    /// The members that connect to the port (they wait for its listener with `after`).
-    pub connect: Vec<String>,
-}
-
-/// The what-ifs bakeoff can run by name (docs/what-if.md); a delay is written as a table.
-pub const WHAT_IFS: [&str; 1] = ["nodelay"];
-
-/// A delay's hold as it appears in a variant's name: `0ms`, `1ms`, `0.5ms`.
-pub fn fmt_hold(d: Duration) -> String {
-    let ms = format!("{:.3}", d.as_secs_f64() * 1e3);
-    format!("{}ms", ms.trim_end_matches('0').trim_end_matches('.'))
-}
-
-/// `rpc+1ms` → the delay on `{port:rpc}` of contender `c`, with the members that connect to
-/// it; or why it cannot be.
-fn delay_of(c: &Contender, what: &str) -> Result<Delay, String> {
-    let (port, hold) = what
-        .rsplit_once('+')
-        .ok_or_else(|| format!("`{what}` is not a what-if bakeoff knows; it knows {}, or a delay on a port (`PORT+1ms`)", WHAT_IFS.join(", ")))?;
-    let hold = parse_duration(hold).map_err(|e| format!("`{what}`: {e}"))?;
-    let needle = if port == "port" {
-        "{port}".to_string()
-    } else {
-        format!("{{port:{port}}}")
-    };
-    let names = |m: &Member| {
-        m.command.iter().any(|a| a.contains(&needle))
-            || m.env.iter().any(|(_, v)| v.contains(&needle))
-            || m.endpoint.contains(&needle)
-    };
-    let users: Vec<&Member> = c.members.iter().filter(|m| names(m)).collect();
-    let connect: Vec<String> = users
-        .iter()
-        .filter(|m| m.after.iter().any(|a| users.iter().any(|u| u.name == *a)))
-        .map(|m| m.name.clone())
-        .collect();
-    let listen: Vec<&str> = users
-        .iter()
-        .filter(|m| !connect.contains(&m.name))
-        .map(|m| m.name.as_str())
-        .collect();
-    match (users.len(), connect.is_empty(), listen.len()) {
-        (0, _, _) => Err(format!("a delay on `{port}`: no member of `{}` names `{needle}`", c.name)),
-        (1, _, _) => Err(format!("a delay on `{port}`: only `{}` names `{needle}`; a delay needs the member that listens on it and one that connects to it", users[0].name)),
-        (_, true, _) => Err(format!("a delay on `{port}`: bakeoff cannot tell which of {} listens on `{needle}`; give the members that connect to it `after = [\"{}\"]` (the one they wait for listens)", users.iter().map(|m| format!("`{}`", m.name)).collect::<Vec<_>>().join(", "), users[0].name)),
-        (_, false, 1) => Ok(Delay { port: port.to_string(), hold, connect }),
-        (_, false, _) => Err(format!("a delay on `{port}`: {} name `{needle}` and none waits for another; one member listens on it, and the others wait for it with `after`", listen.join(", "))),
-    }
-}
-
-/// Adds the what-if variant `what` of contender `of` right after it (and after its other
-/// variants): `NAME+what`, compared against `NAME`. Nothing when it is there already.
-pub fn add_variant(contenders: &mut Vec<Contender>, of: &str, what: &str) -> Result<(), String> {
-    let delay = if WHAT_IFS.contains(&what) {
-        None
-    } else {
-        let c = contenders
-            .iter()
-            .find(|c| c.name == of)
-            .ok_or_else(|| format!("no contender is named `{of}`"))?;
-        Some(delay_of(c, what)?)
-    };
-    let name = format!("{of}+{what}");
-    if contenders.iter().any(|c| c.name == name) {
-        return Ok(());
-    }
-    let at = contenders
-        .iter()
-        .rposition(|c| c.name == of || c.variant.as_ref().is_some_and(|v| v.of == of))
-        .ok_or_else(|| format!("no contender is named `{of}`"))?;
-    let orig = &contenders[at];
-    if orig.noise_of.is_some() {
-        return Err(format!(
-            "`{of}` is a noise instance (it only answers compat cases): it has no what-if"
-        ));
-    }
-    let mut v = contenders
-        .iter()
-        .find(|c| c.name == of)
-        .expect("found above")
-        .clone();
-    v.name = name;
-    v.baseline = Some(of.to_string());
-    v.variant = Some(Variant {
-        of: of.to_string(),
-        what: what.to_string(),
-        delay,
-    });
-    contenders.insert(at + 1, v);
-    Ok(())
-}
-
 /// The members in the order they can start: each after the members its `after` names, else
 /// in plan order. `None` when `after` goes round in a circle.
 pub fn start_order(members: &[Member]) -> Option<Vec<usize>> {
@@ -539,7 +435,7 @@ pub enum Check {
 pub struct Scenario {
     pub name: String,
     pub call: Call,
-    pub points: Vec<Point>,
+    pub points: Vec<PointId>,
     pub stop: Stop,
     pub pacing: Pacing,
     pub warmup: Duration,
@@ -609,36 +505,6 @@ pub struct Stage {
     pub rate: Option<f64>,
     pub clients: Option<usize>,
     pub duration: Duration,
-}
-
-/// One point of a scenario's matrix.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Point {
-    /// e.g. `key_size=64 clients=1 target=first`.
-    pub label: String,
-    /// Matrix variables, substituted for `{name}` in bodies, paths and params.
-    pub vars: Vec<(String, String)>,
-    pub clients: usize,
-    /// Set when the scenario has a `target` axis; load goes to the first member otherwise.
-    pub target: Option<Spread>,
-    /// Set when the scenario has a `rate` axis (`rate = [500, 1000]`): this point's open-loop
-    /// rate, overriding the scenario's pacing.
-    pub rate: Option<f64>,
-}
-
-impl Point {
-    /// How this point's requests are paced: its own rate on a rate axis, else the
-    /// scenario's.
-    pub fn pacing(&self, scenario: Pacing) -> Pacing {
-        self.rate.map_or(scenario, |rate| Pacing::Open { rate })
-    }
-}
-
-impl Point {
-    /// The members load goes to.
-    pub fn spread(&self) -> Spread {
-        self.target.unwrap_or(Spread::First)
-    }
 }
 
 /// Which members of a contender a scenario point sends load to.
@@ -944,7 +810,7 @@ impl Plan {
     }
 
     /// Adds the what-if variant `what` of contender `of` (see [`add_variant`]).
-    pub fn with_variant(&mut self, of: &str, what: &str) -> Result<(), String> {
+    pub fn with_variant(&mut self, of: &str, what: &WhatIf) -> Result<(), String> {
         add_variant(&mut self.contenders, of, what)
     }
 
@@ -980,7 +846,7 @@ impl Plan {
 
     /// `--what-if WHAT`: the variant of every contender compared (not noise instances, not
     /// variants).
-    pub fn with_what_if(mut self, what: &[String]) -> Result<Plan, String> {
+    pub fn with_what_if(mut self, what: &[WhatIf]) -> Result<Plan, String> {
         for w in what {
             let names: Vec<String> = self
                 .contenders

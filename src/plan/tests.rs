@@ -36,7 +36,7 @@ fn a_small_plan_gets_its_defaults() {
     let s = &p.scenarios[0];
     assert_eq!(s.stop, Stop::Duration(Duration::from_secs(10)));
     assert_eq!(s.points.len(), 1);
-    assert_eq!(s.points[0].label, "clients=1");
+    assert_eq!(s.points[0].label(), "clients=1");
     assert!(matches!(&s.call, Call::Http { method, path, .. } if method == "GET" && path == "/"));
 }
 
@@ -47,11 +47,7 @@ fn the_matrix_expands_target_then_variables_then_clients() {
          matrix = {{ key_size = [64, 256] }}\nclients = [64, 1]\ntarget = [\"first\", \"all\"]\n"
     ))
     .unwrap();
-    let labels: Vec<&str> = p.scenarios[0]
-        .points
-        .iter()
-        .map(|p| p.label.as_str())
-        .collect();
+    let labels: Vec<String> = p.scenarios[0].points.iter().map(|p| p.label()).collect();
     assert_eq!(labels.len(), 8);
     assert_eq!(labels[0], "key_size=64 clients=1 target=first");
     assert_eq!(labels[1], "key_size=64 clients=64 target=first");
@@ -59,7 +55,7 @@ fn the_matrix_expands_target_then_variables_then_clients() {
     assert_eq!(labels[7], "key_size=256 clients=64 target=all");
     let call = p.scenarios[0]
         .call
-        .with_vars(&p.scenarios[0].points[2].vars);
+        .with_vars(&p.scenarios[0].points[2].vars.0);
     assert!(matches!(call, Call::Http { path, .. } if path == "/k/256"));
     let smoke = p.smoke();
     assert_eq!(smoke.repetitions, 1);
@@ -480,7 +476,7 @@ fn a_rate_list_is_an_axis_like_clients() {
     ))
     .unwrap();
     let s = &p.scenarios[0];
-    let labels: Vec<&str> = s.points.iter().map(|p| p.label.as_str()).collect();
+    let labels: Vec<String> = s.points.iter().map(|p| p.label()).collect();
     assert_eq!(
         labels,
         [
@@ -496,7 +492,7 @@ fn a_rate_list_is_an_axis_like_clients() {
         "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nrate = 100\n"
     ))
     .unwrap();
-    assert_eq!(p.scenarios[0].points[0].label, "clients=1");
+    assert_eq!(p.scenarios[0].points[0].label(), "clients=1");
     assert_eq!(
         p.scenarios[0].points[0].pacing(p.scenarios[0].pacing),
         Pacing::Open { rate: 100.0 }
@@ -685,13 +681,7 @@ fn a_delay_what_if_makes_a_variant_per_hold_and_knows_who_connects() {
         names,
         ["idx", "idx+rpc+0ms", "idx+rpc+1ms", "idx+rpc+2.5ms"]
     );
-    let d = p.contenders[2]
-        .variant
-        .as_ref()
-        .unwrap()
-        .delay
-        .as_ref()
-        .unwrap();
+    let d = p.contenders[2].variant.as_ref().unwrap().delay().unwrap();
     assert_eq!(
         (d.port.as_str(), d.hold, d.connect.as_slice()),
         ("rpc", Duration::from_millis(1), &["front".to_string()][..])
@@ -714,7 +704,7 @@ fn a_delay_what_if_makes_a_variant_per_hold_and_knows_who_connects() {
         (r#"{ delay = "rpc", by = [] }"#, "`by` lists 1 to 8 holds"),
         (
             r#"{ delay = "rpc", by = ["0ms"] }"#,
-            "above 0 and at most 1s",
+            "at least 1µs and at most 1s",
         ),
         (
             r#"{ delay = "rpc", by = ["1ms", "1ms"] }"#,

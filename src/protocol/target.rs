@@ -43,10 +43,43 @@ pub enum UrlError {
     Resolve { host: String, reason: String },
 }
 
+/// A URL's parts, checked but not resolved.
+pub struct Url<'a> {
+    pub authority: &'a str,
+    pub host: &'a str,
+    pub port: u16,
+    pub path: String,
+    pub secure: bool,
+}
+
 impl Endpoint {
     /// Parses and resolves `url`. Only the first resolved address is used, so load only ever
     /// goes to the one address the user named.
     pub fn parse(url: &str) -> Result<Endpoint, UrlError> {
+        let u = Endpoint::check(url)?;
+        let host_for_lookup = u.host.trim_start_matches('[').trim_end_matches(']');
+        let addr = (host_for_lookup, u.port)
+            .to_socket_addrs()
+            .map_err(|e| UrlError::Resolve {
+                host: u.host.to_string(),
+                reason: e.to_string(),
+            })?
+            .next()
+            .ok_or_else(|| UrlError::Resolve {
+                host: u.host.to_string(),
+                reason: "no address".to_string(),
+            })?;
+        Ok(Endpoint {
+            authority: u.authority.to_string(),
+            addr,
+            path: u.path,
+            secure: u.secure,
+            tls: None,
+        })
+    }
+
+    /// Checks `url`'s syntax without resolving its host (no I/O): what a plan check does.
+    pub fn check(url: &str) -> Result<Url<'_>, UrlError> {
         let (secure, rest) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
             (Some(rest), _) => (false, rest),
             (_, Some(rest)) => (true, rest),
@@ -85,24 +118,12 @@ impl Endpoint {
                 port: p.to_string(),
             })?,
         };
-        let host_for_lookup = host.trim_start_matches('[').trim_end_matches(']');
-        let addr = (host_for_lookup, port)
-            .to_socket_addrs()
-            .map_err(|e| UrlError::Resolve {
-                host: host.to_string(),
-                reason: e.to_string(),
-            })?
-            .next()
-            .ok_or_else(|| UrlError::Resolve {
-                host: host.to_string(),
-                reason: "no address".to_string(),
-            })?;
-        Ok(Endpoint {
-            authority: authority.to_string(),
-            addr,
+        Ok(Url {
+            authority,
+            host,
+            port,
             path,
             secure,
-            tls: None,
         })
     }
 

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::table::Table;
-use super::verdicts::{Family, PointVerdicts};
+use crate::analysis::verdicts::{Family, PointVerdicts};
 use crate::compat::CompatReport;
 use crate::diagnose::{findings, Finding, Limits};
 use crate::results::Results;
@@ -46,9 +46,9 @@ impl<'a> Analysis<'a> {
     pub fn of(r: &'a Results) -> Analysis<'a> {
         let compat = super::compat::from_results(r);
         let mut findings = findings(r, Limits::default());
-        let (verdicts, family) = super::verdicts::all(r);
-        findings.extend(super::gates::machine_findings(&verdicts));
-        findings.extend(super::gates::trim_findings(&verdicts));
+        let (verdicts, family) = crate::analysis::verdicts::all(r);
+        findings.extend(crate::analysis::gates::machine_findings(&verdicts));
+        findings.extend(crate::analysis::gates::trim_findings(&verdicts));
         let scenarios = r
             .scenarios
             .iter()

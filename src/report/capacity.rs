@@ -7,10 +7,11 @@
 //! pooled (`stats::paired::ratio`, each repetition one round): the geometric mean of the
 //! per-repetition ratios with a bootstrap interval over repetitions.
 
-use super::table::Table;
+use super::table::{number, Cell, Table, Unit};
 use super::{fmt_rate, fmt_us};
+use crate::analysis::capacity::{bands_of, capacities, paired_ratio};
 use crate::results::{CapacityRun, PointId, Results};
-use crate::stats::paired::{ratio, Call};
+use crate::stats::paired::Call;
 use crate::stats::Sample;
 
 pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
@@ -31,67 +32,59 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
     );
     let bands = bands_of(r);
     let mut rows = Vec::new();
-    let mut data = super::table::Data::default();
     for id in &info.points {
         for c in r.compared() {
             let found = capacities(r, &c.name, id);
             if found.is_empty() {
                 continue;
             }
-            {
-                let rates: Vec<f64> = found.iter().filter_map(|(_, x)| x.rate).collect();
-                let at: Vec<f64> = r
-                    .point_runs(&c.name, id)
-                    .filter_map(|p| p.load.as_ref())
-                    .map(|l| goal.percentile.of(&l.latency_us) as f64 / 1e6)
-                    .collect();
-                let x = c
-                    .baseline
-                    .as_deref()
-                    .filter(|b| *b != c.name)
-                    .and_then(|b| paired_ratio(r, id, b, &c.name));
-                let mut d = data.row();
-                axes.data(&mut d, id);
-                d.cell("contender", c.name.as_str())
-                    .stats("capacity", "rps", &rates)
-                    .cell(
-                        "at_least_max_rate",
-                        found
-                            .iter()
-                            .any(|(_, c)| c.failed_at.is_none() && c.rate.is_some()),
-                    )
-                    .num("capacity_ratio", x.map(|x| x.ratio))
-                    .num("capacity_ratio_lo", x.map(|x| x.lo))
-                    .num("capacity_ratio_hi", x.map(|x| x.hi))
-                    .stats(
-                        &format!("{}_at_capacity", goal.percentile.as_str().replace('.', "_")),
-                        "s",
-                        &at,
-                    )
-                    .cell(
-                        "steps",
-                        found.iter().map(|(_, c)| c.steps.len()).sum::<usize>(),
-                    );
-            }
+            let rates: Vec<f64> = found.iter().filter_map(|(_, x)| x.rate).collect();
+            let at: Vec<f64> = r
+                .point_runs(&c.name, id)
+                .filter_map(|p| p.load.as_ref())
+                .map(|l| goal.percentile.of(&l.latency_us) as f64 / 1e6)
+                .collect();
+            let base = c.baseline.as_deref().filter(|b| *b != c.name);
+            let x = base.and_then(|b| paired_ratio(r, id, b, &c.name));
             let mut row = axes.cells(id);
             row.push(super::cells::contender_cell(
                 &c.name,
                 &r.point_runs(&c.name, id).collect::<Vec<_>>(),
             ));
-            row.push(capacity_cell(&found, goal.max_rate));
-            let vs = c
-                .baseline
-                .as_deref()
-                .filter(|b| *b != c.name)
-                .map_or(String::new(), |b| versus(r, id, b, &c.name, bands));
-            row.push(vs);
-            let at: Vec<f64> = r
-                .point_runs(&c.name, id)
-                .filter_map(|p| p.load.as_ref())
-                .map(|l| goal.percentile.of(&l.latency_us) as f64)
-                .collect();
-            row.push(Sample::new(at).map_or("—".into(), |s| fmt_us(s.median())));
-            row.push(found.first().map_or(String::new(), |(_, run)| steps(run)));
+            row.push(
+                Cell::spread("capacity", Unit::Rps, &rates)
+                    .and(
+                        "at_least_max_rate",
+                        found
+                            .iter()
+                            .any(|(_, c)| c.failed_at.is_none() && c.rate.is_some()),
+                    )
+                    .reads(capacity_cell(&found, goal.max_rate)),
+            );
+            row.push(Cell::with(
+                base.map_or(String::new(), |b| versus(r, id, b, &c.name, bands)),
+                vec![
+                    ("capacity_ratio".into(), number(x.map(|x| x.ratio))),
+                    ("capacity_ratio_lo".into(), number(x.map(|x| x.lo))),
+                    ("capacity_ratio_hi".into(), number(x.map(|x| x.hi))),
+                ],
+            ));
+            row.push(Cell::median(
+                &format!("{}_at_capacity", goal.percentile.as_str().replace('.', "_")),
+                Unit::Seconds,
+                &at,
+            ));
+            row.push(Cell::with(
+                found.first().map_or(String::new(), |(_, run)| steps(run)),
+                vec![(
+                    "steps".into(),
+                    found
+                        .iter()
+                        .map(|(_, c)| c.steps.len())
+                        .sum::<usize>()
+                        .into(),
+                )],
+            ));
             rows.push(row);
         }
     }
@@ -103,7 +96,6 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
         ),
         head,
         rows,
-        data: Some(data),
     })
 }
 
@@ -151,20 +143,6 @@ pub(super) fn summary(r: &Results) -> Vec<String> {
     out
 }
 
-/// (repetition, search) for every repetition of the contender that searched this point.
-fn capacities<'a>(r: &'a Results, contender: &str, id: &PointId) -> Vec<(u32, &'a CapacityRun)> {
-    r.runs
-        .iter()
-        .filter(|x| x.id.is(contender))
-        .flat_map(|x| {
-            x.points
-                .iter()
-                .filter(|p| p.id == *id)
-                .filter_map(move |p| Some((x.id.repetition, p.capacity.as_ref()?)))
-        })
-        .collect()
-}
-
 /// `4870 (4610–5020)`; `≥ 200000` when a repetition passed at `max_rate`; `—` when nothing held.
 fn capacity_cell(found: &[(u32, &CapacityRun)], max_rate: f64) -> String {
     let rates: Vec<f64> = found.iter().filter_map(|(_, c)| c.rate).collect();
@@ -190,21 +168,7 @@ fn capacity_cell(found: &[(u32, &CapacityRun)], max_rate: f64) -> String {
 }
 
 /// The contender's capacity over its baseline's, paired by repetition:
-/// `1.85× (1.70×–2.02×) more capacity`, or `~ …` when the interval does not clear the band.
-/// The run's bands, or the plan's defaults for a run that was not paired.
-fn bands_of(r: &Results) -> crate::stats::paired::Bands {
-    r.paired.as_ref().map_or_else(
-        || {
-            let d = crate::plan::Paired::default();
-            crate::stats::paired::Bands {
-                noise: d.noise,
-                equivalence: d.equivalence,
-            }
-        },
-        |p| p.bands(),
-    )
-}
-
+/// `1.85× (1.70×–2.02×) more capacity`, or `? …` when the interval does not settle it.
 fn versus(
     r: &Results,
     id: &PointId,
@@ -226,42 +190,10 @@ fn versus(
         Call::Lower => format!("{span} less capacity{tail}"),
         Call::Equivalent => format!(
             "≈ {span} capacity equal within ±{}{tail}",
-            super::verdicts::pct(bands.equivalence)
+            crate::analysis::verdicts::pct(bands.equivalence)
         ),
         Call::Inconclusive => format!("? {span} capacity inconclusive{tail}"),
     }
-}
-
-/// The contender's capacities over its baseline's, repetition by repetition, pooled.
-fn paired_ratio(
-    r: &Results,
-    id: &PointId,
-    baseline: &str,
-    contender: &str,
-) -> Option<crate::stats::paired::Ratio> {
-    let base = capacities(r, baseline, id);
-    let pairs: Vec<Vec<(f64, f64)>> = capacities(r, contender, id)
-        .iter()
-        .filter_map(|(rep, c)| {
-            let (_, b) = base.iter().find(|(k, _)| k == rep)?;
-            Some(vec![(b.rate?, c.rate?)])
-        })
-        .collect();
-    let mut x = ratio(&pairs, 0)?;
-    // A search finds each capacity only to within its precision (the highest passing rate
-    // is at most that far below the lowest failing one): repetitions that found the very
-    // same rates still leave the ratio that uncertain, never a zero-width interval.
-    let precision = r
-        .scenarios
-        .iter()
-        .find(|s| s.name == id.scenario)
-        .and_then(|s| s.capacity.as_ref())
-        .map_or(0.0, |g| g.precision);
-    if precision > 0.0 {
-        x.lo = x.lo.min(x.ratio / (1.0 + precision));
-        x.hi = x.hi.max(x.ratio * (1.0 + precision));
-    }
-    Some(x)
 }
 
 /// `100 ✓ · 200 ✓ · 400 ✗ (p99 14 ms > 10 ms) · 283 ✓`.

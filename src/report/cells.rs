@@ -2,32 +2,27 @@
 //! figures (none where most calls failed), the leading axis columns, medians with their
 //! range, a serving table's id.
 
-use super::table::Row;
+use super::table::{number, Cell};
 use crate::results::{PointId, Results};
 use crate::stats::Sample;
-
-/// Median with the range, e.g. `1.23 ms (1.20–1.31)`; the range only when there are several.
-pub(super) fn med(values: &[f64], fmt: &dyn Fn(f64) -> String) -> String {
-    match Sample::new(values.to_vec()) {
-        Ok(s) if s.len() > 1 => format!("{} ({}–{})", fmt(s.median()), fmt(s.min()), fmt(s.max())),
-        Ok(s) => fmt(s.median()),
-        Err(_) => "—".into(),
-    }
-}
 
 pub(super) fn median(values: &[f64]) -> Option<f64> {
     Sample::new(values.to_vec()).ok().map(|s| s.median())
 }
 
 /// The contender's name, with the member that led at a `target = "leader"` point (each
-/// different one once, in the order the repetitions found them).
-pub(super) fn contender_cell(name: &str, pts: &[&crate::results::PointRun]) -> String {
+/// different one once, in the order the repetitions found them); for tools the name and the
+/// leaders.
+pub(super) fn contender_cell(name: &str, pts: &[&crate::results::PointRun]) -> Cell {
     let leaders = leaders(pts);
-    if leaders.is_empty() {
+    let text = if leaders.is_empty() {
         name.to_string()
     } else {
         format!("{name} (leader {})", leaders.join(", "))
-    }
+    };
+    Cell::text("contender", name)
+        .and("leaders", leaders.join(" "))
+        .reads(text)
 }
 
 /// A figure of a point's loads, one per repetition; none when most calls failed there (its
@@ -92,40 +87,66 @@ impl Axes {
         head
     }
 
-    /// The same columns, typed: variables as numbers where they are, clients, the target,
-    /// the stage and the offered rate.
-    pub(super) fn data(&self, row: &mut Row, id: &PointId) {
-        for (k, v) in &id.vars.0 {
-            match v.parse::<f64>() {
-                Ok(x) if x.is_finite() => row.num(k, Some(x)),
-                _ => row.cell(k, v.as_str()),
-            };
-        }
+    /// The point's cells: variables (numbers for tools where they are), the stage, clients,
+    /// the target and the offered rate.
+    pub(super) fn cells(&self, id: &PointId) -> Vec<Cell> {
+        let mut row: Vec<Cell> = id
+            .vars
+            .0
+            .iter()
+            .map(|(k, v)| match v.parse::<f64>() {
+                Ok(x) if x.is_finite() => {
+                    Cell::with(v.as_str(), vec![(k.clone(), number(Some(x)))])
+                }
+                _ => Cell::text(k, v.as_str()),
+            })
+            .collect();
         if self.stage {
-            row.cell("stage", id.stage);
+            row.push(Cell::with(
+                id.stage.map_or("—".into(), |k| k.to_string()),
+                vec![("stage".into(), id.stage.into())],
+            ));
         }
-        row.cell("clients", id.clients);
+        row.push(Cell::count("clients", id.clients as u64));
         if self.target {
-            row.cell("target", id.spread().as_str());
+            row.push(Cell::text("target", id.spread().as_str()));
         }
         if self.rate {
-            row.num("offered_rps", id.rate);
-        }
-    }
-
-    pub(super) fn cells(&self, id: &PointId) -> Vec<String> {
-        let mut row: Vec<String> = id.vars.0.iter().map(|(_, v)| v.clone()).collect();
-        if self.stage {
-            row.push(id.stage.map_or("—".into(), |k| k.to_string()));
-        }
-        row.push(id.clients.to_string());
-        if self.target {
-            row.push(id.spread().as_str().into());
-        }
-        if self.rate {
-            row.push(id.rate.map_or("—".into(), |r| format!("{r}")));
+            row.push(Cell::with(
+                id.rate.map_or("—".into(), |r| format!("{r}")),
+                vec![("offered_rps".into(), number(id.rate))],
+            ));
         }
         row
+    }
+}
+
+/// A paired verdict of one figure, `key` its name for tools (`cpu_per_request`): the verdict
+/// as people read it (`1.34× (1.29×–1.40×) more CPU per request`, `≈ …`, `? …`), styled by
+/// what it proved; for tools the ratio, its interval, p, the verdict and its direction.
+pub(super) fn verdict_cell(key: &str, x: Option<&crate::analysis::verdicts::Verdict>) -> Cell {
+    use super::table::Reading;
+    use crate::stats::paired::Call;
+    let values = vec![
+        (format!("{key}_ratio"), number(x.map(|x| x.ratio.ratio))),
+        (format!("{key}_ratio_lo"), number(x.map(|x| x.ratio.lo))),
+        (format!("{key}_ratio_hi"), number(x.map(|x| x.ratio.hi))),
+        (format!("{key}_p"), number(x.map(|x| x.p))),
+        (
+            format!("{key}_verdict"),
+            x.map_or("", |x| x.call.word()).into(),
+        ),
+        (
+            format!("{key}_call"),
+            x.map_or("", |x| x.call.direction()).into(),
+        ),
+    ];
+    let cell = Cell::with(x.map_or(String::new(), |x| x.to_string()), values);
+    match x.map(|x| x.call) {
+        None => cell,
+        Some(Call::Equivalent) => cell.reading(Reading::Equivalent),
+        Some(Call::Inconclusive) => cell.reading(Reading::Inconclusive),
+        Some(_) => cell.reading(Reading::Different),
     }
 }
 

@@ -11,7 +11,8 @@
 //! shown beside it), and it stays out of the line when two holds above zero are there, since
 //! a call that first waits long enough for its CPU to go idle pays a wake-up once.
 
-use super::table::{Data, Table};
+use super::table::{number, Cell, Table, Unit};
+use crate::plan::WhatIf;
 use crate::results::{PointId, Results};
 use crate::stats::slope::{fit, quantile_ranks, Level, Slope};
 use crate::units::fmt_us;
@@ -83,18 +84,20 @@ impl Series {
     }
 }
 
-/// The delay variants in the results: (contender, port, hold in ms, the variant's `what`).
-fn variants(r: &Results) -> Vec<(String, String, f64, String)> {
-    let mut out: Vec<(String, String, f64, String)> = r
+/// The delay variants in the results: (contender, port, hold in ms, the variant's what-if).
+fn variants(r: &Results) -> Vec<(String, String, f64, WhatIf)> {
+    let mut out: Vec<(String, String, f64, WhatIf)> = r
         .contenders
         .iter()
         .filter_map(|c| {
             let v = c.variant.as_ref()?;
-            let d = v.delay.as_ref()?;
+            let WhatIf::Delay { port, hold_us } = &v.what else {
+                return None;
+            };
             Some((
                 v.of.clone(),
-                d.port.clone(),
-                d.hold_us as f64 / 1e3,
+                port.clone(),
+                *hold_us as f64 / 1e3,
                 v.what.clone(),
             ))
         })
@@ -108,15 +111,11 @@ fn variants(r: &Results) -> Vec<(String, String, f64, String)> {
 fn median_of(
     r: &Results,
     contender: &str,
-    variant: Option<&str>,
+    variant: Option<&WhatIf>,
     point: &PointId,
 ) -> Option<(f64, f64, f64, f64)> {
     let mut each = Vec::new();
-    for run in r
-        .runs
-        .iter()
-        .filter(|x| x.id.contender == contender && x.id.variant.as_deref() == variant)
-    {
+    for run in r.runs.iter().filter(|x| x.id.is(contender, variant)) {
         let Some(l) = run
             .points
             .iter()
@@ -162,7 +161,7 @@ pub fn series(r: &Results, scenario: &str) -> Vec<Series> {
     groups.dedup();
     let mut out = Vec::new();
     for (of, port) in groups {
-        let holds: Vec<&(String, String, f64, String)> =
+        let holds: Vec<&(String, String, f64, WhatIf)> =
             vs.iter().filter(|v| v.0 == of && v.1 == port).collect();
         for point in &s.points {
             let mut levels = Vec::new();
@@ -176,12 +175,12 @@ pub fn series(r: &Results, scenario: &str) -> Vec<Series> {
             if levels.is_empty() {
                 continue;
             }
-            let zero = holds.iter().find(|v| v.2 == 0.0).map(|v| v.3.as_str());
+            let zero = holds.iter().find(|v| v.2 == 0.0).map(|v| &v.3);
             // Over every repetition of the proxy alone, weighed by the answers each timed.
             let (timed, answers) = r
                 .runs
                 .iter()
-                .filter(|x| x.id.contender == of && x.id.variant.as_deref() == zero)
+                .filter(|x| x.id.is(of, zero))
                 .filter_map(|x| x.edge.as_ref())
                 .fold((0.0, 0u64), |(t, n), e| {
                     (t + e.answer_mean_us * e.answers as f64, n + e.answers)
@@ -231,41 +230,45 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
     head.extend(holds.iter().map(|h| format!("p50 +{h} ms")));
     head.extend(["p50 per added ms".to_string(), "reading".to_string()]);
     let mut rows = Vec::new();
-    let mut data = Data::default();
     for s in &all {
         let mut row = vec![
-            s.point.label(),
-            s.contender.clone(),
-            format!("`{}`", s.port),
-            s.direct_us.map_or("—".into(), fmt_us),
+            Cell::text("point", s.point.label()),
+            Cell::text("contender", s.contender.clone()),
+            Cell::text("edge", s.port.clone()).reads(format!("`{}`", s.port)),
+            Cell::value("p50_no_proxy", Unit::Seconds, s.direct_us.map(|u| u / 1e6)),
         ];
-        let mut d = data.row();
-        d.cell("point", s.point.label())
-            .cell("contender", s.contender.clone())
-            .cell("edge", s.port.clone())
-            .num("p50_no_proxy_s", s.direct_us.map(|u| u / 1e6));
         for h in &holds {
             let l = s.levels.iter().find(|l| l.0 == *h);
-            row.push(l.map_or("—".into(), |l| fmt_us(l.1)));
-            d.num(&format!("p50_hold_{h}ms_s"), l.map(|l| l.1 / 1e6));
+            row.push(Cell::value(
+                &format!("p50_hold_{h}ms"),
+                Unit::Seconds,
+                l.map(|l| l.1 / 1e6),
+            ));
         }
-        row.push(s.per_ms().map_or("—".into(), |(m, lo, hi)| {
-            format!("{m:.2} ms ({lo:.2}–{hi:.2})")
-        }));
-        row.push(s.words());
         let pm = s.per_ms();
-        d.num("p50_per_added_ms", pm.map(|p| p.0))
-            .num("p50_per_added_ms_lo", pm.map(|p| p.1))
-            .num("p50_per_added_ms_hi", pm.map(|p| p.2))
-            .cell(
-                "reading",
+        row.push(Cell::with(
+            pm.map_or("—".into(), |(m, lo, hi)| {
+                format!("{m:.2} ms ({lo:.2}–{hi:.2})")
+            }),
+            vec![
+                ("p50_per_added_ms".into(), number(pm.map(|p| p.0))),
+                ("p50_per_added_ms_lo".into(), number(pm.map(|p| p.1))),
+                ("p50_per_added_ms_hi".into(), number(pm.map(|p| p.2))),
+            ],
+        ));
+        row.push(Cell::with(
+            s.words(),
+            vec![(
+                "reading".into(),
                 match s.reading() {
                     Some(Reading::RoundTrips(_)) => "round_trips",
                     Some(Reading::Flat) => "flat",
                     Some(Reading::Unclear) => "unclear",
                     None => "none",
-                },
-            );
+                }
+                .into(),
+            )],
+        ));
         rows.push(row);
     }
     Some(Table {
@@ -273,7 +276,6 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
         title: format!("{scenario}: what if an edge were slower (p50 by hold on the edge; the slope is its round trips per call)"),
         head,
         rows,
-        data: Some(data),
     })
 }
 

@@ -77,7 +77,7 @@ struct JsonReport<'a> {
     tables: Vec<&'a Table>,
     findings: &'a [Finding],
     compat: &'a [CompatReport],
-    warnings: &'a [String],
+    warnings: &'a [crate::results::Warning],
     /// Paired runs: every verdict, typed (docs/verdicts.md).
     verdicts: Vec<JsonVerdict>,
     /// Paired runs: the family of those verdicts and its error control.

@@ -1,8 +1,8 @@
 //! A run whose repetitions ran on several machines (shards merged with `bakeoff merge`):
 //! which machine ran what, and each machine's own verdicts beside the combined one.
 
-use super::table::Table;
-use super::verdicts::PointVerdicts;
+use super::table::{Cell, Table};
+use crate::analysis::verdicts::PointVerdicts;
 use crate::results::Results;
 
 /// Machines in the order their first repetition appears, with that environment.
@@ -36,7 +36,6 @@ pub fn table(r: &Results) -> Option<Table> {
     .map(String::from)
     .to_vec();
     let mut rows = Vec::new();
-    let mut data = super::table::Data::default();
     for (m, env) in &ms {
         let runs: Vec<_> = r
             .runs
@@ -55,30 +54,22 @@ pub fn table(r: &Results) -> Option<Table> {
         let join = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
         let cpus = format!("{} of {}", env.cpus_allowed.len(), env.cpus_online);
         rows.push(vec![
-            m.to_string(),
-            env.cpu_model.clone(),
-            cpus.clone(),
-            env.kernel.clone(),
-            join(&shards),
-            join(&reps),
-            tools.join(", "),
+            Cell::text("machine", *m),
+            Cell::text("cpu_model", env.cpu_model.as_str()),
+            Cell::count("cpus_allowed", env.cpus_allowed.len() as u64)
+                .and("cpus_online", env.cpus_online)
+                .reads(cpus),
+            Cell::text("kernel", env.kernel.as_str()),
+            Cell::text("shards", join(&shards)),
+            Cell::text("repetitions", join(&reps)),
+            Cell::text("tools", tools.join(", ")),
         ]);
-        data.row()
-            .cell("machine", *m)
-            .cell("cpu_model", env.cpu_model.as_str())
-            .cell("cpus_allowed", env.cpus_allowed.len())
-            .cell("cpus_online", env.cpus_online)
-            .cell("kernel", env.kernel.as_str())
-            .cell("shards", join(&shards))
-            .cell("repetitions", join(&reps))
-            .cell("tools", tools.join(", "));
     }
     Some(Table {
         id: "machines".into(),
         title: format!("Machines ({} ran these repetitions)", ms.len()),
         head,
         rows,
-        data: Some(data),
     })
 }
 
@@ -94,41 +85,39 @@ pub fn verdicts(r: &Results, verdicts: &[PointVerdicts]) -> Option<Table> {
     head.extend(names.iter().map(|m| m.to_string()));
     head.push("combined".into());
     let mut rows = Vec::new();
-    let mut data = super::table::Data::default();
     for v in split {
         let Some(main) = v.main() else { continue };
         let mut row = vec![
-            v.point.to_string(),
-            format!("{} vs {}", v.contender, v.baseline),
-            main.figure.name().to_string(),
+            Cell::text("point", v.point.to_string()),
+            Cell::text("contender", v.contender.as_str())
+                .and("baseline", v.baseline.as_str())
+                .reads(format!("{} vs {}", v.contender, v.baseline)),
+            Cell::text("figure", main.figure.name()),
         ];
-        let mut d = data.row();
-        d.cell("point", v.point.to_string())
-            .cell("contender", v.contender.as_str())
-            .cell("baseline", v.baseline.as_str())
-            .cell("figure", main.figure.name());
         for m in &names {
             let on = v
                 .machines
                 .iter()
                 .find(|(x, _)| x == m)
                 .and_then(|(_, vs)| vs.iter().find(|x| x.figure == main.figure));
-            row.push(on.map_or("—".into(), |x| {
-                if crate::stats::paired::knows_its_error(&x.ratio) {
-                    x.to_string()
-                } else {
-                    // One round: no interval of its own.
-                    format!("{} (1 round)", super::verdicts::fmt_ratio(x.ratio.ratio))
+            let cell = super::cells::verdict_cell(m, on);
+            row.push(match on {
+                None => cell.reads("—"),
+                // One round: no interval of its own.
+                Some(x) if !crate::stats::paired::knows_its_error(&x.ratio) => {
+                    let text = format!(
+                        "{} (1 round)",
+                        crate::analysis::verdicts::fmt_ratio(x.ratio.ratio)
+                    );
+                    Cell {
+                        reading: None,
+                        ..cell.reads(text)
+                    }
                 }
-            }));
-            d.num(&format!("{m}_ratio"), on.map(|x| x.ratio.ratio))
-                .num(&format!("{m}_ratio_lo"), on.map(|x| x.ratio.lo))
-                .num(&format!("{m}_ratio_hi"), on.map(|x| x.ratio.hi));
+                Some(_) => cell,
+            });
         }
-        row.push(main.to_string());
-        d.num("combined_ratio", Some(main.ratio.ratio))
-            .num("combined_ratio_lo", Some(main.ratio.lo))
-            .num("combined_ratio_hi", Some(main.ratio.hi));
+        row.push(super::cells::verdict_cell("combined", Some(main)));
         rows.push(row);
     }
     let once = verdicts.iter().all(|v| {
@@ -146,6 +135,5 @@ pub fn verdicts(r: &Results, verdicts: &[PointVerdicts]) -> Option<Table> {
         title: format!("Verdicts by machine: each machine's paired ratio, and combined across machines (random effects, docs/scale-out.md{note})"),
         head,
         rows,
-        data: Some(data),
     })
 }

@@ -166,16 +166,16 @@ pub(super) fn environment_line(r: &crate::results::Results) -> String {
             let rounds = match (p.max_rounds, p.precision) {
                 (Some(m), Some(x)) => format!(
                     "rounds until ±{} and decided (at most {m})",
-                    super::verdicts::pct(x)
+                    crate::analysis::verdicts::pct(x)
                 ),
                 _ => format!("{} rounds", p.rounds),
             };
             format!(
                 " ({} s slices, {rounds}, noise band {}, equivalence band {}, false discovery rate {})",
                 p.slice_s,
-                super::verdicts::pct(p.noise),
-                super::verdicts::pct(p.equivalence),
-                super::verdicts::pct(p.fdr)
+                crate::analysis::verdicts::pct(p.noise),
+                crate::analysis::verdicts::pct(p.equivalence),
+                crate::analysis::verdicts::pct(p.fdr)
             )
         }
         None => String::new(),

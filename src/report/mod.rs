@@ -7,7 +7,6 @@ pub mod compare_table;
 pub mod compat;
 pub mod edges;
 pub mod export;
-pub mod gates;
 pub mod html;
 pub mod load_summary;
 pub mod machines;
@@ -20,8 +19,6 @@ mod summary;
 pub mod table;
 pub mod tables;
 pub mod terminal;
-mod trim;
-pub mod verdicts;
 
 pub use crate::units::{count, fmt_us};
 

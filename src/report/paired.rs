@@ -2,12 +2,10 @@
 //! then the verdicts against the baseline as ratios with their intervals, the figure that
 //! was stable on this machine first.
 
-use super::table::Table;
-use super::verdicts::{fmt_ratio, Family, Figure, PointVerdicts, Verdict};
-use super::{fmt_rate, fmt_us};
+use super::table::{Cell, Table, Unit};
+use crate::analysis::verdicts::{fmt_ratio, Family, Figure, PointVerdicts, Verdict};
 use crate::results::{PointId, Results};
 use crate::stats::paired::Call;
-use crate::stats::Sample;
 
 /// The figures in the order their intervals were narrowest over the whole run (the steady
 /// ones first), each with its mean precision (±share).
@@ -87,7 +85,7 @@ pub fn summary(
             "**Error control:** {} over {} — \"different\" held to a false discovery rate of {} (Benjamini–Hochberg): {}{held}",
             super::count(f.verdicts as u64, "verdict"),
             super::count(f.comparisons as u64, "comparison"),
-            super::verdicts::pct(f.fdr),
+            crate::analysis::verdicts::pct(f.fdr),
             words.join(", ")
         ));
     }
@@ -168,7 +166,7 @@ fn unsettled(verdicts: &[PointVerdicts], max_rounds: Option<u32>) -> Option<Stri
                 v.contender,
                 v.point,
                 x.figure.name(),
-                super::verdicts::pct(x.ratio.precision())
+                crate::analysis::verdicts::pct(x.ratio.precision())
             ))
         })
         .collect();
@@ -220,7 +218,6 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
     head.extend(order.iter().map(|f| format!("{} ×", f.name())));
     head.push("rounds".into());
     let mut rows = Vec::new();
-    let mut data = super::table::Data::default();
     for id in &info.points {
         for c in &r.contenders {
             let pts: Vec<_> = r.point_runs(&c.name, id).collect();
@@ -228,115 +225,79 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                 continue;
             }
             let loads: Vec<_> = pts.iter().filter_map(|p| p.load.as_ref()).collect();
-            let median = |v: Vec<f64>| Sample::new(v).ok().map(|s| s.median());
-            let cpu = median(
-                pts.iter()
-                    .filter_map(|p| p.cost?.cpu_us_per(p.load.as_ref()?.requests))
-                    .collect(),
-            );
             let v = verdicts
                 .iter()
                 .find(|v| v.contender == c.name && v.point == *id);
-            {
-                let mostly = loads.iter().any(|l| l.mostly_failed());
-                let of =
-                    |f: &dyn Fn(&crate::load::LoadResult) -> f64| super::cells::figures(&loads, f);
-                let cpus: Vec<f64> = if mostly {
-                    Vec::new()
-                } else {
-                    pts.iter()
-                        .filter_map(|p| p.cost?.cpu_us_per(p.load.as_ref()?.requests))
-                        .map(|us| us / 1e6)
-                        .collect()
-                };
-                let mut d = data.row();
-                axes.data(&mut d, id);
-                d.cell("contender", c.name.as_str())
-                    .cell("leaders", super::cells::leaders(&pts).join(" "))
-                    .stats("throughput", "rps", &of(&|l| l.requests_per_s));
-                if streams {
-                    d.stats("items", "per_s", &of(&|l| l.items_per_s));
-                }
-                d.stats("cpu_per_request", "s", &cpus)
-                    .stats("p50", "s", &of(&|l| l.latency_us.p50 as f64 / 1e6))
-                    .stats("p99", "s", &of(&|l| l.latency_us.p99 as f64 / 1e6))
-                    .cell("failed", loads.iter().map(|l| l.failures).sum::<u64>())
-                    .cell(
-                        "points_not_run",
-                        pts.iter().filter(|p| p.error.is_some()).count(),
-                    );
-                for f in &order {
-                    let x = v.and_then(|v| v.get(*f)).filter(|_| !mostly);
-                    let key = f.name().replace(' ', "_");
-                    d.num(&format!("{key}_ratio"), x.map(|x| x.ratio.ratio))
-                        .num(&format!("{key}_ratio_lo"), x.map(|x| x.ratio.lo))
-                        .num(&format!("{key}_ratio_hi"), x.map(|x| x.ratio.hi))
-                        .num(&format!("{key}_p"), x.map(|x| x.p))
-                        .cell(&format!("{key}_verdict"), x.map_or("", |x| x.call.word()))
-                        .cell(&format!("{key}_call"), x.map_or("", |x| x.call.direction()));
-                }
-                let n: Vec<usize> = pts
-                    .iter()
-                    .map(|p| p.slices.len())
-                    .filter(|n| *n > 0)
-                    .collect();
-                d.cell("repetitions", n.len())
-                    .num("rounds_min", n.iter().min().map(|x| *x as f64))
-                    .num("rounds_max", n.iter().max().map(|x| *x as f64));
-            }
+            // Figures of failures would read as a fast contender: none, and no verdict.
+            let none = super::cells::mostly_failed_cell(&loads);
+            let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| super::cells::figures(&loads, f);
+            let cpus: Vec<f64> = if none.is_some() {
+                Vec::new()
+            } else {
+                pts.iter()
+                    .filter_map(|p| p.cost?.cpu_us_per(p.load.as_ref()?.requests))
+                    .map(|us| us / 1e6)
+                    .collect()
+            };
             let mut row = axes.cells(id);
             row.push(super::cells::contender_cell(&c.name, &pts));
-            // Figures of failures would read as a fast contender.
-            if let Some(none) = super::cells::mostly_failed_cell(&loads) {
-                let failed: u64 = loads.iter().map(|l| l.failures).sum();
-                row.push(none);
-                if streams {
-                    row.push("—".into());
-                }
-                row.extend(["—".into(), "—".into(), "—".into(), failed.to_string()]);
-                row.extend(order.iter().map(|_| String::new()));
-                row.push(String::new());
-                rows.push(row);
-                continue;
-            }
-            let show = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("—".into(), f);
-            row.push(show(
-                median(loads.iter().map(|l| l.requests_per_s).collect()),
-                &fmt_rate,
-            ));
+            let mut cells = vec![Cell::median(
+                "throughput",
+                Unit::Rps,
+                &of(&|l| l.requests_per_s),
+            )];
             if streams {
-                row.push(show(
-                    median(loads.iter().map(|l| l.items_per_s).collect()),
-                    &fmt_rate,
+                cells.push(Cell::median(
+                    "items",
+                    Unit::PerSecond,
+                    &of(&|l| l.items_per_s),
                 ));
             }
-            row.push(show(cpu, &fmt_us));
-            row.push(show(
-                median(loads.iter().map(|l| l.latency_us.p50 as f64).collect()),
-                &fmt_us,
+            cells.push(Cell::median("cpu_per_request", Unit::Seconds, &cpus));
+            cells.push(Cell::median(
+                "p50",
+                Unit::Seconds,
+                &of(&|l| l.latency_us.p50 as f64 / 1e6),
             ));
-            row.push(show(
-                median(loads.iter().map(|l| l.latency_us.p99 as f64).collect()),
-                &fmt_us,
+            cells.push(Cell::median(
+                "p99",
+                Unit::Seconds,
+                &of(&|l| l.latency_us.p99 as f64 / 1e6),
             ));
+            if let Some(none) = &none {
+                cells[0].text = none.clone();
+            }
+            row.extend(cells);
             let failed: u64 = loads.iter().map(|l| l.failures).sum();
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
-            row.push(match errors {
-                0 => failed.to_string(),
-                e => format!("{failed} ({e} points did not run)"),
-            });
+            row.push(
+                Cell::count("failed", failed)
+                    .and("points_not_run", errors)
+                    .reads(match errors {
+                        0 => failed.to_string(),
+                        e => format!("{failed} ({e} points did not run)"),
+                    }),
+            );
             for f in &order {
-                row.push(
-                    v.and_then(|v| v.get(*f))
-                        .map_or(String::new(), |x| x.to_string()),
-                );
+                let x = v.and_then(|v| v.get(*f)).filter(|_| none.is_none());
+                row.push(super::cells::verdict_cell(&f.name().replace(' ', "_"), x));
             }
-            row.push(rounds(
-                r,
-                &c.name,
-                id,
-                r.paired.as_ref().and_then(|p| p.max_rounds),
-            ));
+            let n: Vec<usize> = pts
+                .iter()
+                .map(|p| p.slices.len())
+                .filter(|n| *n > 0)
+                .collect();
+            let limit = r.paired.as_ref().and_then(|p| p.max_rounds);
+            row.push(
+                Cell::count("repetitions", n.len() as u64)
+                    .and("rounds_min", n.iter().min().copied())
+                    .and("rounds_max", n.iter().max().copied())
+                    .reads(if none.is_some() {
+                        String::new()
+                    } else {
+                        rounds(r, &c.name, id, limit)
+                    }),
+            );
             rows.push(row);
         }
     }
@@ -345,7 +306,6 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
         title: format!("{name} (`{call}`), paired: ratio to the baseline (95% interval)"),
         head,
         rows,
-        data: Some(data),
     })
 }
 
@@ -435,7 +395,7 @@ mod tests {
         v.push(with("b", 10, (1.0, 0.995, 1.01)));
         v.push(with("b", 11, (1.0, 0.99, 1.012)));
         v.push(with("b", 12, (1.03, 0.98, 1.08)));
-        let family = crate::report::verdicts::control(&mut v, 0.05);
+        let family = crate::analysis::verdicts::control(&mut v, 0.05);
         let lines = summary(&v, Some(&family), Some(30));
         let serving = lines
             .iter()

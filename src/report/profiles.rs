@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::table::Table;
+use super::table::{Cell, Table, Unit};
 use crate::results::{PointId, ProfileRun, Results};
 
 /// One flame graph: the file it is written to under `report/`, and its SVG.
@@ -55,7 +55,6 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
         .map(String::from)
         .to_vec();
     let mut rows = Vec::new();
-    let mut data = super::table::Data::default();
     for (c, id, runs) in rows_of {
         let samples: u64 = runs.iter().map(|p| p.samples).sum();
         let off: f64 = runs.iter().map(|p| p.off_cpu_ms).sum();
@@ -95,28 +94,28 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
             };
         }
         rows.push(vec![
-            id.to_string(),
-            c.to_string(),
-            samples.to_string(),
-            super::fmt_us(off * 1e3),
-            text,
-        ]);
-        let mut d = data.row();
-        d.cell("point", id.to_string())
-            .cell("contender", c)
-            .cell("samples", samples)
-            .num("off_cpu_s", Some(off / 1e3))
+            Cell::text("point", id.to_string()),
+            Cell::text("contender", c),
+            Cell::count("samples", samples),
+            Cell::value("off_cpu", Unit::Seconds, Some(off / 1e3)),
             // One value per cell (CSV): `function samples` pairs, `;`-separated.
-            .cell(
-                "top_self",
-                top.iter()
-                    .take(15)
-                    .map(|(f, n)| format!("{f} {n}"))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-            .cell("stripped", stripped.join(" "))
-            .cell("errors", errors.join("; "));
+            Cell::with(
+                text,
+                vec![
+                    (
+                        "top_self".into(),
+                        top.iter()
+                            .take(15)
+                            .map(|(f, n)| format!("{f} {n}"))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                            .into(),
+                    ),
+                    ("stripped".into(), stripped.join(" ").into()),
+                    ("errors".into(), errors.join("; ").into()),
+                ],
+            ),
+        ]);
     }
     let hz = r
         .runs
@@ -131,7 +130,6 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
         ),
         head,
         rows,
-        data: Some(data),
     })
 }
 

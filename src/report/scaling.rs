@@ -2,7 +2,7 @@
 //! each combination of its other axes (variables, target) — where throughput stops growing.
 
 use super::fmt_rate;
-use super::table::Table;
+use super::table::{number, Cell, Table};
 use crate::results::{PointId, Results};
 use crate::stats::Sample;
 
@@ -69,7 +69,6 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
         n => format!("{n} clients"),
     }));
     let mut rows = Vec::new();
-    let mut data = super::table::Data::default();
     for s in &series {
         for c in r.compared() {
             let rates: Vec<Option<f64>> = clients
@@ -82,46 +81,32 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
                         .map(|x| x.0)
                 })
                 .collect();
-            if rates.iter().any(Option::is_some) {
-                let mut d = data.row();
-                if keyed {
-                    d.cell("point", s.key.as_str());
-                }
-                d.cell("contender", c.name.as_str());
-                for (n, v) in clients.iter().zip(&rates) {
-                    d.num(&format!("throughput_median_rps_at_{n}_clients"), *v);
-                }
+            if rates.iter().all(Option::is_none) {
+                continue;
             }
-            let mut row = Vec::new();
-            if keyed {
-                row.push(s.key.clone());
-            }
-            row.push(c.name.clone());
             let first = s
                 .points
                 .iter()
                 .find_map(|p| rate(r, &c.name, p))
                 .map(|x| x.0);
-            let mut any = false;
-            for n in &clients {
-                let v = s
-                    .points
-                    .iter()
-                    .find(|p| p.clients == *n)
-                    .and_then(|p| rate(r, &c.name, p))
-                    .map(|x| x.0);
-                any |= v.is_some();
-                row.push(match (v, first) {
-                    (None, _) => "—".into(),
-                    (Some(v), Some(f)) if f > 0.0 && v != f => {
-                        format!("{} (×{:.1})", fmt_rate(v), v / f)
-                    }
-                    (Some(v), _) => fmt_rate(v),
-                });
+            let mut row = Vec::new();
+            if keyed {
+                row.push(Cell::text("point", s.key.as_str()));
             }
-            if any {
-                rows.push(row);
+            row.push(Cell::text("contender", c.name.as_str()));
+            for (n, v) in clients.iter().zip(&rates) {
+                row.push(Cell::with(
+                    match (*v, first) {
+                        (None, _) => "—".into(),
+                        (Some(v), Some(f)) if f > 0.0 && v != f => {
+                            format!("{} (×{:.1})", fmt_rate(v), v / f)
+                        }
+                        (Some(v), _) => fmt_rate(v),
+                    },
+                    vec![(format!("throughput_median_rps_at_{n}_clients"), number(*v))],
+                ));
             }
+            rows.push(row);
         }
     }
     Some(Table {
@@ -129,6 +114,5 @@ pub fn table(r: &Results, scenario: &str) -> Option<Table> {
         title: format!("{scenario}: requests/s by clients (median; × the fewest clients)"),
         head,
         rows,
-        data: Some(data),
     })
 }

@@ -12,8 +12,8 @@ pub(super) fn summary(
     r: &Results,
     compat: &[CompatReport],
     found: &[Finding],
-    paired: &[super::verdicts::PointVerdicts],
-    family: Option<&super::verdicts::Family>,
+    paired: &[crate::analysis::verdicts::PointVerdicts],
+    family: Option<&crate::analysis::verdicts::Family>,
 ) -> Vec<String> {
     let mut out = Vec::new();
     for rep in compat {

@@ -4,18 +4,17 @@
 //! medians over the repetitions.
 
 use super::cells::{
-    contender_cell, figures, leaders, med, median, mostly_failed_cell, serving_id, verdict, Axes,
+    contender_cell, figures, median, mostly_failed_cell, serving_id, verdict, Axes,
 };
-use super::table::{Data, Table};
-use super::{fmt_bytes, fmt_rate, fmt_us};
+use super::table::{number, Cell, Table, Unit};
+use super::{fmt_rate, fmt_us};
 use crate::results::{Results, Run};
 use crate::stats::Sample;
 
 pub(super) fn startup(r: &Results) -> Table {
     let mut rows = Vec::new();
-    let mut data = Data::default();
     for c in &r.contenders {
-        let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.is(&c.name)).collect();
+        let runs: Vec<&Run> = r.runs_of(&c.name).collect();
         let started: Vec<_> = runs.iter().filter_map(|x| x.startup.as_ref()).collect();
         let pick = |f: &dyn Fn(&Run) -> Option<f64>| -> Vec<f64> {
             runs.iter().filter_map(|x| f(x)).collect()
@@ -23,66 +22,38 @@ pub(super) fn startup(r: &Results) -> Table {
         let of = |f: &dyn Fn(&crate::results::Startup) -> Option<f64>| -> Vec<f64> {
             started.iter().filter_map(|s| f(s)).collect()
         };
-        data.row()
-            .cell("contender", c.name.as_str())
-            .cell("started", started.len())
-            .cell("runs", runs.len())
-            .stats("first_response", "s", &of(&|s| Some(s.first_response_s)))
-            .stats("ready", "s", &of(&|s| Some(s.ready_s)))
-            .stats("startup_cpu", "s", &of(&|s| s.cpu_s))
-            .stats(
-                "repetition_cpu",
-                "s",
-                &pick(&|x| x.usage.map(|u| u.cpu_user_s + u.cpu_system_s)),
-            )
-            .stats(
-                "peak_rss",
-                "bytes",
-                &pick(&|x| x.usage.map(|u| u.peak_rss_bytes as f64)),
-            )
-            .stats(
-                "disk_after_start",
-                "bytes",
-                &of(&|s| Some(s.disk_after_start_bytes as f64)),
-            )
-            .stats(
-                "disk_at_end",
-                "bytes",
-                &pick(&|x| x.disk_end_bytes.map(|d| d as f64)),
-            );
-        let secs = |s: f64| fmt_us(s * 1e6);
-        let bytes = |b: f64| fmt_bytes(b);
         rows.push(vec![
-            c.name.clone(),
-            format!("{}/{}", started.len(), runs.len()),
-            med(
-                &started
-                    .iter()
-                    .map(|s| s.first_response_s)
-                    .collect::<Vec<_>>(),
-                &secs,
+            Cell::text("contender", c.name.as_str()),
+            Cell::count("started", started.len() as u64)
+                .and("runs", runs.len())
+                .reads(format!("{}/{}", started.len(), runs.len())),
+            Cell::spread(
+                "first_response",
+                Unit::Seconds,
+                &of(&|s| Some(s.first_response_s)),
             ),
-            med(
-                &started.iter().map(|s| s.ready_s).collect::<Vec<_>>(),
-                &secs,
-            ),
-            med(
-                &started.iter().filter_map(|s| s.cpu_s).collect::<Vec<_>>(),
-                &secs,
-            ),
-            med(
+            Cell::spread("ready", Unit::Seconds, &of(&|s| Some(s.ready_s))),
+            Cell::spread("startup_cpu", Unit::Seconds, &of(&|s| s.cpu_s)),
+            Cell::spread(
+                "repetition_cpu",
+                Unit::Seconds,
                 &pick(&|x| x.usage.map(|u| u.cpu_user_s + u.cpu_system_s)),
-                &secs,
             ),
-            med(&pick(&|x| x.usage.map(|u| u.peak_rss_bytes as f64)), &bytes),
-            med(
-                &started
-                    .iter()
-                    .map(|s| s.disk_after_start_bytes as f64)
-                    .collect::<Vec<_>>(),
-                &bytes,
+            Cell::spread(
+                "peak_rss",
+                Unit::Bytes,
+                &pick(&|x| x.usage.map(|u| u.peak_rss_bytes as f64)),
             ),
-            med(&pick(&|x| x.disk_end_bytes.map(|d| d as f64)), &bytes),
+            Cell::spread(
+                "disk_after_start",
+                Unit::Bytes,
+                &of(&|s| Some(s.disk_after_start_bytes as f64)),
+            ),
+            Cell::spread(
+                "disk_at_end",
+                Unit::Bytes,
+                &pick(&|x| x.disk_end_bytes.map(|d| d as f64)),
+            ),
         ]);
     }
     Table {
@@ -114,7 +85,6 @@ pub(super) fn startup(r: &Results) -> Table {
         .map(String::from)
         .to_vec(),
         rows,
-        data: Some(data),
     }
 }
 
@@ -122,9 +92,8 @@ pub(super) fn startup(r: &Results) -> Table {
 /// and its own first response; none when no contender has several members.
 pub(super) fn members(r: &Results) -> Option<Table> {
     let mut rows = Vec::new();
-    let mut data = Data::default();
     for c in &r.contenders {
-        let runs: Vec<&Run> = r.runs.iter().filter(|x| x.id.is(&c.name)).collect();
+        let runs: Vec<&Run> = r.runs_of(&c.name).collect();
         for m in &c.members {
             let of = |f: &dyn Fn(&crate::results::MemberStartup) -> f64| -> Vec<f64> {
                 runs.iter()
@@ -138,17 +107,12 @@ pub(super) fn members(r: &Results) -> Option<Table> {
             if first.is_empty() {
                 continue;
             }
-            let secs = |s: f64| fmt_us(s * 1e6);
-            data.row()
-                .cell("contender", c.name.as_str())
-                .cell("member", m.name.as_str())
-                .stats("started", "s", &of(&|x| x.started_s))
-                .stats("first_response", "s", &first);
+            let started = Cell::spread("started", Unit::Seconds, &of(&|x| x.started_s));
             rows.push(vec![
-                c.name.clone(),
-                m.name.clone(),
-                format!("+{}", med(&of(&|x| x.started_s), &secs)),
-                med(&first, &secs),
+                Cell::text("contender", c.name.as_str()),
+                Cell::text("member", m.name.as_str()),
+                started.clone().reads(format!("+{}", started.text)),
+                Cell::spread("first_response", Unit::Seconds, &first),
             ]);
         }
     }
@@ -159,14 +123,12 @@ pub(super) fn members(r: &Results) -> Option<Table> {
             .map(String::from)
             .to_vec(),
         rows,
-        data: Some(data),
     })
 }
 
 pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
     let info = r.scenarios.iter().find(|s| s.name == name)?;
     let mut rows = Vec::new();
-    let mut data = Data::default();
     let axes = Axes::of(info);
     let mut head = axes.head();
     head.extend(
@@ -190,13 +152,6 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
                 continue;
             }
             let loads: Vec<_> = pts.iter().filter_map(|p| p.load.as_ref()).collect();
-            let qps = median(&loads.iter().map(|l| l.requests_per_s).collect::<Vec<_>>());
-            let p90 = median(
-                &loads
-                    .iter()
-                    .map(|l| l.latency_us.p90 as f64)
-                    .collect::<Vec<_>>(),
-            );
             // A baseline that failed most calls here gives nothing to compare with.
             let base = c.baseline.as_deref().filter(|b| *b != c.name).filter(|b| {
                 !r.point_runs(b, id)
@@ -210,71 +165,70 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
                     .collect();
                 median(&v)
             };
-            let bq = base_of(&|l| l.requests_per_s);
-            let verdict = base.map_or(String::new(), |b| verdict(r, id, b, &c.name));
-            let bp = base_of(&|l| l.latency_us.p90 as f64);
+            // A point where most calls failed measured failures: no figure, no delta.
+            let none = mostly_failed_cell(&loads);
+            let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| figures(&loads, f);
+            let secs = |q: &dyn Fn(&crate::load::LoadResult) -> u64| of(&|l| q(l) as f64 / 1e6);
+            let rates = of(&|l| l.requests_per_s);
+            let p90 = secs(&|l| l.latency_us.p90);
+            let (bq, bp) = if none.is_some() {
+                (None, None)
+            } else {
+                (
+                    base_of(&|l| l.requests_per_s),
+                    base_of(&|l| l.latency_us.p90 as f64 / 1e6),
+                )
+            };
             let failed: u64 = loads.iter().map(|l| l.failures).sum();
             let errors = pts.iter().filter(|p| p.error.is_some()).count();
-            {
-                let mostly = loads.iter().any(|l| l.mostly_failed());
-                let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| figures(&loads, f);
-                let mut d = data.row();
-                axes.data(&mut d, id);
-                d.cell("contender", c.name.as_str())
-                    .cell("leaders", leaders(&pts).join(" "))
-                    .stats("throughput", "rps", &of(&|l| l.requests_per_s))
-                    .num("baseline_throughput_median_rps", bq.filter(|_| !mostly))
-                    .stats("p50", "s", &of(&|l| l.latency_us.p50 as f64 / 1e6))
-                    .stats("p90", "s", &of(&|l| l.latency_us.p90 as f64 / 1e6))
-                    .stats("p99", "s", &of(&|l| l.latency_us.p99 as f64 / 1e6))
-                    .num(
-                        "baseline_p90_median_s",
-                        bp.filter(|_| !mostly).map(|v| v / 1e6),
-                    )
-                    .cell("verdict", verdict.as_str())
-                    .cell("failed", failed)
-                    .cell("points_not_run", errors)
-                    .stats("items", "per_s", &of(&|l| l.items_per_s));
-            }
             let mut row = axes.cells(id);
             row.push(contender_cell(&c.name, &pts));
-            // A point where most calls failed measured failures: no figure, no delta.
-            if let Some(none) = mostly_failed_cell(&loads) {
-                row.extend([
-                    none.clone(),
-                    "—".into(),
-                    none,
-                    String::new(),
-                    failed.to_string(),
-                ]);
-                row.extend(["—".into(), "—".into(), "—".into()]);
-                rows.push(row);
-                continue;
-            }
-            row.push(with_delta(qps, bq, &|v| fmt_rate(v)));
-            row.push(
-                match Sample::new(loads.iter().map(|l| l.requests_per_s).collect()) {
-                    Ok(s) if s.len() > 1 => format!("{}–{}", fmt_rate(s.min()), fmt_rate(s.max())),
-                    _ => "—".into(),
-                },
-            );
-            row.push(with_delta(p90, bp, &fmt_us));
-            row.push(verdict);
-            row.push(match (failed, errors) {
-                (0, 0) => "0".into(),
-                (f, 0) => f.to_string(),
-                (f, e) => format!("{f} ({e} points did not run)"),
+            let throughput = Cell::spread("throughput", Unit::Rps, &rates)
+                .and("baseline_throughput_median_rps", number(bq))
+                .reads(with_delta(median(&rates), bq, &|v| fmt_rate(v)));
+            let range = Cell::shown(match Sample::new(rates.clone()) {
+                Ok(s) if s.len() > 1 => format!("{}–{}", fmt_rate(s.min()), fmt_rate(s.max())),
+                _ => "—".into(),
             });
-            let ms = |q: &dyn Fn(&crate::load::LoadResult) -> u64| {
-                median(&loads.iter().map(|l| q(l) as f64).collect::<Vec<_>>())
-                    .map_or("—".into(), fmt_us)
-            };
-            row.push(ms(&|l| l.latency_us.p50));
-            row.push(ms(&|l| l.latency_us.p99));
-            row.push(
-                median(&loads.iter().map(|l| l.items_per_s).collect::<Vec<_>>())
-                    .map_or("—".into(), fmt_rate),
+            let p90 = Cell::spread("p90", Unit::Seconds, &p90)
+                .and("baseline_p90_median_s", number(bp))
+                .reads(with_delta(
+                    median(&p90).map(|v| v * 1e6),
+                    bp.map(|v| v * 1e6),
+                    &fmt_us,
+                ));
+            let verdict = Cell::text(
+                "verdict",
+                base.map_or(String::new(), |b| verdict(r, id, b, &c.name)),
             );
+            let failed = Cell::count("failed", failed)
+                .and("points_not_run", errors)
+                .reads(match (failed, errors) {
+                    (0, 0) => "0".into(),
+                    (f, 0) => f.to_string(),
+                    (f, e) => format!("{f} ({e} points did not run)"),
+                });
+            let mut cells = vec![
+                throughput,
+                range,
+                p90,
+                verdict,
+                failed,
+                Cell::median("p50", Unit::Seconds, &secs(&|l| l.latency_us.p50)),
+                Cell::median("p99", Unit::Seconds, &secs(&|l| l.latency_us.p99)),
+                Cell::median("items", Unit::PerSecond, &of(&|l| l.items_per_s)),
+            ];
+            if let Some(none) = none {
+                for (i, c) in cells.iter_mut().enumerate() {
+                    match i {
+                        0 | 2 => c.text = none.clone(),
+                        1 | 5 | 6 | 7 => c.text = "—".into(),
+                        3 => c.text = String::new(),
+                        _ => {}
+                    }
+                }
+            }
+            row.extend(cells);
             rows.push(row);
         }
     }
@@ -283,7 +237,6 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
         title: format!("{name} (`{call}`)"),
         head,
         rows,
-        data: Some(data),
     })
 }
 
@@ -293,7 +246,7 @@ pub fn with_delta(v: Option<f64>, base: Option<f64>, fmt: &dyn Fn(f64) -> String
     match (v, base) {
         (None, _) => "—".into(),
         (Some(v), Some(b)) if b > 0.0 && v > 0.0 && (v / b >= 2.0 || v / b <= 0.5) => {
-            let f = super::verdicts::fmt_ratio(v / b);
+            let f = crate::analysis::verdicts::fmt_ratio(v / b);
             format!(
                 "{} ({})",
                 fmt(v),

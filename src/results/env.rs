@@ -30,33 +30,15 @@ impl Environment {
     }
 
     pub fn detect() -> Environment {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu_model = cpuinfo
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                (k.trim() == "model name").then(|| v.trim().to_string())
-            })
-            .unwrap_or_else(|| "unknown".into());
-        let read = |p: &str| {
-            std::fs::read_to_string(p)
-                .map(|s| s.trim().to_string())
-                .unwrap_or_default()
-        };
-        let kernel = format!(
-            "{} {}",
-            read("/proc/sys/kernel/ostype"),
-            read("/proc/sys/kernel/osrelease")
-        );
+        let m = crate::sys::machine();
         Environment {
-            cpu_model,
-            kernel: kernel.trim().to_string(),
-            hostname: read("/proc/sys/kernel/hostname"),
+            cpu_model: m.cpu_model,
+            kernel: m.kernel,
+            hostname: m.hostname,
             machine: std::env::var("BAKEOFF_MACHINE")
                 .ok()
                 .filter(|m| !m.trim().is_empty()),
-            // SAFETY: sysconf has no preconditions.
-            cpus_online: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize,
+            cpus_online: m.cpus_online,
             cpus_allowed: crate::sys::allowed_cpus(),
             contender_cpus: None,
             load_cpus: None,

@@ -59,11 +59,56 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
     }
     // Order-independent: by the first shard each holds.
     inputs.sort_by_key(|i| i.results.shards.as_ref().map_or(0, |s| s.have[0]));
+    let of = fit_together(&inputs)?;
+    let first = &inputs[0];
+    let mut out = first.results.clone();
+    out.schema_version = SCHEMA_VERSION;
+    out.tool = super::tool();
+    out.status = Status::Complete;
+    out.started_at = inputs
+        .iter()
+        .map(|i| i.results.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    out.finished_at = inputs
+        .iter()
+        .filter_map(|i| i.results.finished_at.clone())
+        .max();
+    out.shards = Some(Shards {
+        of,
+        have: (1..=of).collect(),
+    });
+    out.runs = inputs
+        .iter()
+        .flat_map(|i| i.results.runs.iter().cloned())
+        .collect();
+    in_run_order(&mut out);
+    let mut warnings: Vec<super::Warning> = Vec::new();
+    for w in inputs.iter().flat_map(|i| &i.results.warnings) {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    out.warnings = warnings;
+    // Each shard asks the outside references before it starts; the first that has answers
+    // gives them (a member reference is asked where compat ran, in shard 1).
+    out.compat_reference = inputs
+        .iter()
+        .map(|i| &i.results.compat_reference)
+        .find(|a| !a.is_empty())
+        .cloned()
+        .unwrap_or_default();
+    Ok(out)
+}
+
+/// That `inputs` (sorted by their first shard) are shards of one plan run by one bakeoff on
+/// the same builds, finished, each once and none missing: how many shards there are.
+fn fit_together(inputs: &[Input]) -> anyhow::Result<u32> {
     let shards_of = |i: &Input| i.results.shards.clone().expect("read() checked");
     let first = &inputs[0];
     let of = shards_of(first).of;
     let mut seen: BTreeMap<u32, &Path> = BTreeMap::new();
-    for i in &inputs {
+    for i in inputs {
         let s = shards_of(i);
         if s.of != of {
             bail!(
@@ -137,33 +182,18 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
         );
     }
 
-    let mut out = first.results.clone();
-    out.schema_version = SCHEMA_VERSION;
-    out.tool = super::tool();
-    out.status = Status::Complete;
-    out.started_at = inputs
-        .iter()
-        .map(|i| i.results.started_at.clone())
-        .min()
-        .unwrap_or_default();
-    out.finished_at = inputs
-        .iter()
-        .filter_map(|i| i.results.finished_at.clone())
-        .max();
-    out.shards = Some(Shards {
-        of,
-        have: (1..=of).collect(),
-    });
-    out.runs = inputs
-        .iter()
-        .flat_map(|i| i.results.runs.iter().cloned())
-        .collect();
-    // As one machine would have run them (setup::schedule): repetition by repetition, or
-    // contender by contender in sequential order.
-    let position = |name: &str| out.contenders.iter().position(|c| c.name == name);
+    Ok(of)
+}
+
+/// The runs as one machine would have run them (setup::schedule): repetition by
+/// repetition, or contender by contender in sequential order; and each shard's blocks
+/// (numbered from 1 in each) numbered anew in run order.
+fn in_run_order(out: &mut Results) {
+    let contenders = out.contenders.clone();
+    let position = |r: &super::Run| contenders.iter().position(|c| c.ran(&r.id));
     let sequential = out.order == "sequential";
     let key = |r: &super::Run| {
-        let (c, rep) = (position(&r.id.subject()), r.id.repetition);
+        let (c, rep) = (position(r), r.id.repetition);
         let (a, b) = if sequential {
             (c.unwrap_or(usize::MAX), rep as usize)
         } else {
@@ -172,8 +202,8 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
         (a, b, r.id.variant.clone(), r.id.shard)
     };
     out.runs.sort_by_key(key);
-    // Each shard numbered its blocks from 1; (shard, block) pairs get new numbers in run
-    // order, which renumbering again leaves as they are.
+    // (shard, block) pairs get new numbers in run order, which renumbering again leaves as
+    // they are.
     let mut blocks: Vec<(Option<u32>, u32)> = Vec::new();
     for r in &mut out.runs {
         if let Some(b) = r.block {
@@ -188,22 +218,6 @@ pub fn merge(mut inputs: Vec<Input>) -> anyhow::Result<Results> {
             r.block = Some(n as u32 + 1);
         }
     }
-    let mut warnings: Vec<String> = Vec::new();
-    for w in inputs.iter().flat_map(|i| &i.results.warnings) {
-        if !warnings.contains(w) {
-            warnings.push(w.clone());
-        }
-    }
-    out.warnings = warnings;
-    // Each shard asks the outside references before it starts; the first that has answers
-    // gives them (a member reference is asked where compat ran, in shard 1).
-    out.compat_reference = inputs
-        .iter()
-        .map(|i| &i.results.compat_reference)
-        .find(|a| !a.is_empty())
-        .cloned()
-        .unwrap_or_default();
-    Ok(out)
 }
 
 /// Merges the shards in `dirs` into `out`: results.json, the plan and every log the runs

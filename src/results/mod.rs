@@ -7,6 +7,7 @@ pub mod id;
 pub mod merge;
 mod paired;
 mod upgrade;
+mod warning;
 
 use std::path::Path;
 
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::load::LoadResult;
 pub use id::{PointId, RunId, Vars};
 pub use paired::{balanced_rounds, ServerCost, Slice, STEAL_LIMIT};
+pub use warning::Warning;
 
 /// Where a run, or a whole bake-off, stands. Serialized as the lower-case word.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,7 +79,7 @@ pub struct Results {
     /// One entry per contender and repetition, in the order they ran.
     pub runs: Vec<Run>,
     /// Things the reader should know (fewer cores than asked, a cleanup that failed, ...).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// The plan's `[[compat]]` sections, with every request; answers are in each run.
     /// (Defaults keep results written before compat existed readable.)
     #[serde(default)]
@@ -274,6 +276,15 @@ pub struct ContenderInfo {
 }
 
 impl ContenderInfo {
+    /// Whether run `id` is a repetition of this contender (a variant: of its contender,
+    /// with its what-if).
+    pub fn ran(&self, id: &RunId) -> bool {
+        match &self.variant {
+            Some(v) => id.is(&v.of, Some(&v.what)),
+            None => id.is(&self.name, None),
+        }
+    }
+
     /// Whether its build, or one of its members', failed (then it did not run).
     pub fn build_failed(&self) -> bool {
         let bad = |s: &Option<SourceInfo>| s.as_ref().is_some_and(|s| s.error.is_some());
@@ -321,8 +332,8 @@ pub struct BuildInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct VariantInfo {
     pub of: String,
-    /// `nodelay`, or `PORT+HOLD` for a delay (`rpc+1ms`): the variant's name, for people.
-    pub what: String,
+    /// Written as `nodelay`, or `PORT+HOLD` for a delay (`rpc+1ms`).
+    pub what: crate::plan::WhatIf,
     /// A delay on one edge between members: which port, how long each chunk is held, and
     /// the members that connect to it (typed, so nothing reads the name back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -396,7 +407,7 @@ pub struct Run {
     pub tool: Option<String>,
     /// A what-if variant (`what_if = ["nodelay"]`): what forcing did over the repetition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub what_if: Option<WhatIf>,
+    pub what_if: Option<Forcing>,
     /// Points whose calls sat in the ~40 ms band, measured again at the end of the
     /// repetition with TCP_NODELAY forced (plan `confirm`, on by default).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -438,7 +449,7 @@ pub struct EdgeStats {
 
 /// What forcing a socket option did to a contender's sockets.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct WhatIf {
+pub struct Forcing {
     /// `nodelay`.
     pub what: String,
     /// Listening sockets the option was set on (connections accepted later inherit it).
@@ -452,11 +463,11 @@ pub struct WhatIf {
     pub problems: Vec<String>,
 }
 
-impl WhatIf {
-    pub fn nodelay() -> WhatIf {
-        WhatIf {
+impl Forcing {
+    pub fn nodelay() -> Forcing {
+        Forcing {
             what: "nodelay".into(),
-            ..WhatIf::default()
+            ..Forcing::default()
         }
     }
 
@@ -489,7 +500,7 @@ impl WhatIf {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Confirmation {
     pub point: PointId,
-    pub forced: WhatIf,
+    pub forced: Forcing,
     /// The measurement with the option forced.
     pub load: Option<LoadResult>,
     pub error: Option<String>,
@@ -693,46 +704,6 @@ pub fn slug(name: &str) -> String {
         .collect()
 }
 
-/// The identities a plan's scenario point is recorded under: the point itself, or for a
-/// staged ramp one per stage (its clients and rate those of the stage).
-pub fn point_ids(s: &crate::plan::Scenario, p: &crate::plan::Point) -> Vec<PointId> {
-    if s.stages.is_empty() {
-        return vec![point_id(s, p)];
-    }
-    s.stages
-        .iter()
-        .enumerate()
-        .map(|(k, st)| stage_id(s, p, k, st))
-        .collect()
-}
-
-/// Stage `k` (from 0) of a staged point.
-pub fn stage_id(
-    s: &crate::plan::Scenario,
-    p: &crate::plan::Point,
-    k: usize,
-    st: &crate::plan::Stage,
-) -> PointId {
-    PointId {
-        clients: st.clients.unwrap_or(p.clients),
-        rate: st.rate.or(p.rate),
-        stage: Some(k as u32 + 1),
-        ..point_id(s, p)
-    }
-}
-
-/// The identity of a plan's scenario point.
-pub fn point_id(s: &crate::plan::Scenario, p: &crate::plan::Point) -> PointId {
-    PointId {
-        scenario: s.name.clone(),
-        vars: Vars(p.vars.clone()),
-        clients: p.clients,
-        target: p.target,
-        rate: p.rate,
-        stage: None,
-    }
-}
-
 impl From<&crate::plan::CompatSet> for CompatSetInfo {
     fn from(s: &crate::plan::CompatSet) -> CompatSetInfo {
         CompatSetInfo {
@@ -775,13 +746,24 @@ impl Results {
         self.contenders.iter().filter(|c| c.noise_of.is_none())
     }
 
+    /// Every repetition of the contender named `name` in the plan (`v1`, or the variant
+    /// `v1+nodelay`), matched by its typed identity.
+    pub fn runs_of<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Run> + 'a {
+        let info = self.contenders.iter().find(|c| c.name == name);
+        // A name no contender has (results written before contenders were listed): a plain
+        // contender of that name.
+        let plain = info.is_none().then(|| name.to_string());
+        self.runs.iter().filter(move |x| match (info, &plain) {
+            (Some(c), _) => c.ran(&x.id),
+            (None, name) => x.id.is(name.as_deref().unwrap_or_default(), None),
+        })
+    }
+
     /// Median time to first response and to ready (seconds) over a contender's repetitions
     /// that started; `None` when none did.
     pub fn startup_medians(&self, contender: &str) -> Option<(f64, f64)> {
         let s: Vec<&Startup> = self
-            .runs
-            .iter()
-            .filter(|x| x.id.is(contender))
+            .runs_of(contender)
             .filter_map(|x| x.startup.as_ref())
             .collect();
         let median = |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
@@ -797,9 +779,7 @@ impl Results {
         contender: &'a str,
         point: &'a PointId,
     ) -> impl Iterator<Item = &'a PointRun> + 'a {
-        self.runs
-            .iter()
-            .filter(move |x| x.id.is(contender))
+        self.runs_of(contender)
             .flat_map(|x| &x.points)
             .filter(move |p| p.id == *point)
     }
@@ -994,7 +974,7 @@ mod tests {
     }
 
     #[test]
-    fn point_labels_are_the_plans_labels() {
+    fn the_plans_points_are_the_ids_results_record() {
         let plan = crate::plan::Plan::parse(
             Path::new("plan.toml"),
             "name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"srv\", \"{port}\"]\n\
@@ -1005,9 +985,20 @@ mod tests {
         .unwrap();
         let s = &plan.scenarios[0];
         assert_eq!(s.points.len(), 8);
-        for p in &s.points {
-            assert_eq!(point_id(s, p).label(), p.label);
-        }
+        assert!(s
+            .points
+            .iter()
+            .all(|p| p.scenario == "r" && p.stage.is_none()));
+        assert_eq!(
+            s.points[0].label(),
+            "key_size=64 value_size=8 clients=1 target=first"
+        );
+        // Through a results file and back, each is the same value.
+        let json = serde_json::to_string(&s.points).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Vec<PointId>>(&json).unwrap(),
+            s.points
+        );
     }
 
     /// A results file as schema 1 wrote it: points named by label, `target` always set,

@@ -9,7 +9,7 @@ use super::live::save;
 use super::options::COMPAT_TIMEOUT;
 use crate::contender::Running;
 use crate::protocol::target::Endpoint;
-use crate::results::Results;
+use crate::results::{self, Results};
 
 /// Every compat case against the contender's first member; answers kept in run `idx`.
 pub(super) fn compat(
@@ -44,9 +44,11 @@ pub(super) fn compat(
                     "compat setup",
                     &e,
                 );
-                results
-                    .warnings
-                    .push(format!("{}: {e}", results.runs[idx].id));
+                let run = results.runs[idx].id.clone();
+                results.warnings.push(results::Warning::CompatSetup {
+                    run,
+                    error: e.to_string(),
+                });
             }
         }
         save(ctx.dir, results)?;
@@ -86,11 +88,13 @@ pub(super) fn member_references(
                 })
                 .collect(),
             Err(e) => {
-                let w = format!(
-                    "compat `{}`: cannot ask the reference, member `{member}` of `{who}`: {e}",
-                    set.name
-                );
-                rep.warning(&w);
+                let w = results::Warning::ReferenceUnreachable {
+                    set: set.name.clone(),
+                    member: member.to_string(),
+                    who: who.to_string(),
+                    error: e.to_string(),
+                };
+                rep.warning(&w.to_string());
                 results.warnings.push(w);
                 continue;
             }

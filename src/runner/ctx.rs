@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::client::{Client, Descriptors, Options};
 use crate::load::{LoadConfig, Pacing, Stop};
-use crate::plan::{Plan, Point, Scenario};
+use crate::plan::{Plan, PointId, Scenario};
 use crate::protocol::target::Endpoint;
 use crate::results;
 
@@ -35,7 +35,7 @@ pub(super) struct Shape {
 
 impl Shape {
     /// The point as the plan shapes it: its pacing, the scenario's stop and warm-up.
-    pub(super) fn of(s: &Scenario, p: &Point) -> Shape {
+    pub(super) fn of(s: &Scenario, p: &PointId) -> Shape {
         Shape {
             pacing: p.pacing(s.pacing),
             stop: s.stop,
@@ -100,12 +100,12 @@ impl Ctx<'_> {
     pub(super) fn client(
         &self,
         s: &Scenario,
-        p: &Point,
+        p: &PointId,
         targets: &[Endpoint],
         state: &Path,
     ) -> Result<Client, String> {
         let opts = self.options(s, state)?;
-        Client::build(&s.call.with_vars(&p.vars), targets, self.protos, opts)
+        Client::build(&s.call.with_vars(&p.vars.0), targets, self.protos, opts)
             .map_err(|e| format!("{e:#}"))
     }
 }

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use super::ctx::Ctx;
 use super::events::Reporter;
 use crate::contender::{self, Running};
-use crate::plan::{Plan, Point, Scenario, Spread};
+use crate::plan::{Plan, PointId, Scenario, Spread};
 use crate::protocol::target::Endpoint;
 use crate::results::{self, PointRun, Results, Run, Status};
 
@@ -34,7 +34,7 @@ pub(super) struct Live {
     pub(super) leader: Option<usize>,
     /// Set while TCP_NODELAY is forced on it (a `+nodelay` variant, or confirming a stall):
     /// what forcing did so far.
-    pub(super) forcing: Option<results::WhatIf>,
+    pub(super) forcing: Option<results::Forcing>,
 }
 
 impl Live {
@@ -52,7 +52,7 @@ impl Live {
     /// leads now (leadership can move between points) and returns its name.
     pub(super) fn find_leader(
         &mut self,
-        p: &Point,
+        p: &PointId,
         rt: &tokio::runtime::Runtime,
     ) -> Result<Option<String>, String> {
         if p.spread() != Spread::Leader {
@@ -74,12 +74,12 @@ impl Live {
 
     /// Whether it serves point `p` ("all members" of a single process is "first": not run
     /// twice).
-    pub(super) fn serves_point(&self, plan: &Plan, results: &Results, p: &Point) -> bool {
+    pub(super) fn serves_point(&self, plan: &Plan, results: &Results, p: &PointId) -> bool {
         self.serves(plan, results) && !(p.spread() == Spread::All && self.endpoints.len() == 1)
     }
 
     /// The endpoints a point's load goes to.
-    pub(super) fn targets(&self, p: &Point) -> &[Endpoint] {
+    pub(super) fn targets(&self, p: &PointId) -> &[Endpoint] {
         match p.spread() {
             Spread::First => &self.endpoints[..1],
             Spread::All => &self.endpoints,
@@ -96,13 +96,13 @@ impl Live {
         &mut self,
         when: &str,
         s: &Scenario,
-        p: &Point,
+        p: &PointId,
         results: &mut Results,
         rep: &mut dyn Reporter,
     ) -> bool {
         match self.running.exited() {
             Some(died) => {
-                let error = format!("died {when} scenario `{}` [{}]: {died}", s.name, p.label);
+                let error = format!("died {when} scenario `{}` [{}]: {died}", s.name, p.label());
                 fail(&mut results.runs[self.idx], error, rep);
                 true
             }
@@ -163,7 +163,10 @@ impl Live {
         }
         let id = run.id.clone();
         for p in problems {
-            results.warnings.push(format!("{id}: {p}"));
+            results.warnings.push(results::Warning::Stop {
+                run: id.clone(),
+                problem: p,
+            });
         }
         let _ = std::fs::remove_dir_all(&self.state);
         let _ = std::fs::remove_dir(ctx.dir.join("state")); // only when empty
@@ -180,11 +183,12 @@ pub(super) fn open_record(
     results: &mut Results,
 ) -> anyhow::Result<usize> {
     let c = &ctx.plan.contenders[ci];
+    let (of, variant) = c.runs_as();
     results.runs.push(Run {
         id: results::RunId {
             shard: ctx.shard.map(|s| s.k),
-            variant: c.variant.as_ref().map(|v| v.what.clone()),
-            ..results::RunId::new(c.variant.as_ref().map_or(&c.name, |v| &v.of), repetition)
+            variant: variant.cloned(),
+            ..results::RunId::new(of, repetition)
         },
         status: Status::Running,
         error: None,
@@ -216,7 +220,7 @@ pub(super) fn fail(run: &mut Run, error: String, rep: &mut dyn Reporter) {
 
 /// Adds one forcing to what a contender's forcing did so far.
 pub(super) fn count_forced(
-    into: Option<&mut results::WhatIf>,
+    into: Option<&mut results::Forcing>,
     f: &crate::contender::nodelay::Forced,
 ) {
     if let Some(w) = into {

@@ -12,7 +12,7 @@ use super::profiles;
 use super::seam::{Serving, Sliced};
 use crate::contender::Running;
 use crate::load::{Edge, Flow, LoadError, LoadResult, Progress, Runs, Stop};
-use crate::plan::{Point, Scenario};
+use crate::plan::{PointId, Scenario};
 use crate::results::{self, PointRun, ProfileRun, ServerCost};
 
 /// What one load run measured: the engine's result and the server's cost over exactly its
@@ -61,7 +61,7 @@ pub(super) fn prepare_point(
     ctx: &Ctx,
     live: &mut Live,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     out: &mut PointRun,
 ) -> bool {
     match live.find_leader(p, ctx.rt) {
@@ -79,12 +79,12 @@ pub(super) fn prepare_point(
 }
 
 /// A scenario's setup steps against the point's first endpoint; every call must succeed.
-fn setup_steps(ctx: &Ctx, live: &Live, s: &Scenario, p: &Point) -> Result<(), String> {
+fn setup_steps(ctx: &Ctx, live: &Live, s: &Scenario, p: &PointId) -> Result<(), String> {
     let opts = ctx.options(s, &live.state)?;
     for step in &s.setup {
         crate::client::run_step(
             step,
-            &p.vars,
+            &p.vars.0,
             &live.targets(p)[0],
             ctx.protos,
             opts.clone(),
@@ -101,7 +101,7 @@ pub(super) fn load_once(
     ctx: &Ctx,
     live: &mut Live,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     how: Shape,
     out: &mut PointRun,
     rep: &mut dyn Reporter,
@@ -153,10 +153,10 @@ pub(super) fn whole(
     ctx: &Ctx,
     live: &mut Live,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     rep: &mut dyn Reporter,
 ) -> PointRun {
-    let mut out = PointRun::new(results::point_id(s, p));
+    let mut out = PointRun::new(p.clone());
     if prepare_point(ctx, live, s, p, &mut out) {
         let recording = s.profile.then(|| profiles::start(ctx, live, &out.id));
         load_once(ctx, live, s, p, Shape::of(s, p), &mut out, rep);
@@ -186,7 +186,7 @@ impl<'c, 'l> Serve<'c, 'l> {
         ctx: &'c Ctx<'c>,
         live: &'l mut Live,
         s: &Scenario,
-        p: &Point,
+        p: &PointId,
         slice_stop: Stop,
         id: &results::PointId,
         rep: &mut dyn Reporter,
@@ -215,7 +215,7 @@ fn connect(
     ctx: &Ctx,
     live: &mut Live,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     slice_stop: Stop,
     rep: &mut dyn Reporter,
 ) -> Result<Box<dyn Runs>, String> {
@@ -306,12 +306,12 @@ pub(super) fn report_point(
     rep: &mut dyn Reporter,
     who: &str,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     point: &PointRun,
 ) {
     match (&point.load, &point.error) {
-        (Some(l), _) => rep.point_done(who, &s.name, &p.label, l, point.steal),
-        (None, Some(e)) => rep.point_failed(who, &s.name, &p.label, e),
+        (Some(l), _) => rep.point_done(who, &s.name, &p.label(), l, point.steal),
+        (None, Some(e)) => rep.point_failed(who, &s.name, &p.label(), e),
         (None, None) => {}
     }
 }

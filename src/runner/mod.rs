@@ -58,7 +58,7 @@ pub fn run(
     };
     let (contender_cpus, load_cpus) = pinning(&plan, &mut results.warnings);
     for w in &results.warnings {
-        rep.warning(w);
+        rep.warning(&w.to_string());
     }
     // Where this invocation runs, detected before bakeoff pins itself; every repetition it
     // runs records it. The top-level environment stays where the run began.
@@ -105,11 +105,11 @@ pub fn run(
         cancel: opts.cancel.clone(),
     };
     let done = |repetition: u32, ci: usize| {
-        let name = &plan.contenders[ci].name;
+        let (of, variant) = plan.contenders[ci].runs_as();
         results
             .runs
             .iter()
-            .any(|r| r.id.is(name) && r.id.repetition == repetition)
+            .any(|r| r.id.is(of, variant) && r.id.repetition == repetition)
     };
     let blocks = order::blocks(plan.order, &schedule, &done);
     let served = order::serve_all(&ctx, &blocks, schedule.len(), &mut results, rep);

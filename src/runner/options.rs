@@ -21,7 +21,7 @@ pub struct RunOptions {
     /// `--shard K/N`: only the repetitions of shard K (docs/scale-out.md).
     pub shard: Option<results::Shard>,
     /// `--what-if nodelay`: a variant of every contender compared (docs/what-if.md).
-    pub what_if: Vec<String>,
+    pub what_if: Vec<crate::plan::WhatIf>,
     /// `--profile`: every plain scenario is profiled (docs/profiles.md).
     pub profile: bool,
     /// `--ref NAME=REF`: contender NAME's git source at REF (docs/from-source.md).

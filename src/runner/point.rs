@@ -10,8 +10,8 @@ use super::ramps::{capacity_point, stage_points};
 use super::rounds::{self, Course};
 use super::seam::Serving;
 use crate::load::Stop;
-use crate::plan::{Point, Scenario};
-use crate::results::{self, PointRun, Results};
+use crate::plan::{PointId, Scenario};
+use crate::results::{PointRun, Results};
 
 /// Serves point `p` of scenario `s` with every contender in `lives` that serves it; in rounds
 /// when `paired`. Records what each measured and whether it died meanwhile.
@@ -22,7 +22,7 @@ pub(super) fn serve(
     paired: bool,
     repetition: u32,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     results: &mut Results,
     rep: &mut dyn Reporter,
 ) -> anyhow::Result<()> {
@@ -33,7 +33,7 @@ pub(super) fn serve(
         }
     }
     for &i in &active {
-        rep.point_started(lives[i].name(ctx.plan), &s.name, &p.label);
+        rep.point_started(lives[i].name(ctx.plan), &s.name, &p.label());
     }
     if !paired || s.capacity.is_some() || !s.stages.is_empty() {
         for &i in &active {
@@ -67,7 +67,7 @@ fn points_of(
     ctx: &Ctx,
     live: &mut Live,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     rep: &mut dyn Reporter,
 ) -> Vec<PointRun> {
     if s.capacity.is_some() {
@@ -87,7 +87,7 @@ fn in_rounds(
     active: &[usize],
     repetition: u32,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     rep: &mut dyn Reporter,
 ) -> Vec<PointRun> {
     let paired = &ctx.plan.paired;
@@ -102,7 +102,7 @@ fn in_rounds(
             Some((k, names.iter().position(|n| *n == base)?))
         })
         .collect();
-    let id = results::point_id(s, p);
+    let id = p.clone();
     let mut serving: Vec<Serve> = lives
         .iter_mut()
         .enumerate()
@@ -112,8 +112,8 @@ fn in_rounds(
     let mut subjects: Vec<&mut dyn Serving> =
         serving.iter_mut().map(|x| x as &mut dyn Serving).collect();
     let course = Course::of(s.stop, paired, repetition);
-    rep.rounds_started(&s.name, &p.label, course.max);
+    rep.rounds_started(&s.name, &p.label(), course.max);
     let done = rounds::run(&mut subjects, course, &baselines, &id, &ctx.cancel, rep);
-    rep.rounds_done(&s.name, &p.label, done.rounds, done.reached);
+    rep.rounds_done(&s.name, &p.label(), done.rounds, done.reached);
     done.points
 }

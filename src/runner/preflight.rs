@@ -28,6 +28,13 @@ pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
             }
         }
     }
+    // An outside compat reference's host resolves (the plan check read its syntax only).
+    for set in &plan.compat {
+        if let Some(r) = set.reference.as_ref().filter(|r| r.member.is_none()) {
+            crate::protocol::target::Endpoint::parse(&r.endpoint)
+                .map_err(|e| anyhow::anyhow!("compat `{}`: reference: {e}", set.name))?;
+        }
+    }
     for c in &plan.contenders {
         let ports: BTreeMap<String, u16> = ports_named(c).into_iter().map(|n| (n, 1)).collect();
         for m in &c.members {
@@ -73,11 +80,16 @@ pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
         |c: &crate::plan::Call| !(protos.is_empty() && matches!(c, crate::plan::Call::Grpc { .. }));
     for s in plan.scenarios.iter().filter(|s| checkable(&s.call)) {
         for p in &s.points {
-            Client::build(&s.call.with_vars(&p.vars), &dummy, protos, opts.clone())
-                .with_context(|| format!("scenario `{}` [{}]", s.name, p.label))?;
+            Client::build(&s.call.with_vars(&p.vars.0), &dummy, protos, opts.clone())
+                .with_context(|| format!("scenario `{}` [{}]", s.name, p.label()))?;
             for step in s.setup.iter().filter(|st| checkable(&st.call)) {
-                Client::build(&step.call.with_vars(&p.vars), &dummy, protos, opts.clone())
-                    .with_context(|| format!("scenario `{}` [{}], setup step", s.name, p.label))?;
+                Client::build(
+                    &step.call.with_vars(&p.vars.0),
+                    &dummy,
+                    protos,
+                    opts.clone(),
+                )
+                .with_context(|| format!("scenario `{}` [{}], setup step", s.name, p.label()))?;
             }
         }
     }

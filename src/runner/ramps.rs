@@ -8,19 +8,19 @@ use super::events::Reporter;
 use super::live::Live;
 use super::measure::{load_once, prepare_point};
 use crate::load::{LoadResult, Pacing, Stop};
-use crate::plan::{Capacity, Point, Scenario};
-use crate::results::{self, CapacityRun, CapacityStep, PointRun};
+use crate::plan::{Capacity, PointId, Scenario};
+use crate::results::{CapacityRun, CapacityStep, PointRun};
 
 /// A capacity search at one point; the point's `load` is the step at the rate found.
 pub(super) fn capacity_point(
     ctx: &Ctx,
     live: &mut Live,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     rep: &mut dyn Reporter,
 ) -> PointRun {
     let cap = s.capacity.as_ref().expect("a capacity scenario");
-    let mut out = PointRun::new(results::point_id(s, p));
+    let mut out = PointRun::new(p.clone());
     if !prepare_point(ctx, live, s, p, &mut out) {
         return out;
     }
@@ -81,10 +81,10 @@ pub(super) fn stage_points(
     ctx: &Ctx,
     live: &mut Live,
     s: &Scenario,
-    p: &Point,
+    p: &PointId,
     rep: &mut dyn Reporter,
 ) -> Vec<PointRun> {
-    let mut first = PointRun::new(results::stage_id(s, p, 0, &s.stages[0]));
+    let mut first = PointRun::new(p.stage(0, &s.stages[0]));
     if !prepare_point(ctx, live, s, p, &mut first) {
         return vec![first];
     }
@@ -94,7 +94,7 @@ pub(super) fn stage_points(
         if ctx.cancel.is_cancelled() || live.running.exited().is_some() {
             break;
         }
-        let mut out = PointRun::new(results::stage_id(s, p, k, st));
+        let mut out = PointRun::new(p.stage(k, st));
         out.leader = leader.clone();
         let how = Shape {
             pacing: st

@@ -47,12 +47,13 @@ pub(super) fn record_reference(
         let first = answers.first().map_or(String::new(), |a| {
             format!("{} {}", a.outcome, a.detail.clone().unwrap_or_default())
         });
-        let w = format!(
-            "compat `{}`: the reference {who} answered none of {} cases (first: {first})",
-            set.name,
-            answers.len(),
-        );
-        rep.warning(&w);
+        let w = results::Warning::ReferenceSilent {
+            set: set.name.clone(),
+            who: who.to_string(),
+            cases: answers.len(),
+            first,
+        };
+        rep.warning(&w.to_string());
         results.warnings.push(w);
     }
     results.compat_reference.extend(answers);
@@ -159,7 +160,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
                 variant: c.variant.as_ref().map(|v| results::VariantInfo {
                     of: v.of.clone(),
                     what: v.what.clone(),
-                    delay: v.delay.as_ref().map(|d| results::DelayInfo {
+                    delay: v.delay().map(|d| results::DelayInfo {
                         port: d.port.clone(),
                         hold_us: d.hold.as_micros() as u64,
                         connect: d.connect.clone(),
@@ -174,11 +175,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
             .map(|s| results::ScenarioInfo {
                 name: s.name.clone(),
                 call: s.call.describe(),
-                points: s
-                    .points
-                    .iter()
-                    .flat_map(|p| results::point_ids(s, p))
-                    .collect(),
+                points: s.points.iter().flat_map(|p| p.recorded(s)).collect(),
                 capacity: s.capacity.as_ref().map(results::CapacityGoal::from),
                 profiled: s.profile,
             })
@@ -289,13 +286,13 @@ fn paired_default(plan: &Plan, allowed: &[usize]) -> (Option<Vec<usize>>, Option
 /// Pins only what the machine allows; says so when it cannot.
 pub(super) fn pinning(
     plan: &Plan,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<results::Warning>,
 ) -> (Option<Vec<usize>>, Option<Vec<usize>>) {
     let allowed = crate::sys::allowed_cpus();
     let Some(cores) = &plan.cores else {
         return paired_default(plan, &allowed);
     };
-    let check = |set: &Vec<usize>, what: &str, warnings: &mut Vec<String>| {
+    let check = |set: &Vec<usize>, what: &'static str, warnings: &mut Vec<results::Warning>| {
         let missing: Vec<usize> = set
             .iter()
             .copied()
@@ -304,9 +301,12 @@ pub(super) fn pinning(
         if missing.is_empty() {
             Some(set.clone())
         } else {
-            let w = format!(
-                "the plan pins {what} to CPUs {set:?}, but this machine lets bakeoff use only {allowed:?} (CPUs {missing:?} are missing): {what} run unpinned"
-            );
+            let w = results::Warning::Unpinned {
+                what,
+                asked: set.clone(),
+                allowed: allowed.clone(),
+                missing,
+            };
             if !warnings.contains(&w) {
                 warnings.push(w); // once, also when resuming
             }

@@ -95,8 +95,8 @@ pub(super) fn start(
     // (after its compat answers, before any load), then on each connection before load
     // is sent.
     let forcing = match &c.variant {
-        Some(v) if v.what == "nodelay" && !endpoints.is_empty() => {
-            let mut w = results::WhatIf::nodelay();
+        Some(v) if v.what == crate::plan::WhatIf::NoDelay && !endpoints.is_empty() => {
+            let mut w = results::Forcing::nodelay();
             super::live::count_forced(Some(&mut w), &running.force_nodelay(false));
             if !w.took() {
                 let why = w.problems.join("; ");

@@ -7,7 +7,7 @@ use super::events::Reporter;
 use super::live::Live;
 use super::measure::{load_once, prepare_point, report_point};
 use crate::load::stall::{band_gone, stall_band};
-use crate::results::{self, Confirmation, PointId, PointRun, Results, WhatIf};
+use crate::results::{Confirmation, Forcing, PointId, PointRun, Results};
 
 /// After a contender's points in a repetition: each point whose calls sat in the stall
 /// band (and that no earlier repetition of it confirmed) is measured again, alone, with
@@ -49,16 +49,16 @@ pub(super) fn confirm_stalls(
     }
     let name = format!("{} (TCP_NODELAY forced)", run.id.subject());
     let listeners = live.running.force_nodelay(false);
-    let mut first = WhatIf::nodelay();
+    let mut first = Forcing::nodelay();
     super::live::count_forced(Some(&mut first), &listeners);
     for id in flagged {
         let Some((s, p)) = ctx.plan.scenarios.iter().find_map(|s| {
-            let p = s.points.iter().find(|p| results::point_id(s, p) == id)?;
+            let p = s.points.iter().find(|p| **p == id)?;
             Some((s, p))
         }) else {
             continue;
         };
-        rep.point_started(&name, &s.name, &p.label);
+        rep.point_started(&name, &s.name, &p.label());
         let mut out = PointRun::new(id.clone());
         live.forcing = Some(first.clone());
         if prepare_point(ctx, live, s, p, &mut out) {

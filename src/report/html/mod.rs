@@ -134,22 +134,6 @@ fn code_spans(text: &str) -> String {
     out
 }
 
-/// Which of the three verdicts a paired cell reads, for its style: `≈ …` equivalent, `? …`
-/// inconclusive, `1.34× (1.29×–1.40×) more …` different.
-fn verdict_class(cell: &str) -> Option<&'static str> {
-    if cell.starts_with("≈ ") {
-        return Some("equivalent");
-    }
-    if cell.starts_with("? ") {
-        return Some("inconclusive");
-    }
-    let interval = cell.contains(" (") && cell.contains('–');
-    let number = cell.starts_with('÷') || cell.starts_with(|c: char| c.is_ascii_digit());
-    let words = [" more ", " less ", " higher ", " lower "];
-    (interval && number && cell.contains(")") && words.iter().any(|w| cell.contains(w)))
-        .then_some("different")
-}
-
 fn table_html(t: &Table) -> String {
     let mut out = format!("<h2>{}</h2>\n<table><tr>", code_spans(&t.title));
     for h in &t.head {
@@ -159,12 +143,13 @@ fn table_html(t: &Table) -> String {
     for row in &t.rows {
         out.push_str("<tr>");
         for c in row {
-            match verdict_class(c) {
-                Some(class) => {
-                    let _ = write!(out, "<td class=\"{class}\">{}</td>", esc(c));
+            // A verdict's cell is styled by what it proved (its reading, not its text).
+            match c.reading {
+                Some(r) => {
+                    let _ = write!(out, "<td class=\"{}\">{}</td>", r.class(), esc(&c.text));
                 }
                 None => {
-                    let _ = write!(out, "<td>{}</td>", esc(c));
+                    let _ = write!(out, "<td>{}</td>", esc(&c.text));
                 }
             }
         }
@@ -275,22 +260,37 @@ mod tests {
 
     #[test]
     fn the_three_verdicts_are_told_apart_at_a_glance() {
-        let c = verdict_class;
-        assert_eq!(
-            c("1.34× (1.29×–1.40×) more CPU per request"),
-            Some("different")
-        );
-        assert_eq!(c("÷2.1 (÷2.2–÷1.96) lower p99"), Some("different"));
-        assert_eq!(
-            c("≈ 1.00× (0.990×–1.01×) throughput equal within ±2%"),
-            Some("equivalent")
-        );
-        assert_eq!(
-            c("? 1.03× (0.980×–1.08×) throughput inconclusive (±5%)"),
-            Some("inconclusive")
-        );
-        assert_eq!(c("3 × 30 (limit)"), None);
-        assert_eq!(c("10329"), None);
-        assert_eq!(c("v2"), None);
+        use crate::analysis::verdicts::{fixtures::v, Figure};
+        use crate::report::cells::verdict_cell;
+        let t = Table {
+            id: "t".into(),
+            title: "T".into(),
+            head: vec!["x".into(); 5],
+            rows: vec![vec![
+                verdict_cell("cpu", Some(&v(Figure::CpuPerRequest, 1.34, 1.29, 1.40))),
+                verdict_cell("t", Some(&v(Figure::Throughput, 1.0, 0.99, 1.01))),
+                verdict_cell("t", Some(&v(Figure::Throughput, 1.03, 0.98, 1.08))),
+                verdict_cell("t", None),
+                super::super::table::Cell::shown("3 × 30 (limit)"),
+            ]],
+        };
+        let html = table_html(&t);
+        for (class, text) in [
+            ("different", "1.34× (1.29×–1.40×) more CPU per request"),
+            (
+                "equivalent",
+                "≈ 1.00× (0.990×–1.01×) throughput equal within ±2%",
+            ),
+            (
+                "inconclusive",
+                "? 1.03× (0.980×–1.08×) throughput inconclusive",
+            ),
+        ] {
+            assert!(
+                html.contains(&format!("<td class=\"{class}\">{text}")),
+                "{html}"
+            );
+        }
+        assert!(html.contains("<td></td><td>3 × 30 (limit)</td>"), "{html}");
     }
 }

@@ -394,9 +394,8 @@ fn blocks<'a>(
     name: &str,
 ) -> Vec<(&'a str, &'a PointRun, &'a PointRun)> {
     let find = |who: &str, block: u32| {
-        r.runs
-            .iter()
-            .filter(|x| x.id.is(who) && x.block == Some(block))
+        r.runs_of(who)
+            .filter(|x| x.block == Some(block))
             .find_map(|x| {
                 let p = x
                     .points

@@ -167,8 +167,8 @@ pub fn machine_findings(verdicts: &[PointVerdicts]) -> Vec<crate::diagnose::Find
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::verdicts::fixtures::*;
-    use crate::report::verdicts::Verdict;
+    use crate::analysis::verdicts::fixtures::*;
+    use crate::analysis::verdicts::Verdict;
 
     #[test]
     fn regressions_are_different_and_worse_by_more_than_the_limit() {
@@ -226,7 +226,7 @@ mod tests {
         let ratio = paired::ratio(std::slice::from_ref(&rounds), 1).unwrap();
         assert!((ratio.ratio - 1.0).abs() < 0.01, "{ratio:?}");
         // The table's medians: 1000 and 800 req/s.
-        let t = crate::report::trim::trim(
+        let t = crate::analysis::trim::trim(
             0.8,
             std::slice::from_ref(&rounds),
             (&ratio, ratio.call(BANDS)),
@@ -238,7 +238,7 @@ mod tests {
         assert_eq!(t.whose, Some(("v2".to_string(), 2)));
         // The table agreeing with the estimate: nothing to say.
         assert_eq!(
-            crate::report::trim::trim(
+            crate::analysis::trim::trim(
                 1.0,
                 std::slice::from_ref(&rounds),
                 (&ratio, ratio.call(BANDS)),
@@ -255,7 +255,7 @@ mod tests {
             ..ratio
         };
         assert_eq!(
-            crate::report::trim::trim(176.0, &[rounds], (&gap, Call::Higher), 0.01, ("v1", "v2")),
+            crate::analysis::trim::trim(176.0, &[rounds], (&gap, Call::Higher), 0.01, ("v1", "v2")),
             None
         );
         // As a finding, once per contender and figure, with its places.
