@@ -133,9 +133,68 @@ pub fn analyze(
             m.insert((a.set.as_str(), a.case), a);
         }
     }
-    // Noise: the field paths on which the baseline's own instances disagree, pooled over
-    // all calls (a field that varies by timing in one call, like etcd's dbSize, may happen
-    // to agree in another), and the cases whose very outcome varied.
+    let Noise {
+        all: noise,
+        by_set: mut noise_by_set,
+        cases: noisy_cases,
+    } = noise(sets, who, &by);
+    let mut differences = 0;
+    let mut out = Vec::new();
+    for set in sets {
+        let get = |c: &str, i: usize| {
+            by.get(c)
+                .and_then(|m| m.get(&(set.name.as_str(), i)))
+                .copied()
+        };
+        let mut contenders = Vec::new();
+        for other in &who.others {
+            let (report, different) =
+                compare_with(set, who.baseline, other, &get, &noisy_cases, &noise);
+            differences += different;
+            contenders.push(report);
+        }
+        let reference_reports = match &set.reference {
+            Some(info) => std::iter::once(who.baseline)
+                .chain(who.others.iter().copied())
+                .map(|c| check_reference(set, info, c, &|i| get(c, i), reference))
+                .collect(),
+            None => Vec::new(),
+        };
+        out.push(SetReport {
+            reference: reference_reports,
+            name: set.name.clone(),
+            call: set.call.clone(),
+            mode: set.mode,
+            cases: set.cases.len(),
+            noise_fields: noise_by_set
+                .remove(set.name.as_str())
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            noisy_cases: noisy_cases.iter().filter(|(s, _)| *s == set.name).count(),
+            contenders,
+        });
+    }
+    let changing_noise = changing(&noise, sets, who, &by);
+    CompatReport {
+        baseline: who.baseline.to_string(),
+        noise_instances: who.noise.iter().map(|s| s.to_string()).collect(),
+        sets: out,
+        differences,
+        changing_noise,
+    }
+}
+
+/// Noise: the field paths on which the baseline's own instances disagree, pooled over all
+/// calls (a field that varies by timing in one call, like etcd's dbSize, may happen to agree
+/// in another), and the cases whose very outcome varied.
+struct Noise<'a> {
+    all: BTreeSet<String>,
+    by_set: BTreeMap<&'a str, BTreeSet<String>>,
+    cases: BTreeSet<(&'a str, usize)>,
+}
+
+fn noise<'a>(sets: &'a [CompatSetInfo], who: &Who, by: &Answers) -> Noise<'a> {
     let mut noise: BTreeSet<String> = BTreeSet::new();
     let mut noise_by_set: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut noisy_cases: BTreeSet<(&str, usize)> = BTreeSet::new();
@@ -173,93 +232,90 @@ pub fn analyze(
             }
         }
     }
-    let mut differences = 0;
-    let mut out = Vec::new();
-    for set in sets {
-        let rules = rules_of(set);
-        let get = |c: &str, i: usize| {
-            by.get(c)
-                .and_then(|m| m.get(&(set.name.as_str(), i)))
-                .copied()
-        };
-        let mut contenders = Vec::new();
-        for other in &who.others {
-            let mut groups: BTreeMap<(String, String), (usize, Example)> = BTreeMap::new();
-            let (mut identical, mut same_failure, mut compared) = (0, 0, 0);
-            for (i, case) in set.cases.iter().enumerate() {
-                if noisy_cases.contains(&(set.name.as_str(), i)) {
-                    continue;
-                }
-                let (Some(b), Some(o)) = (get(who.baseline, i), get(other, i)) else {
-                    continue;
-                };
-                compared += 1;
-                let Some((kind, class, lines)) = classify(b, o, rules, &noise) else {
-                    identical += 1;
-                    continue;
-                };
-                if kind == "both_failed" {
-                    same_failure += 1;
-                } else if set.mode == CompatMode::MustMatch {
-                    differences += 1;
-                }
-                let example = Example {
-                    case: i,
-                    origin: case.origin.clone(),
-                    request: case.request.clone(),
-                    baseline: summary(b),
-                    other: summary(o),
-                    diff: lines,
-                };
-                let e = groups.entry((kind, class)).or_insert((0, example.clone()));
-                e.0 += 1;
-                if example.request.len() < e.1.request.len() {
-                    e.1 = example;
-                }
-            }
-            let mut classes: Vec<ClassReport> = groups
-                .into_iter()
-                .map(|((kind, class), (cases, example))| ClassReport {
-                    kind,
-                    class,
-                    cases,
-                    example,
-                })
-                .collect();
-            classes.sort_by(|a, b| b.cases.cmp(&a.cases).then(a.class.cmp(&b.class)));
-            contenders.push(ContenderReport {
-                contender: other.to_string(),
-                identical,
-                same_failure,
-                compared,
-                classes,
-            });
-        }
-        let reference_reports = match &set.reference {
-            Some(info) => std::iter::once(who.baseline)
-                .chain(who.others.iter().copied())
-                .map(|c| check_reference(set, info, c, &|i| get(c, i), reference))
-                .collect(),
-            None => Vec::new(),
-        };
-        out.push(SetReport {
-            reference: reference_reports,
-            name: set.name.clone(),
-            call: set.call.clone(),
-            mode: set.mode,
-            cases: set.cases.len(),
-            noise_fields: noise_by_set
-                .remove(set.name.as_str())
-                .unwrap_or_default()
-                .into_iter()
-                .collect(),
-            noisy_cases: noisy_cases.iter().filter(|(s, _)| *s == set.name).count(),
-            contenders,
-        });
+    Noise {
+        all: noise,
+        by_set: noise_by_set,
+        cases: noisy_cases,
     }
-    // A noise field that changes from case to case in the baseline's own answers is one the
-    // cases change (a revision): two instances that started alike agree on it.
-    let changing_noise = noise
+}
+
+/// One contender's answers against the baseline's in a set: grouped by kind and class of
+/// difference, with the shortest request as each group's example; and how many of its
+/// differences count against a `must_match` set.
+fn compare_with<'a>(
+    set: &CompatSetInfo,
+    baseline: &str,
+    other: &str,
+    get: &dyn Fn(&str, usize) -> Option<&'a CompatAnswer>,
+    noisy_cases: &BTreeSet<(&str, usize)>,
+    noise: &BTreeSet<String>,
+) -> (ContenderReport, usize) {
+    let rules = rules_of(set);
+    let mut differences = 0;
+    let mut groups: BTreeMap<(String, String), (usize, Example)> = BTreeMap::new();
+    let (mut identical, mut same_failure, mut compared) = (0, 0, 0);
+    for (i, case) in set.cases.iter().enumerate() {
+        if noisy_cases.contains(&(set.name.as_str(), i)) {
+            continue;
+        }
+        let (Some(b), Some(o)) = (get(baseline, i), get(other, i)) else {
+            continue;
+        };
+        compared += 1;
+        let Some((kind, class, lines)) = classify(b, o, rules, noise) else {
+            identical += 1;
+            continue;
+        };
+        if kind == "both_failed" {
+            same_failure += 1;
+        } else if set.mode == CompatMode::MustMatch {
+            differences += 1;
+        }
+        let example = Example {
+            case: i,
+            origin: case.origin.clone(),
+            request: case.request.clone(),
+            baseline: summary(b),
+            other: summary(o),
+            diff: lines,
+        };
+        let e = groups.entry((kind, class)).or_insert((0, example.clone()));
+        e.0 += 1;
+        if example.request.len() < e.1.request.len() {
+            e.1 = example;
+        }
+    }
+    let mut classes: Vec<ClassReport> = groups
+        .into_iter()
+        .map(|((kind, class), (cases, example))| ClassReport {
+            kind,
+            class,
+            cases,
+            example,
+        })
+        .collect();
+    classes.sort_by(|a, b| b.cases.cmp(&a.cases).then(a.class.cmp(&b.class)));
+    (
+        ContenderReport {
+            contender: other.to_string(),
+            identical,
+            same_failure,
+            compared,
+            classes,
+        },
+        differences,
+    )
+}
+
+/// A noise field that changes from case to case in the baseline's own answers is one the
+/// cases change (a revision): two instances that started alike agree on it.
+fn changing(
+    noise: &BTreeSet<String>,
+    sets: &[CompatSetInfo],
+    who: &Who,
+    by: &Answers,
+) -> Vec<String> {
+    noise
         .iter()
         .filter(|pattern| {
             let mut seen: Vec<Value> = Vec::new();
@@ -281,14 +337,7 @@ pub fn analyze(
             seen.len() > 1
         })
         .cloned()
-        .collect();
-    CompatReport {
-        baseline: who.baseline.to_string(),
-        noise_instances: who.noise.iter().map(|s| s.to_string()).collect(),
-        sets: out,
-        differences,
-        changing_noise,
-    }
+        .collect()
 }
 
 /// The values at a field pattern (`header.revision`, `kvs[].mod_revision`: `[]` is every

@@ -141,19 +141,17 @@ fn header(what: &str, c: &CiCommon) -> String {
     )
 }
 
-/// A GitHub Actions workflow: a matrix job per shard, then the merge.
-pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
+/// A workflow step that runs a command.
+fn step(name: &str, run: String) -> Y {
+    Y::map([("name", Y::str(name)), ("run", Y::str(run))])
+}
+
+/// A shard job's steps: check out, install, the plan's setup, the build cache, the shard's
+/// run (at a pull request's base and head), and keeping its results.
+fn shard_steps(a: &CiGithubArgs, plan: &Plan, checkout: Y, install: Y) -> anyhow::Result<Vec<Y>> {
     let c = &a.common;
-    let plan = plan(c)?;
     let n = c.shards;
-    let step = |name: &str, run: String| Y::map([("name", Y::str(name)), ("run", Y::str(run))]);
-    // The whole history: contenders built from source resolve their refs in it.
-    let checkout = Y::map([
-        ("uses", Y::str("actions/checkout@v4")),
-        ("with", Y::map([("fetch-depth", Y::Int(0))])),
-    ]);
-    let install = step("Install bakeoff", a.install.clone());
-    let mut shard_steps = vec![checkout.clone(), install.clone()];
+    let mut shard_steps = vec![checkout, install];
     for s in plan.ci.setup.iter().chain(&a.setup) {
         shard_steps.push(step("Set up the contenders", s.clone()));
     }
@@ -216,7 +214,12 @@ pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
             ]),
         ),
     ]));
-    let merge_steps = vec![
+    Ok(shard_steps)
+}
+
+/// The merge job's steps: every shard's results, merged into one report.
+fn merge_steps(c: &CiCommon, checkout: Y, install: Y) -> Vec<Y> {
+    vec![
         checkout,
         install,
         Y::map([
@@ -247,7 +250,22 @@ pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
                 ]),
             ),
         ]),
-    ];
+    ]
+}
+
+/// A GitHub Actions workflow: a matrix job per shard, then the merge.
+pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
+    let c = &a.common;
+    let plan = plan(c)?;
+    let n = c.shards;
+    // The whole history: contenders built from source resolve their refs in it.
+    let checkout = Y::map([
+        ("uses", Y::str("actions/checkout@v4")),
+        ("with", Y::map([("fetch-depth", Y::Int(0))])),
+    ]);
+    let install = step("Install bakeoff", a.install.clone());
+    let shard_steps = shard_steps(a, &plan, checkout.clone(), install.clone())?;
+    let merge_steps = merge_steps(c, checkout, install);
     let mut on = vec![("workflow_dispatch", Y::map::<&str>([]))];
     if a.pull_request.is_some() {
         on.push(("pull_request", Y::map::<&str>([])));
@@ -334,6 +352,116 @@ fn dns_name(name: &str) -> String {
     s
 }
 
+/// What every object of a plan's Kubernetes Jobs shares: its name, labels, the results
+/// claim and the image's container.
+struct Pods<'a> {
+    a: &'a CiK8sArgs,
+    name: String,
+    claim: String,
+}
+
+impl Pods<'_> {
+    fn labels(&self) -> Y {
+        Y::map([
+            ("app.kubernetes.io/name", Y::str("bakeoff")),
+            ("bakeoff/plan", Y::str(self.name.clone())),
+        ])
+    }
+
+    fn meta(&self, n: &str) -> Y {
+        Y::map([
+            ("name", Y::str(n)),
+            ("namespace", Y::str(self.a.namespace.clone())),
+            ("labels", self.labels()),
+        ])
+    }
+
+    /// The claim every pod mounts at /results.
+    fn claim(&self) -> Y {
+        let a = self.a;
+        let mut claim_spec = vec![
+            ("accessModes", Y::List(vec![Y::str("ReadWriteMany")])),
+            (
+                "resources",
+                Y::map([("requests", Y::map([("storage", Y::str(a.storage.clone()))]))]),
+            ),
+        ];
+        if let Some(sc) = &a.storage_class {
+            claim_spec.push(("storageClassName", Y::str(sc.clone())));
+        }
+        Y::map([
+            ("apiVersion", Y::str("v1")),
+            ("kind", Y::str("PersistentVolumeClaim")),
+            ("metadata", self.meta(&self.claim)),
+            ("spec", Y::map(claim_spec)),
+        ])
+    }
+
+    /// A Job of one container of the image in the repository's folder, with the results
+    /// volume mounted, never restarted in place.
+    fn job(
+        &self,
+        job_name: &str,
+        spec: Vec<(&str, Y)>,
+        pod: Vec<(&str, Y)>,
+        container: &str,
+        rest: Vec<(&str, Y)>,
+    ) -> Y {
+        let a = self.a;
+        let mut c = vec![
+            ("name", Y::str(container)),
+            ("image", Y::str(a.image.clone())),
+            ("workingDir", Y::str(a.workdir.clone())),
+        ];
+        c.extend(rest);
+        c.push((
+            "volumeMounts",
+            Y::List(vec![Y::map([
+                ("name", Y::str("results")),
+                ("mountPath", Y::str("/results")),
+            ])]),
+        ));
+        let mut pod_spec = vec![("restartPolicy", Y::str("Never"))];
+        pod_spec.extend(pod);
+        pod_spec.push(("containers", Y::List(vec![Y::map(c)])));
+        pod_spec.push((
+            "volumes",
+            Y::List(vec![Y::map([
+                ("name", Y::str("results")),
+                (
+                    "persistentVolumeClaim",
+                    Y::map([("claimName", Y::str(self.claim.clone()))]),
+                ),
+            ])]),
+        ));
+        let mut job_spec = spec;
+        // A shard that failed is reported by the merge; running it again on another node
+        // would mix machines within its block.
+        job_spec.push(("backoffLimit", Y::Int(0)));
+        job_spec.push((
+            "template",
+            Y::map([
+                ("metadata", Y::map([("labels", self.labels())])),
+                ("spec", Y::map(pod_spec)),
+            ]),
+        ));
+        Y::map([
+            ("apiVersion", Y::str("batch/v1")),
+            ("kind", Y::str("Job")),
+            ("metadata", self.meta(job_name)),
+            ("spec", Y::map(job_spec)),
+        ])
+    }
+}
+
+fn one(k: &str, v: Y) -> Y {
+    Y::map([(k.to_string(), v)])
+}
+
+fn sh_c(cmd: String) -> Y {
+    Y::List(vec![Y::str("sh"), Y::str("-c"), Y::str(cmd)])
+}
+
 /// A Kubernetes Indexed Job running one shard per pod, and the Job that merges them:
 /// (job.yaml, merge.yaml).
 pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
@@ -341,7 +469,6 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
     let plan = plan(c)?;
     let n = c.shards;
     let name = dns_name(&plan.name);
-    let claim = format!("{name}-results");
     let cpus = match a.cpus {
         Some(0) => bail!("--cpus 0: a pod needs at least one whole CPU"),
         Some(x) => x,
@@ -352,7 +479,11 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
             all.len().max(1) as u32
         }),
     };
-    let parallelism = a.parallelism.unwrap_or(n).clamp(1, n);
+    let pods = Pods {
+        a,
+        claim: format!("{name}-results"),
+        name: name.clone(),
+    };
     let resources = || {
         let r = || {
             Y::map([
@@ -362,94 +493,12 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
         };
         Y::map([("requests", r()), ("limits", r())])
     };
-    let volume = || {
-        Y::List(vec![Y::map([
-            ("name", Y::str("results")),
-            (
-                "persistentVolumeClaim",
-                Y::map([("claimName", Y::str(claim.clone()))]),
-            ),
-        ])])
-    };
-    let mounts = || {
-        Y::List(vec![Y::map([
-            ("name", Y::str("results")),
-            ("mountPath", Y::str("/results")),
-        ])])
-    };
-    let labels = || {
-        Y::map([
-            ("app.kubernetes.io/name", Y::str("bakeoff")),
-            ("bakeoff/plan", Y::str(name.clone())),
-        ])
-    };
-    let meta = |n: &str| {
-        Y::map([
-            ("name", Y::str(n)),
-            ("namespace", Y::str(a.namespace.clone())),
-            ("labels", labels()),
-        ])
-    };
-    let mut claim_spec = vec![
-        ("accessModes", Y::List(vec![Y::str("ReadWriteMany")])),
-        (
-            "resources",
-            Y::map([("requests", Y::map([("storage", Y::str(a.storage.clone()))]))]),
-        ),
-    ];
-    if let Some(sc) = &a.storage_class {
-        claim_spec.push(("storageClassName", Y::str(sc.clone())));
-    }
-    let pvc = Y::map([
-        ("apiVersion", Y::str("v1")),
-        ("kind", Y::str("PersistentVolumeClaim")),
-        ("metadata", meta(&claim)),
-        ("spec", Y::map(claim_spec)),
-    ]);
     // The plan's `[ci] setup` first, as the workflow's steps run it.
     let setup: String = plan.ci.setup.iter().map(|s| format!("{s} && ")).collect();
     let run = format!(
         "{setup}exec bakeoff run {} --shards {n} --out \"/results/shard-$((JOB_COMPLETION_INDEX + 1))\"",
         sh(&plan_arg(&c.plan))
     );
-    // Both Jobs: one container of the image in the repository's folder, running `sh -c`
-    // with the results volume mounted, never restarted in place.
-    let job = |job_name: &str,
-               spec: Vec<(&str, Y)>,
-               pod: Vec<(&str, Y)>,
-               container: &str,
-               rest: Vec<(&str, Y)>| {
-        let mut c = vec![
-            ("name", Y::str(container)),
-            ("image", Y::str(a.image.clone())),
-            ("workingDir", Y::str(a.workdir.clone())),
-        ];
-        c.extend(rest);
-        c.push(("volumeMounts", mounts()));
-        let mut pod_spec = vec![("restartPolicy", Y::str("Never"))];
-        pod_spec.extend(pod);
-        pod_spec.push(("containers", Y::List(vec![Y::map(c)])));
-        pod_spec.push(("volumes", volume()));
-        let mut job_spec = spec;
-        // A shard that failed is reported by the merge; running it again on another node
-        // would mix machines within its block.
-        job_spec.push(("backoffLimit", Y::Int(0)));
-        job_spec.push((
-            "template",
-            Y::map([
-                ("metadata", Y::map([("labels", labels())])),
-                ("spec", Y::map(pod_spec)),
-            ]),
-        ));
-        Y::map([
-            ("apiVersion", Y::str("batch/v1")),
-            ("kind", Y::str("Job")),
-            ("metadata", meta(job_name)),
-            ("spec", Y::map(job_spec)),
-        ])
-    };
-    let sh_c = |cmd: String| Y::List(vec![Y::str("sh"), Y::str("-c"), Y::str(cmd)]);
-    let one = |k: &str, v: Y| Y::map([(k.to_string(), v)]);
     let anti_affinity = one(
         "podAntiAffinity",
         one(
@@ -477,19 +526,21 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
             .iter()
             .map(|(k, v)| Y::map([("name", Y::str(k.clone())), ("value", Y::str(v.clone()))])),
     );
-    let node_name = Y::List(env);
-    let shards = job(
+    let shards = pods.job(
         &name,
         vec![
             ("completionMode", Y::str("Indexed")),
             ("completions", Y::Int(n.into())),
-            ("parallelism", Y::Int(parallelism.into())),
+            (
+                "parallelism",
+                Y::Int(a.parallelism.unwrap_or(n).clamp(1, n).into()),
+            ),
         ],
         vec![("affinity", anti_affinity)],
         "shard",
         vec![
             ("command", sh_c(run)),
-            ("env", node_name),
+            ("env", Y::List(env)),
             ("resources", resources()),
         ],
     );
@@ -497,7 +548,7 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
         "bakeoff merge /results/shard-* --out /results/merged{}",
         merge_flags(c)
     );
-    let merge = job(
+    let merge = pods.job(
         &format!("{name}-merge"),
         Vec::new(),
         Vec::new(),
@@ -507,7 +558,7 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
     let head = header("k8s", c);
     let job_text = format!(
         "{head}# The results claim and the Indexed Job: one pod per shard, each on its own node.\n{}---\n{}",
-        pvc.to_yaml(),
+        pods.claim().to_yaml(),
         shards.to_yaml()
     );
     let merge_text = format!(

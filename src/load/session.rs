@@ -135,9 +135,7 @@ impl<P: Protocol> Runs for Session<P> {
             Stop::Duration(d) => Some(measure_start + d),
             Stop::Count(_) => None,
         };
-        let (mut opened, mut closed) = (false, false);
-        // The load threads' own CPU and run-queue wait over exactly the measured window, as
-        // the server's is read: at the two edges, from the scheduler's counters.
+        let mut w = Window::default();
         let tids = self.tids.clone();
         let threads_now = move || -> Option<(Duration, Duration)> {
             tids.iter()
@@ -146,7 +144,6 @@ impl<P: Protocol> Runs for Session<P> {
                     Some((c + a, w + b))
                 })
         };
-        let mut window: [Option<(Duration, Duration)>; 2] = [None, None];
         let report = |edge: Option<Edge>, progress: &mut dyn FnMut(Progress) -> Flow| {
             let now = Instant::now();
             progress(Progress {
@@ -159,42 +156,26 @@ impl<P: Protocol> Runs for Session<P> {
         };
         let mut outs = Vec::with_capacity(cfg.threads);
         while outs.len() < cfg.threads {
-            // Wake at the window's edges as well as five times a second.
             let now = Instant::now();
-            let mut wake = now + Duration::from_millis(200);
-            if !opened {
-                wake = wake.min(measure_start);
-            } else if let Some(end) = measure_end.filter(|_| !closed) {
-                wake = wake.min(end);
-            }
+            let wake = w.wake(now, measure_start, measure_end);
             match self.outs.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(out) => outs.push(out),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            let now = Instant::now();
-            let edge = if !opened && now >= measure_start {
-                opened = true;
-                window[0] = threads_now();
-                Some(Edge::Opens)
-            } else if opened && !closed && measure_end.is_some_and(|e| now >= e) {
-                closed = true;
-                window[1] = threads_now();
-                Some(Edge::Closes)
-            } else {
-                None
-            };
+            let edge = w.cross(Instant::now(), measure_start, measure_end, &threads_now);
             if report(edge, progress) == Flow::Stop {
                 dispenser.cancel();
             }
         }
-        if !opened {
-            window[0] = threads_now();
+        if !w.opened {
+            w.at[0] = threads_now();
+            w.opened = true;
             report(Some(Edge::Opens), progress);
         }
         // An open loop's window is its duration, even when its last request fell due (and
         // its workers finished) earlier: `-q 1 -z 3s` is 3 requests in 3 s, not in 2.
-        if let (Pacing::Open { .. }, Some(end), false) = (cfg.pacing, measure_end, closed) {
+        if let (Pacing::Open { .. }, Some(end), false) = (cfg.pacing, measure_end, w.closed) {
             while !dispenser.is_cancelled() && Instant::now() < end {
                 let left = end.saturating_duration_since(Instant::now());
                 std::thread::sleep(left.min(Duration::from_millis(200)));
@@ -203,36 +184,14 @@ impl<P: Protocol> Runs for Session<P> {
                 }
             }
         }
-        if !closed {
-            window[1] = threads_now();
+        if !w.closed {
+            w.at[1] = threads_now();
             report(Some(Edge::Closes), progress);
         }
         if outs.len() < cfg.threads {
             return Err(LoadError::Worker("a worker thread ended".into()));
         }
-        let mut merged: Option<Recorder> = None;
-        let mut usage = Usage {
-            wait: Some(Duration::ZERO),
-            stolen: Some(Duration::ZERO),
-            ..Usage::default()
-        };
-        for out in outs {
-            let out = out.map_err(LoadError::Worker)?;
-            usage.cpu.user += out.cpu.user;
-            usage.cpu.system += out.cpu.system;
-            usage.wait = usage.wait.zip(out.wait).map(|(a, b)| a + b);
-            usage.stolen = usage.stolen.zip(out.stolen).map(|(a, b)| a + b);
-            usage.wall += out.wall;
-            match &mut merged {
-                None => merged = Some(out.recorder),
-                Some(m) => m.merge(out.recorder),
-            }
-        }
-        let rec = merged.ok_or_else(|| LoadError::Worker("no worker finished".into()))?;
-        let window = match window {
-            [Some(a), Some(b)] => Some((b.0.saturating_sub(a.0), b.1.saturating_sub(a.1))),
-            _ => None,
-        };
+        let (rec, usage) = join(outs)?;
         let mut result = summarize(
             &*self.proto,
             &cfg,
@@ -246,7 +205,7 @@ impl<P: Protocol> Runs for Session<P> {
         } else {
             dispenser.dropped()
         };
-        if let Some((cpu, wait)) = window {
+        if let Some((cpu, wait)) = w.used() {
             let g = &mut result.generator;
             g.window_cpu_s = Some(cpu.as_secs_f64());
             g.window_cpu_wait_s = Some(wait.as_secs_f64());
@@ -255,6 +214,85 @@ impl<P: Protocol> Runs for Session<P> {
         }
         Ok(result)
     }
+}
+
+/// The measured window: whether it opened and closed yet, and the load threads' own CPU
+/// and run-queue wait at its two edges (read from the scheduler's counters, as the
+/// server's are), so the generator's cost is over exactly the window.
+#[derive(Default)]
+struct Window {
+    opened: bool,
+    closed: bool,
+    at: [Option<(Duration, Duration)>; 2],
+}
+
+type Counters<'a> = &'a dyn Fn() -> Option<(Duration, Duration)>;
+
+impl Window {
+    /// When to look again: at the window's next edge, and at least five times a second.
+    fn wake(&self, now: Instant, start: Instant, end: Option<Instant>) -> Instant {
+        let wake = now + Duration::from_millis(200);
+        if !self.opened {
+            wake.min(start)
+        } else if let Some(end) = end.filter(|_| !self.closed) {
+            wake.min(end)
+        } else {
+            wake
+        }
+    }
+
+    /// The edge `now` has crossed, if any, with the counters read there.
+    fn cross(
+        &mut self,
+        now: Instant,
+        start: Instant,
+        end: Option<Instant>,
+        read: Counters,
+    ) -> Option<Edge> {
+        if !self.opened && now >= start {
+            self.opened = true;
+            self.at[0] = read();
+            Some(Edge::Opens)
+        } else if self.opened && !self.closed && end.is_some_and(|e| now >= e) {
+            self.closed = true;
+            self.at[1] = read();
+            Some(Edge::Closes)
+        } else {
+            None
+        }
+    }
+
+    /// CPU and run-queue wait between the edges.
+    fn used(&self) -> Option<(Duration, Duration)> {
+        match self.at {
+            [Some(a), Some(b)] => Some((b.0.saturating_sub(a.0), b.1.saturating_sub(a.1))),
+            _ => None,
+        }
+    }
+}
+
+/// The workers' recorders merged into one, and their usage summed.
+fn join(outs: Vec<Result<WorkerOut, String>>) -> Result<(Recorder, Usage), LoadError> {
+    let mut merged: Option<Recorder> = None;
+    let mut usage = Usage {
+        wait: Some(Duration::ZERO),
+        stolen: Some(Duration::ZERO),
+        ..Usage::default()
+    };
+    for out in outs {
+        let out = out.map_err(LoadError::Worker)?;
+        usage.cpu.user += out.cpu.user;
+        usage.cpu.system += out.cpu.system;
+        usage.wait = usage.wait.zip(out.wait).map(|(a, b)| a + b);
+        usage.stolen = usage.stolen.zip(out.stolen).map(|(a, b)| a + b);
+        usage.wall += out.wall;
+        match &mut merged {
+            None => merged = Some(out.recorder),
+            Some(m) => m.merge(out.recorder),
+        }
+    }
+    let rec = merged.ok_or_else(|| LoadError::Worker("no worker finished".into()))?;
+    Ok((rec, usage))
 }
 
 impl<P: Protocol> Drop for Session<P> {

@@ -126,146 +126,162 @@ pub fn markdown(reports: &[CompatReport]) -> String {
             .first()
             .map(|s| s.contenders.iter().map(|c| c.contender.as_str()).collect())
             .unwrap_or_default();
-        let _ = writeln!(out, "| call | cases | {} |", others.join(" | "));
-        let _ = writeln!(out, "|---|---|{}", "---|".repeat(others.len()));
-        for s in &rep.sets {
-            let cells: Vec<String> = s
-                .contenders
-                .iter()
-                .map(|c| {
-                    let mut t = format!("{}/{} identical", c.identical, c.compared);
-                    if c.same_failure > 0 {
-                        t.push_str(&format!(" ({} fail alike)", c.same_failure));
-                    }
-                    t
-                })
-                .collect();
-            let mode = if s.mode == CompatMode::RecordOnly {
-                " (record only)"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                out,
-                "| {}{mode} | {} | {} |",
-                shown_name(&s.name, service.as_deref()),
-                s.cases,
-                cells.join(" | ")
-            );
+        matrix(rep, &others, service.as_deref(), &mut out);
+        noise_notes(rep, &mut out);
+        reference_section(rep, &mut out);
+        for c in &others {
+            differences(rep, c, &mut out);
         }
-        out.push('\n');
-        let noisy: Vec<String> = rep
-            .sets
+    }
+    out
+}
+
+/// The matrix: per call, how many cases each contender answered as the baseline did.
+fn matrix(rep: &CompatReport, others: &[&str], service: Option<&str>, out: &mut String) {
+    let _ = writeln!(out, "| call | cases | {} |", others.join(" | "));
+    let _ = writeln!(out, "|---|---|{}", "---|".repeat(others.len()));
+    for s in &rep.sets {
+        let cells: Vec<String> = s
+            .contenders
             .iter()
-            .filter(|s| !s.noise_fields.is_empty() || s.noisy_cases > 0)
-            .map(|s| {
-                let mut t = format!("`{}`: {}", s.name, s.noise_fields.join(", "));
-                if s.noisy_cases > 0 {
-                    let _ = write!(
-                        t,
-                        " ({} cases whose outcome itself varied were left out)",
-                        s.noisy_cases
-                    );
+            .map(|c| {
+                let mut t = format!("{}/{} identical", c.identical, c.compared);
+                if c.same_failure > 0 {
+                    t.push_str(&format!(" ({} fail alike)", c.same_failure));
                 }
                 t
             })
             .collect();
-        if !noisy.is_empty() {
-            let _ = writeln!(
-                out,
-                "Noise, not counted (the baseline's own instances disagreed on these fields):\n"
-            );
-            for n in noisy {
-                let _ = writeln!(out, "- {n}");
+        let mode = if s.mode == CompatMode::RecordOnly {
+            " (record only)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "| {}{mode} | {} | {} |",
+            shown_name(&s.name, service),
+            s.cases,
+            cells.join(" | ")
+        );
+    }
+    out.push('\n');
+}
+
+/// The noise that was not counted, and noise fields the cases themselves change.
+fn noise_notes(rep: &CompatReport, out: &mut String) {
+    let noisy: Vec<String> = rep
+        .sets
+        .iter()
+        .filter(|s| !s.noise_fields.is_empty() || s.noisy_cases > 0)
+        .map(|s| {
+            let mut t = format!("`{}`: {}", s.name, s.noise_fields.join(", "));
+            if s.noisy_cases > 0 {
+                let _ = write!(
+                    t,
+                    " ({} cases whose outcome itself varied were left out)",
+                    s.noisy_cases
+                );
             }
-            out.push('\n');
+            t
+        })
+        .collect();
+    if !noisy.is_empty() {
+        let _ = writeln!(
+            out,
+            "Noise, not counted (the baseline's own instances disagreed on these fields):\n"
+        );
+        for n in noisy {
+            let _ = writeln!(out, "- {n}");
         }
-        if !rep.changing_noise.is_empty() {
-            let fields: Vec<String> = rep
-                .changing_noise
-                .iter()
-                .map(|f| format!("`{f}`"))
-                .collect();
-            let _ = writeln!(
+        out.push('\n');
+    }
+    if !rep.changing_noise.is_empty() {
+        let fields: Vec<String> = rep
+            .changing_noise
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect();
+        let _ = writeln!(
                 out,
                 "**Warning:** noise took {} — fields the cases themselves change (the baseline's own answers differ from case to case). Two instances that started alike agree on them, so these did not: differences there are hidden. Compare servers started fresh and alike (`bakeoff run` does), or list them in `ignore` on purpose.\n",
                 fields.join(", ")
             );
-        }
-        reference_section(rep, &mut out);
-        for c in &others {
-            let mut any = false;
-            let mut alike = Vec::new();
-            for s in &rep.sets {
-                let Some(cr) = s.contenders.iter().find(|x| x.contender == *c) else {
-                    continue;
-                };
-                for class in &cr.classes {
-                    if class.kind == "both_failed" {
-                        // What the failure said, so "both failed" is not a riddle.
-                        let said = class.example.baseline["detail"]
-                            .as_str()
-                            .map(|d| format!(": {}", one_line(d, 160)))
-                            .unwrap_or_default();
-                        alike.push(format!(
-                            "- `{}`: {} ({} case{}, e.g. `{}`{said})",
-                            s.name,
-                            class.class,
-                            class.cases,
-                            if class.cases == 1 { "" } else { "s" },
-                            one_line(&class.example.request, 80)
-                        ));
-                        continue;
-                    }
-                    if !any {
-                        let _ = writeln!(out, "### {c}: how it differs from {}\n", rep.baseline);
-                        any = true;
-                    }
-                    let e = &class.example;
-                    let _ = writeln!(
-                        out,
-                        "- **{}** — {} of {} cases of `{}`{}. Shortest example ({}):",
-                        class.class,
-                        class.cases,
-                        cr.compared,
-                        s.name,
-                        if s.mode == CompatMode::RecordOnly {
-                            " (record only, not counted)"
-                        } else {
-                            ""
-                        },
-                        e.origin
-                    );
-                    let _ = writeln!(out, "  - request: `{}`", one_line(&e.request, 200));
-                    let _ = writeln!(
-                        out,
-                        "  - {}: `{}`",
-                        rep.baseline,
-                        one_line(&e.baseline.to_string(), 240)
-                    );
-                    let _ = writeln!(out, "  - {c}: `{}`", one_line(&e.other.to_string(), 240));
-                    for d in e.diff.iter().take(5) {
-                        let _ = writeln!(out, "  - diff: {}", one_line(d, 200));
-                    }
-                }
+    }
+}
+
+/// How contender `c` differs from the baseline, class by class with the shortest example,
+/// and where the two fail alike.
+fn differences(rep: &CompatReport, c: &str, out: &mut String) {
+    let mut any = false;
+    let mut alike = Vec::new();
+    for s in &rep.sets {
+        let Some(cr) = s.contenders.iter().find(|x| x.contender == *c) else {
+            continue;
+        };
+        for class in &cr.classes {
+            if class.kind == "both_failed" {
+                // What the failure said, so "both failed" is not a riddle.
+                let said = class.example.baseline["detail"]
+                    .as_str()
+                    .map(|d| format!(": {}", one_line(d, 160)))
+                    .unwrap_or_default();
+                alike.push(format!(
+                    "- `{}`: {} ({} case{}, e.g. `{}`{said})",
+                    s.name,
+                    class.class,
+                    class.cases,
+                    if class.cases == 1 { "" } else { "s" },
+                    one_line(&class.example.request, 80)
+                ));
+                continue;
             }
-            if any {
-                out.push('\n');
+            if !any {
+                let _ = writeln!(out, "### {c}: how it differs from {}\n", rep.baseline);
+                any = true;
             }
-            if !alike.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "{c} and {} fail alike on these (same status, a match):\n",
-                    rep.baseline
-                );
-                for a in alike {
-                    let _ = writeln!(out, "{a}");
-                }
-                out.push('\n');
+            let e = &class.example;
+            let _ = writeln!(
+                out,
+                "- **{}** — {} of {} cases of `{}`{}. Shortest example ({}):",
+                class.class,
+                class.cases,
+                cr.compared,
+                s.name,
+                if s.mode == CompatMode::RecordOnly {
+                    " (record only, not counted)"
+                } else {
+                    ""
+                },
+                e.origin
+            );
+            let _ = writeln!(out, "  - request: `{}`", one_line(&e.request, 200));
+            let _ = writeln!(
+                out,
+                "  - {}: `{}`",
+                rep.baseline,
+                one_line(&e.baseline.to_string(), 240)
+            );
+            let _ = writeln!(out, "  - {c}: `{}`", one_line(&e.other.to_string(), 240));
+            for d in e.diff.iter().take(5) {
+                let _ = writeln!(out, "  - diff: {}", one_line(d, 200));
             }
         }
     }
-    out
+    if any {
+        out.push('\n');
+    }
+    if !alike.is_empty() {
+        let _ = writeln!(
+            out,
+            "{c} and {} fail alike on these (same status, a match):\n",
+            rep.baseline
+        );
+        for a in alike {
+            let _ = writeln!(out, "{a}");
+        }
+        out.push('\n');
+    }
 }
 
 /// Sets checked against an outside reference: a matrix, then each mismatching field.
