@@ -185,31 +185,11 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         state: l.state.clone(),
         ..ph(&c.members[0].name)
     };
-    let setup_log = l.logs.join(format!("{}.setup.log", l.log_prefix));
-    for cmd in &c.setup {
-        let cmd = expand_all(cmd, &first)?;
-        spawn::run_logged(
-            &cmd,
-            &setup_log,
-            c.dir.as_deref(),
-            &owner,
-            Duration::from_secs(600),
-        )
-        .map_err(StartError::Setup)?;
-    }
+    run_setup(c, l, &first, &owner)?;
 
     // Fill in every placeholder before spawning anything, so a mistake starts nothing.
     let prepared = prepare(c, l, &ph)?;
-    let ready_when = c
-        .ready_when
-        .as_ref()
-        .map(|p| expand_probe(p, &first))
-        .transpose()?;
-    let cleanup = c
-        .cleanup
-        .iter()
-        .map(|cmd| expand_all(cmd, &first))
-        .collect::<Result<_, _>>()?;
+    let (ready_when, cleanup) = own_strings(c, &first)?;
     let (now, later): (Vec<Prepared>, Vec<Prepared>) =
         prepared.into_iter().partition(|p| p.after.is_empty());
     let mut running = Running {
@@ -230,20 +210,65 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
         ports: ports.clone(),
         edge,
         pending: later,
-        ctx: SpawnCtx {
+        ctx: SpawnCtx::of(c, l),
+    };
+    for p in now {
+        running.spawn_member(p)?;
+    }
+    Ok(running)
+}
+
+/// The contender's own `ready_when` probe and `cleanup` commands, placeholders filled in.
+type Own = (Option<Probe>, Vec<Vec<String>>);
+
+fn own_strings(c: &Contender, first: &Placeholders) -> Result<Own, StartError> {
+    let ready_when = c
+        .ready_when
+        .as_ref()
+        .map(|p| expand_probe(p, first))
+        .transpose()?;
+    let cleanup = c
+        .cleanup
+        .iter()
+        .map(|cmd| expand_all(cmd, first))
+        .collect::<Result<_, _>>()?;
+    Ok((ready_when, cleanup))
+}
+
+/// The contender's `setup` commands, each under a guard, into its setup log.
+fn run_setup(
+    c: &Contender,
+    l: &Launch,
+    first: &Placeholders,
+    owner: &spawn::Owner,
+) -> Result<(), StartError> {
+    let setup_log = l.logs.join(format!("{}.setup.log", l.log_prefix));
+    for cmd in &c.setup {
+        let cmd = expand_all(cmd, first)?;
+        spawn::run_logged(
+            &cmd,
+            &setup_log,
+            c.dir.as_deref(),
+            owner,
+            Duration::from_secs(600),
+        )
+        .map_err(StartError::Setup)?;
+    }
+    Ok(())
+}
+
+impl SpawnCtx {
+    fn of(c: &Contender, l: &Launch) -> SpawnCtx {
+        SpawnCtx {
             dir: c.dir.clone(),
             cpus: l.cpus.clone(),
             log_cpus: l.log_cpus.clone(),
             log_limit: l.log_limit,
             member_names: c.members.iter().map(|m| m.name.clone()).collect(),
             leader: c.leader.clone(),
-            cluster,
-        },
-    };
-    for p in now {
-        running.spawn_member(p)?;
+            cluster: c.members.len() > 1,
+        }
     }
-    Ok(running)
 }
 
 /// Who owns what a start spawns: a tag unique to it, and the results folder its guards'

@@ -247,63 +247,83 @@ impl fmt::Display for Finding {
                 write!(f, " — too noisy to trust small deltas")
             }
             Finding::CpuStolen { .. } => cpu_stolen(f, self),
-            Finding::MachineDiffers { what, seen } => {
-                let seen: Vec<String> = seen
-                    .iter()
-                    .map(|s| format!("{} ({})", s.value, s.runs.join(", ")))
-                    .collect();
-                write!(
-                    f,
-                    "repetitions ran with different {what}: {} — their figures mix the change with the machine; compare repetitions from one machine only",
-                    seen.join(" vs ")
-                )
-            }
-            Finding::MachineDisagrees {
-                contender,
-                baseline,
-                machine,
-                figure,
-                there,
-                elsewhere,
-                places,
-            } => {
-                use crate::stats::paired::fmt_ratio;
-                write!(
-                    f,
-                    "machine {machine} disagrees with the others on {contender}'s {figure} against {baseline}: {} there, {} on the rest (at {}) — look at what differs on that machine (CPU model, neighbours, kernel); the combined verdict already counts the spread between machines",
-                    fmt_ratio(*there),
-                    fmt_ratio(*elsewhere),
-                    places.join(", ")
-                )
+            Finding::MachineDiffers { .. } | Finding::MachineDisagrees { .. } => {
+                machine_words(f, self)
             }
             Finding::TrimmedAway { .. } => trimmed_away(f, self),
-            Finding::EdgeUnused { contender, port } => write!(
-                f,
-                "{contender}: the proxy on `{port}` saw no connection — the members that should connect to it never did: they do not call it at this load, or they ignore `{{port:{port}}}` (a port written into their configuration); either way this variant measured nothing of the edge"
-            ),
-            Finding::EdgeUnreached {
-                contender,
-                port,
-                failures,
-            } => write!(
-                f,
-                "{contender}: the proxy on `{port}` could not reach the member that should listen there ({failures} connection{} refused) — does it listen on `{{port:{port}}}`?",
-                if *failures == 1 { "" } else { "s" }
-            ),
-            Finding::EdgeStrained {
-                contender,
-                port,
-                busy,
-                late_mean_us,
-                hold_us,
-            } => write!(
-                f,
-                "{contender}: the proxy on `{port}` was {:.0}% busy and its holds of {} ended {} late on average — the proxy, not only the hold, shaped these figures (give the load more cores: `cores.load`)",
-                busy * 100.0,
-                crate::units::fmt_us(*hold_us as f64),
-                crate::units::fmt_us(*late_mean_us)
-            ),
+            Finding::EdgeUnused { .. }
+            | Finding::EdgeUnreached { .. }
+            | Finding::EdgeStrained { .. } => edge_words(f, self),
         }
+    }
+}
+
+/// Where repetitions ran on different machines, or one machine disagrees.
+fn machine_words(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
+    match x {
+        Finding::MachineDiffers { what, seen } => {
+            let seen: Vec<String> = seen
+                .iter()
+                .map(|s| format!("{} ({})", s.value, s.runs.join(", ")))
+                .collect();
+            write!(
+            f,
+            "repetitions ran with different {what}: {} — their figures mix the change with the machine; compare repetitions from one machine only",
+            seen.join(" vs ")
+        )
+        }
+        Finding::MachineDisagrees {
+            contender,
+            baseline,
+            machine,
+            figure,
+            there,
+            elsewhere,
+            places,
+        } => {
+            use crate::stats::paired::fmt_ratio;
+            write!(
+            f,
+            "machine {machine} disagrees with the others on {contender}'s {figure} against {baseline}: {} there, {} on the rest (at {}) — look at what differs on that machine (CPU model, neighbours, kernel); the combined verdict already counts the spread between machines",
+            fmt_ratio(*there),
+            fmt_ratio(*elsewhere),
+            places.join(", ")
+        )
+        }
+        _ => unreachable!("called for the machine findings"),
+    }
+}
+
+/// What went wrong with a delay variant's proxy.
+fn edge_words(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
+    match x {
+    Finding::EdgeUnused { contender, port } => write!(
+        f,
+        "{contender}: the proxy on `{port}` saw no connection — the members that should connect to it never did: they do not call it at this load, or they ignore `{{port:{port}}}` (a port written into their configuration); either way this variant measured nothing of the edge"
+    ),
+    Finding::EdgeUnreached {
+        contender,
+        port,
+        failures,
+    } => write!(
+        f,
+        "{contender}: the proxy on `{port}` could not reach the member that should listen there ({failures} connection{} refused) — does it listen on `{{port:{port}}}`?",
+        if *failures == 1 { "" } else { "s" }
+    ),
+    Finding::EdgeStrained {
+        contender,
+        port,
+        busy,
+        late_mean_us,
+        hold_us,
+    } => write!(
+        f,
+        "{contender}: the proxy on `{port}` was {:.0}% busy and its holds of {} ended {} late on average — the proxy, not only the hold, shaped these figures (give the load more cores: `cores.load`)",
+        busy * 100.0,
+        crate::units::fmt_us(*hold_us as f64),
+        crate::units::fmt_us(*late_mean_us)
+    ),
+        _ => unreachable!("called for the edge findings"),
     }
 }
 

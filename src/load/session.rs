@@ -116,20 +116,7 @@ impl<P: Protocol> Runs for Session<P> {
             warmup,
             ..self.cfg.clone()
         };
-        let dispenser =
-            Arc::new(Dispenser::new(cfg.pacing, stop, warmup).watching(cfg.cancel.clone()));
-        let counters: Vec<Arc<AtomicU64>> = (0..cfg.threads).map(|_| Arc::default()).collect();
-        let t0 = Instant::now();
-        dispenser.start(t0);
-        for (tx, counter) in self.runs.iter().zip(&counters) {
-            let order = RunOrder {
-                dispenser: dispenser.clone(),
-                counter: counter.clone(),
-            };
-            if tx.send(order).is_err() {
-                return Err(LoadError::Worker("a worker thread ended".into()));
-            }
-        }
+        let (dispenser, counters) = self.send_orders(&cfg)?;
         let measure_start = dispenser.measure_start();
         let measure_end = match stop {
             Stop::Duration(d) => Some(measure_start + d),
@@ -137,22 +124,9 @@ impl<P: Protocol> Runs for Session<P> {
         };
         let mut w = Window::default();
         let tids = self.tids.clone();
-        let threads_now = move || -> Option<(Duration, Duration)> {
-            tids.iter()
-                .try_fold((Duration::ZERO, Duration::ZERO), |(c, w), t| {
-                    let (a, b) = sys::thread_schedstat(*t)?;
-                    Some((c + a, w + b))
-                })
-        };
+        let threads_now = move || scheduled(&tids);
         let report = |edge: Option<Edge>, progress: &mut dyn FnMut(Progress) -> Flow| {
-            let now = Instant::now();
-            progress(Progress {
-                done: counters.iter().map(|c| c.load(Relaxed)).sum(),
-                elapsed: now.saturating_duration_since(measure_start),
-                stop,
-                warming_up: now < measure_start,
-                edge,
-            })
+            progress(snapshot(&counters, measure_start, stop, edge))
         };
         let mut outs = Vec::with_capacity(cfg.threads);
         while outs.len() < cfg.threads {
@@ -205,15 +179,70 @@ impl<P: Protocol> Runs for Session<P> {
         } else {
             dispenser.dropped()
         };
-        if let Some((cpu, wait)) = w.used() {
-            let g = &mut result.generator;
-            g.window_cpu_s = Some(cpu.as_secs_f64());
-            g.window_cpu_wait_s = Some(wait.as_secs_f64());
-            g.window_cpu_us_per_request =
-                (result.requests > 0).then(|| cpu.as_secs_f64() * 1e6 / result.requests as f64);
+        if let Some(used) = w.used() {
+            window_cost(&mut result, used);
         }
         Ok(result)
     }
+}
+
+impl<P: Protocol> Session<P> {
+    /// Starts the dispenser and hands every worker its order for this run: the dispenser,
+    /// and a counter of what it has done.
+    fn send_orders(
+        &self,
+        cfg: &LoadConfig,
+    ) -> Result<(Arc<Dispenser>, Vec<Arc<AtomicU64>>), LoadError> {
+        let dispenser =
+            Arc::new(Dispenser::new(cfg.pacing, cfg.stop, cfg.warmup).watching(cfg.cancel.clone()));
+        let counters: Vec<Arc<AtomicU64>> = (0..cfg.threads).map(|_| Arc::default()).collect();
+        dispenser.start(Instant::now());
+        for (tx, counter) in self.runs.iter().zip(&counters) {
+            let order = RunOrder {
+                dispenser: dispenser.clone(),
+                counter: counter.clone(),
+            };
+            if tx.send(order).is_err() {
+                return Err(LoadError::Worker("a worker thread ended".into()));
+            }
+        }
+        Ok((dispenser, counters))
+    }
+}
+
+/// Where a run stands, for its progress callback.
+fn snapshot(
+    counters: &[Arc<AtomicU64>],
+    start: Instant,
+    stop: Stop,
+    edge: Option<Edge>,
+) -> Progress {
+    let now = Instant::now();
+    Progress {
+        done: counters.iter().map(|c| c.load(Relaxed)).sum(),
+        elapsed: now.saturating_duration_since(start),
+        stop,
+        warming_up: now < start,
+        edge,
+    }
+}
+
+/// The load threads' CPU and run-queue wait over the measured window, and per request.
+fn window_cost(result: &mut LoadResult, (cpu, wait): (Duration, Duration)) {
+    let g = &mut result.generator;
+    g.window_cpu_s = Some(cpu.as_secs_f64());
+    g.window_cpu_wait_s = Some(wait.as_secs_f64());
+    g.window_cpu_us_per_request =
+        (result.requests > 0).then(|| cpu.as_secs_f64() * 1e6 / result.requests as f64);
+}
+
+/// The load threads' CPU time and run-queue wait so far, from the scheduler's counters.
+fn scheduled(tids: &[i32]) -> Option<(Duration, Duration)> {
+    tids.iter()
+        .try_fold((Duration::ZERO, Duration::ZERO), |(c, w), t| {
+            let (a, b) = sys::thread_schedstat(*t)?;
+            Some((c + a, w + b))
+        })
 }
 
 /// The measured window: whether it opened and closed yet, and the load threads' own CPU

@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::check::{value_text, CallFields, Checker};
 use super::error::{Locator, PlanError};
-use super::raw::{RawCasesFile, RawCompat, RawReference};
+use super::raw::{RawCasesFile, RawCompat, RawGenerate, RawReference};
 use super::{Call, Case, CasesFile, CompatMode, CompatSet, FieldMap, Reference, Transform};
 use crate::protocol::template::Template;
 
@@ -42,6 +42,83 @@ impl Checker<'_> {
         Ok(sets)
     }
 
+    /// The cases of a `cases` file, one request per line (blank lines and comments left out),
+    /// each named by its line.
+    fn cases_file(&self, f: &Spanned<String>, base: &Path, grpc: bool) -> Res<Vec<Case>> {
+        let mut cases = Vec::new();
+        let file = base.join(f.get_ref());
+        let text = crate::sys::read_bounded(&file, CASES_LIMIT).map_err(|e| {
+            self.at(
+                f,
+                format!("cannot read cases file `{}`: {e}", file.display()),
+            )
+        })?;
+        for (i, line) in text.lines().enumerate() {
+            let l = line.trim();
+            if l.is_empty() || l.starts_with('#') || l.starts_with("//") {
+                continue;
+            }
+            let origin = format!("{}:{}", f.get_ref(), i + 1);
+            let limit = crate::protocol::template::max_len();
+            if l.len() > limit {
+                return Err(self.at(
+                    f,
+                    format!(
+                        "{origin}: the case is {} bytes, more than the {} MiB a request may have (raise it with --max-body SIZE)",
+                        l.len(),
+                        limit >> 20
+                    ),
+                ));
+            }
+            if grpc {
+                check_grpc_request(l).map_err(|e| self.at(f, format!("{origin}: {e}")))?;
+            }
+            cases.push(Case {
+                request: l.to_string(),
+                origin,
+            });
+        }
+        Ok(cases)
+    }
+
+    /// The cases of `generate`: `count` renderings of its request template, their sum
+    /// bounded before the first is made.
+    fn generated(&self, g: &Spanned<RawGenerate>, grpc: bool, seed: u64) -> Res<Vec<Case>> {
+        let mut cases = Vec::new();
+        let gr = g.get_ref();
+        let count = *gr.count.get_ref();
+        if !(1..=100_000).contains(&count) {
+            return Err(self.at(&gr.count, "`count` must be between 1 and 100000"));
+        }
+        let t = Template::parse(&value_text(gr.request.get_ref()))
+            .map_err(|e| self.at(&gr.request, e.to_string()))?;
+        // Every case is rendered here and kept for the run: their sum is bounded
+        // before the first is made.
+        let total = t.size_bound().saturating_mul(count as u64);
+        if total > CASES_LIMIT {
+            return Err(self.at(
+                &gr.count,
+                format!(
+                    "{count} cases of a request of up to {} bytes make up to {total} bytes, more than the {} MiB the cases of a section may hold; generate fewer, or smaller ones",
+                    t.size_bound(),
+                    CASES_LIMIT >> 20
+                ),
+            ));
+        }
+        for i in 0..count as u64 {
+            let request = t.render_redacted(i, seed);
+            if grpc {
+                check_grpc_request(&request)
+                    .map_err(|e| self.at(&gr.request, format!("generated request #{i}: {e}")))?;
+            }
+            cases.push(Case {
+                request,
+                origin: format!("generate #{i}"),
+            });
+        }
+        Ok(cases)
+    }
+
     fn compat(
         &self,
         s: &Spanned<RawCompat>,
@@ -65,41 +142,10 @@ impl Checker<'_> {
         let call = self.call(s.span(), &fields, has_protos)?;
         self.vars_known(&call, &["case"], s.span())?;
         let grpc = matches!(call, Call::Grpc { .. });
-        let mut cases = Vec::new();
-        if let Some(f) = &r.cases {
-            let file = base.join(f.get_ref());
-            let text = crate::sys::read_bounded(&file, CASES_LIMIT).map_err(|e| {
-                self.at(
-                    f,
-                    format!("cannot read cases file `{}`: {e}", file.display()),
-                )
-            })?;
-            for (i, line) in text.lines().enumerate() {
-                let l = line.trim();
-                if l.is_empty() || l.starts_with('#') || l.starts_with("//") {
-                    continue;
-                }
-                let origin = format!("{}:{}", f.get_ref(), i + 1);
-                let limit = crate::protocol::template::max_len();
-                if l.len() > limit {
-                    return Err(self.at(
-                        f,
-                        format!(
-                            "{origin}: the case is {} bytes, more than the {} MiB a request may have (raise it with --max-body SIZE)",
-                            l.len(),
-                            limit >> 20
-                        ),
-                    ));
-                }
-                if grpc {
-                    check_grpc_request(l).map_err(|e| self.at(f, format!("{origin}: {e}")))?;
-                }
-                cases.push(Case {
-                    request: l.to_string(),
-                    origin,
-                });
-            }
-        }
+        let mut cases = match &r.cases {
+            Some(f) => self.cases_file(f, base, grpc)?,
+            None => Vec::new(),
+        };
         for (i, v) in r.requests.iter().enumerate() {
             let request = value_text(v.get_ref());
             if grpc {
@@ -111,38 +157,7 @@ impl Checker<'_> {
             });
         }
         if let Some(g) = &r.generate {
-            let gr = g.get_ref();
-            let count = *gr.count.get_ref();
-            if !(1..=100_000).contains(&count) {
-                return Err(self.at(&gr.count, "`count` must be between 1 and 100000"));
-            }
-            let t = Template::parse(&value_text(gr.request.get_ref()))
-                .map_err(|e| self.at(&gr.request, e.to_string()))?;
-            // Every case is rendered here and kept for the run: their sum is bounded
-            // before the first is made.
-            let total = t.size_bound().saturating_mul(count as u64);
-            if total > CASES_LIMIT {
-                return Err(self.at(
-                    &gr.count,
-                    format!(
-                        "{count} cases of a request of up to {} bytes make up to {total} bytes, more than the {} MiB the cases of a section may hold; generate fewer, or smaller ones",
-                        t.size_bound(),
-                        CASES_LIMIT >> 20
-                    ),
-                ));
-            }
-            for i in 0..count as u64 {
-                let request = t.render_redacted(i, seed);
-                if grpc {
-                    check_grpc_request(&request).map_err(|e| {
-                        self.at(&gr.request, format!("generated request #{i}: {e}"))
-                    })?;
-                }
-                cases.push(Case {
-                    request,
-                    origin: format!("generate #{i}"),
-                });
-            }
+            cases.extend(self.generated(g, grpc, seed)?);
         }
         if cases.is_empty() {
             return Err(self.span(s.span(), "a [[compat]] section needs requests: `cases = \"file.jsonl\"`, `requests = [...]` or `generate = { count, request }`"));

@@ -43,28 +43,7 @@ impl Checker<'_> {
             checks.push(Check::Tcp(t.clone()));
         }
         if let Some(u) = &r.http {
-            super::check::no_credentials(u).map_err(|m| self.at(s, m))?;
-            if u.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                return Err(self.at(
-                    s,
-                    format!(
-                        "the probe URL `{u}` holds a space or a control character: write it as %20"
-                    ),
-                ));
-            }
-            let method = r.method.clone().unwrap_or_else(|| "GET".into());
-            if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-                return Err(self.at(
-                    s,
-                    format!("`method` is an HTTP method in capitals, like POST, not `{method}`"),
-                ));
-            }
-            checks.push(Check::Http {
-                url: u.clone(),
-                status: r.status,
-                method,
-                body: r.body.as_ref().map(value_text),
-            });
+            checks.push(self.http_probe(s, u)?);
         }
         if let Some(m) = &r.jsonrpc {
             let params = match &r.params {
@@ -103,6 +82,54 @@ impl Checker<'_> {
                 "a probe has exactly one of `tcp`, `http`, `grpc`, `jsonrpc`, `log` or `command`",
             ));
         }
+        self.settings_fit(s)?;
+        let expect = self.expect(s)?;
+        Ok(Probe {
+            expect,
+            check: checks.remove(0),
+            timeout: self.duration(r.timeout.as_ref(), "timeout", Duration::from_secs(30))?,
+            attempt_timeout: self.duration(
+                r.attempt_timeout.as_ref(),
+                "attempt_timeout",
+                Duration::from_secs(1),
+            )?,
+            interval: self.duration(r.interval.as_ref(), "interval", Duration::from_millis(20))?,
+            tls: self.tls(r.tls.as_ref())?,
+        })
+    }
+
+    /// An `http` probe: a URL without credentials or spaces, and a method in capitals.
+    fn http_probe(&self, s: &Spanned<RawProbe>, u: &str) -> Res<Check> {
+        let r = s.get_ref();
+        super::check::no_credentials(u).map_err(|m| self.at(s, m))?;
+        if u.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(self.at(
+                s,
+                format!(
+                    "the probe URL `{u}` holds a space or a control character: write it as %20"
+                ),
+            ));
+        }
+        let method = r.method.clone().unwrap_or_else(|| "GET".into());
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err(self.at(
+                s,
+                format!("`method` is an HTTP method in capitals, like POST, not `{method}`"),
+            ));
+        }
+        Ok(Check::Http {
+            url: u.to_string(),
+            status: r.status,
+            method,
+            body: r.body.as_ref().map(value_text),
+        })
+    }
+
+    /// Each setting with the kind of probe it goes with: `status` and `method` with `http`,
+    /// `body` with `http` or `grpc`, `params` with `jsonrpc`, `tls` with a probe that opens a
+    /// TLS connection to an `https://` endpoint.
+    fn settings_fit(&self, s: &Spanned<RawProbe>) -> Res<()> {
+        let r = s.get_ref();
         if r.status.is_some_and(|s| !(100..=599).contains(&s)) {
             return Err(self.at(s, "`status` is an HTTP status, from 100 to 599"));
         }
@@ -126,19 +153,7 @@ impl Checker<'_> {
                 return Err(self.at(t, format!("`tls` of this probe: `{plain}` is plain HTTP, so it would never be used; write `https://…`, or leave `tls` out")));
             }
         }
-        let expect = self.expect(s)?;
-        Ok(Probe {
-            expect,
-            check: checks.remove(0),
-            timeout: self.duration(r.timeout.as_ref(), "timeout", Duration::from_secs(30))?,
-            attempt_timeout: self.duration(
-                r.attempt_timeout.as_ref(),
-                "attempt_timeout",
-                Duration::from_secs(1),
-            )?,
-            interval: self.duration(r.interval.as_ref(), "interval", Duration::from_millis(20))?,
-            tls: self.tls(r.tls.as_ref())?,
-        })
+        Ok(())
     }
 
     /// `field` with `equals` or `equals_field`, or `matches`: a check on the answer.

@@ -171,11 +171,8 @@ fn copy_from(to: &mut RawContender, from: &RawContender) {
     to.like = None;
 }
 
-fn expand_contender(
-    c: &mut RawContender,
-    span: Range<usize>,
-    at: &dyn Fn(Range<usize>, String) -> PlanError,
-) -> Res<()> {
+/// A contender's `vars` are named like placeholders, and none is a reserved one.
+fn vars_named_well(c: &RawContender, at: &dyn Fn(Range<usize>, String) -> PlanError) -> Res<()> {
     for (k, v) in &c.vars {
         let ok = k
             .chars()
@@ -192,6 +189,15 @@ fn expand_contender(
             ));
         }
     }
+    Ok(())
+}
+
+/// `members = N`: the one `[[contender.member]]` is the template of N members (`{index}` in
+/// its name is each one's number).
+fn members_from_template(
+    c: &mut RawContender,
+    at: &dyn Fn(Range<usize>, String) -> PlanError,
+) -> Res<()> {
     if let Some(n) = &c.count {
         let count = *n.get_ref();
         if !(1..=MAX_MEMBERS).contains(&count) {
@@ -222,6 +228,16 @@ fn expand_contender(
         c.count = None;
     }
 
+    Ok(())
+}
+
+fn expand_contender(
+    c: &mut RawContender,
+    span: Range<usize>,
+    at: &dyn Fn(Range<usize>, String) -> PlanError,
+) -> Res<()> {
+    vars_named_well(c, at)?;
+    members_from_template(c, at)?;
     // Member names as they will be, for `{join:…}`: vars filled in, `{index}` their number.
     let vars: Vec<(String, String)> = c
         .vars

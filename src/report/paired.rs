@@ -230,54 +230,9 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                 .find(|v| v.contender == c.name && v.point == *id);
             // Figures of failures would read as a fast contender: none, and no verdict.
             let none = super::cells::mostly_failed_cell(&loads);
-            let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| super::cells::figures(&loads, f);
-            let cpus: Vec<f64> = if none.is_some() {
-                Vec::new()
-            } else {
-                pts.iter()
-                    .filter_map(|p| p.cost?.cpu_us_per(p.load.as_ref()?.requests))
-                    .map(|us| us / 1e6)
-                    .collect()
-            };
             let mut row = axes.cells(id);
             row.push(super::cells::contender_cell(&c.name, &pts));
-            let mut cells = vec![Cell::median(
-                "throughput",
-                Unit::Rps,
-                &of(&|l| l.requests_per_s),
-            )];
-            if streams {
-                cells.push(Cell::median(
-                    "items",
-                    Unit::PerSecond,
-                    &of(&|l| l.items_per_s),
-                ));
-            }
-            cells.push(Cell::median("cpu_per_request", Unit::Seconds, &cpus));
-            cells.push(Cell::median(
-                "p50",
-                Unit::Seconds,
-                &of(&|l| l.latency_us.p50 as f64 / 1e6),
-            ));
-            cells.push(Cell::median(
-                "p99",
-                Unit::Seconds,
-                &of(&|l| l.latency_us.p99 as f64 / 1e6),
-            ));
-            if let Some(none) = &none {
-                cells[0].text = none.clone();
-            }
-            row.extend(cells);
-            let failed: u64 = loads.iter().map(|l| l.failures).sum();
-            let errors = pts.iter().filter(|p| p.error.is_some()).count();
-            row.push(
-                Cell::count("failed", failed)
-                    .and("points_not_run", errors)
-                    .reads(match errors {
-                        0 => failed.to_string(),
-                        e => format!("{failed} ({e} points did not run)"),
-                    }),
-            );
+            row.extend(figures(&pts, streams, none.as_deref()));
             for f in &order {
                 let x = v.and_then(|v| v.get(*f)).filter(|_| none.is_none());
                 row.push(super::cells::verdict_cell(&f.name().replace(' ', "_"), x));
@@ -307,6 +262,59 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
         head,
         rows,
     })
+}
+
+/// A contender's figures at a point (medians over the repetitions): req/s, items/s for a
+/// stream, CPU per request, p50, p99 and the failures; `none` stands for them when most
+/// calls failed.
+fn figures(pts: &[&crate::results::PointRun], streams: bool, none: Option<&str>) -> Vec<Cell> {
+    let loads: Vec<_> = pts.iter().filter_map(|p| p.load.as_ref()).collect();
+    let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| super::cells::figures(&loads, f);
+    let cpus: Vec<f64> = if none.is_some() {
+        Vec::new()
+    } else {
+        pts.iter()
+            .filter_map(|p| p.cost?.cpu_us_per(p.load.as_ref()?.requests))
+            .map(|us| us / 1e6)
+            .collect()
+    };
+    let mut cells = vec![Cell::median(
+        "throughput",
+        Unit::Rps,
+        &of(&|l| l.requests_per_s),
+    )];
+    if streams {
+        cells.push(Cell::median(
+            "items",
+            Unit::PerSecond,
+            &of(&|l| l.items_per_s),
+        ));
+    }
+    cells.push(Cell::median("cpu_per_request", Unit::Seconds, &cpus));
+    cells.push(Cell::median(
+        "p50",
+        Unit::Seconds,
+        &of(&|l| l.latency_us.p50 as f64 / 1e6),
+    ));
+    cells.push(Cell::median(
+        "p99",
+        Unit::Seconds,
+        &of(&|l| l.latency_us.p99 as f64 / 1e6),
+    ));
+    if let Some(none) = none {
+        cells[0].text = none.to_string();
+    }
+    let failed: u64 = loads.iter().map(|l| l.failures).sum();
+    let errors = pts.iter().filter(|p| p.error.is_some()).count();
+    cells.push(
+        Cell::count("failed", failed)
+            .and("points_not_run", errors)
+            .reads(match errors {
+                0 => failed.to_string(),
+                e => format!("{failed} ({e} points did not run)"),
+            }),
+    );
+    cells
 }
 
 /// `3 × 6`: repetitions × rounds (a range when repetitions took different numbers), and

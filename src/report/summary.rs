@@ -15,6 +15,54 @@ pub(super) fn summary(
     paired: &[crate::analysis::verdicts::PointVerdicts],
     family: Option<&crate::analysis::verdicts::Family>,
 ) -> Vec<String> {
+    let mut out = same_answers(compat);
+    let ready: Vec<(String, f64, f64)> = r
+        .compared()
+        .filter_map(|c| {
+            let (first, ready) = r.startup_medians(&c.name)?;
+            Some((c.name.clone(), first, ready))
+        })
+        .collect();
+    if ready.len() > 1 {
+        let parts: Vec<String> = ready
+            .iter()
+            .map(|(n, f, rd)| {
+                format!(
+                    "{n} answers after {}, is ready after {}",
+                    fmt_us(f * 1e6),
+                    fmt_us(rd * 1e6)
+                )
+            })
+            .collect();
+        out.push(format!("**Start-up:** {}", parts.join("; ")));
+    }
+    out.extend(super::paired::summary(
+        paired,
+        family,
+        r.paired.as_ref().and_then(|p| p.max_rounds),
+    ));
+    if paired.is_empty() {
+        out.extend(unpaired(r));
+    }
+    out.extend(super::capacity::summary(r));
+    out.extend(
+        super::edges::summary(r)
+            .into_iter()
+            .map(|l| format!("**What if slower:** {l}")),
+    );
+    if !found.is_empty() {
+        out.push(format!(
+            "**Findings:** {} (details below); first: {}",
+            found.len(),
+            found[0]
+        ));
+    }
+    out
+}
+
+/// `**Same answers?**`: per contender, the cases that answer like the baseline, and the
+/// commonest kinds of difference.
+fn same_answers(compat: &[CompatReport]) -> Vec<String> {
     let mut out = Vec::new();
     for rep in compat {
         for (i, c) in rep
@@ -57,32 +105,14 @@ pub(super) fn summary(
             ));
         }
     }
-    let ready: Vec<(String, f64, f64)> = r
-        .compared()
-        .filter_map(|c| {
-            let (first, ready) = r.startup_medians(&c.name)?;
-            Some((c.name.clone(), first, ready))
-        })
-        .collect();
-    if ready.len() > 1 {
-        let parts: Vec<String> = ready
-            .iter()
-            .map(|(n, f, rd)| {
-                format!(
-                    "{n} answers after {}, is ready after {}",
-                    fmt_us(f * 1e6),
-                    fmt_us(rd * 1e6)
-                )
-            })
-            .collect();
-        out.push(format!("**Start-up:** {}", parts.join("; ")));
-    }
-    out.extend(super::paired::summary(
-        paired,
-        family,
-        r.paired.as_ref().and_then(|p| p.max_rounds),
-    ));
-    for c in r.compared().filter(|_| paired.is_empty()) {
+    out
+}
+
+/// `**Serving:**` for runs that were not paired: per contender, where it had more and less
+/// throughput than its baseline, and how many of those differences are significant.
+fn unpaired(r: &Results) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in r.compared() {
         let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
             continue;
         };
@@ -118,19 +148,6 @@ pub(super) fn summary(
                 delta_range(&slower),
             ));
         }
-    }
-    out.extend(super::capacity::summary(r));
-    out.extend(
-        super::edges::summary(r)
-            .into_iter()
-            .map(|l| format!("**What if slower:** {l}")),
-    );
-    if !found.is_empty() {
-        out.push(format!(
-            "**Findings:** {} (details below); first: {}",
-            found.len(),
-            found[0]
-        ));
     }
     out
 }

@@ -147,89 +147,7 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
     );
     for id in &info.points {
         for c in &r.contenders {
-            let pts: Vec<_> = r.point_runs(&c.name, id).collect();
-            if pts.is_empty() {
-                continue;
-            }
-            let loads: Vec<_> = pts.iter().filter_map(|p| p.load.as_ref()).collect();
-            // A baseline that failed most calls here gives nothing to compare with.
-            let base = c.baseline.as_deref().filter(|b| *b != c.name).filter(|b| {
-                !r.point_runs(b, id)
-                    .any(|p| p.load.as_ref().is_some_and(|l| l.mostly_failed()))
-            });
-            let base_of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Option<f64> {
-                let b = base?;
-                let v: Vec<f64> = r
-                    .point_runs(b, id)
-                    .filter_map(|p| p.load.as_ref().map(f))
-                    .collect();
-                median(&v)
-            };
-            // A point where most calls failed measured failures: no figure, no delta.
-            let none = mostly_failed_cell(&loads);
-            let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| figures(&loads, f);
-            let secs = |q: &dyn Fn(&crate::load::LoadResult) -> u64| of(&|l| q(l) as f64 / 1e6);
-            let rates = of(&|l| l.requests_per_s);
-            let p90 = secs(&|l| l.latency_us.p90);
-            let (bq, bp) = if none.is_some() {
-                (None, None)
-            } else {
-                (
-                    base_of(&|l| l.requests_per_s),
-                    base_of(&|l| l.latency_us.p90 as f64 / 1e6),
-                )
-            };
-            let failed: u64 = loads.iter().map(|l| l.failures).sum();
-            let errors = pts.iter().filter(|p| p.error.is_some()).count();
-            let mut row = axes.cells(id);
-            row.push(contender_cell(&c.name, &pts));
-            let throughput = Cell::spread("throughput", Unit::Rps, &rates)
-                .and("baseline_throughput_median_rps", number(bq))
-                .reads(with_delta(median(&rates), bq, &|v| fmt_rate(v)));
-            let range = Cell::shown(match Sample::new(rates.clone()) {
-                Ok(s) if s.len() > 1 => format!("{}–{}", fmt_rate(s.min()), fmt_rate(s.max())),
-                _ => "—".into(),
-            });
-            let p90 = Cell::spread("p90", Unit::Seconds, &p90)
-                .and("baseline_p90_median_s", number(bp))
-                .reads(with_delta(
-                    median(&p90).map(|v| v * 1e6),
-                    bp.map(|v| v * 1e6),
-                    &fmt_us,
-                ));
-            let verdict = Cell::text(
-                "verdict",
-                base.map_or(String::new(), |b| verdict(r, id, b, &c.name)),
-            );
-            let failed = Cell::count("failed", failed)
-                .and("points_not_run", errors)
-                .reads(match (failed, errors) {
-                    (0, 0) => "0".into(),
-                    (f, 0) => f.to_string(),
-                    (f, e) => format!("{f} ({e} points did not run)"),
-                });
-            let mut cells = vec![
-                throughput,
-                range,
-                p90,
-                verdict,
-                failed,
-                Cell::median("p50", Unit::Seconds, &secs(&|l| l.latency_us.p50)),
-                Cell::median("p99", Unit::Seconds, &secs(&|l| l.latency_us.p99)),
-                Cell::median("items", Unit::PerSecond, &of(&|l| l.items_per_s)),
-            ];
-            if let Some(none) = none {
-                for (i, c) in cells.iter_mut().enumerate() {
-                    match i {
-                        0 | 2 => c.text = none.clone(),
-                        1 | 5 | 6 | 7 => c.text = "—".into(),
-                        3 => c.text = String::new(),
-                        _ => {}
-                    }
-                }
-            }
-            row.extend(cells);
-            rows.push(row);
+            rows.extend(scenario_row(r, &axes, id, c));
         }
     }
     Some(Table {
@@ -238,6 +156,112 @@ pub(super) fn scenario(r: &Results, name: &str, call: &str) -> Option<Table> {
         head,
         rows,
     })
+}
+
+/// A contender's row at a point of a plain (unpaired) scenario; none when it did not run
+/// there.
+fn scenario_row(
+    r: &Results,
+    axes: &Axes,
+    id: &crate::results::PointId,
+    c: &crate::results::ContenderInfo,
+) -> Option<Vec<Cell>> {
+    let pts: Vec<_> = r.point_runs(&c.name, id).collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let loads: Vec<_> = pts.iter().filter_map(|p| p.load.as_ref()).collect();
+    let base = comparable_baseline(r, id, c);
+    let base_of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| -> Option<f64> {
+        median(
+            &r.point_runs(base?, id)
+                .filter_map(|p| p.load.as_ref().map(f))
+                .collect::<Vec<_>>(),
+        )
+    };
+    // A point where most calls failed measured failures: no figure, no delta.
+    let none = mostly_failed_cell(&loads);
+    let of = |f: &dyn Fn(&crate::load::LoadResult) -> f64| figures(&loads, f);
+    let secs = |q: &dyn Fn(&crate::load::LoadResult) -> u64| of(&|l| q(l) as f64 / 1e6);
+    let rates = of(&|l| l.requests_per_s);
+    let p90 = secs(&|l| l.latency_us.p90);
+    let (bq, bp) = if none.is_some() {
+        (None, None)
+    } else {
+        (
+            base_of(&|l| l.requests_per_s),
+            base_of(&|l| l.latency_us.p90 as f64 / 1e6),
+        )
+    };
+    let failed: u64 = loads.iter().map(|l| l.failures).sum();
+    let errors = pts.iter().filter(|p| p.error.is_some()).count();
+    let mut row = axes.cells(id);
+    row.push(contender_cell(&c.name, &pts));
+    let throughput = Cell::spread("throughput", Unit::Rps, &rates)
+        .and("baseline_throughput_median_rps", number(bq))
+        .reads(with_delta(median(&rates), bq, &|v| fmt_rate(v)));
+    let range = Cell::shown(match Sample::new(rates.clone()) {
+        Ok(s) if s.len() > 1 => format!("{}–{}", fmt_rate(s.min()), fmt_rate(s.max())),
+        _ => "—".into(),
+    });
+    let p90 = Cell::spread("p90", Unit::Seconds, &p90)
+        .and("baseline_p90_median_s", number(bp))
+        .reads(with_delta(
+            median(&p90).map(|v| v * 1e6),
+            bp.map(|v| v * 1e6),
+            &fmt_us,
+        ));
+    let verdict = Cell::text(
+        "verdict",
+        base.map_or(String::new(), |b| verdict(r, id, b, &c.name)),
+    );
+    let failed = failed_cell(failed, errors);
+    let mut cells = vec![
+        throughput,
+        range,
+        p90,
+        verdict,
+        failed,
+        Cell::median("p50", Unit::Seconds, &secs(&|l| l.latency_us.p50)),
+        Cell::median("p99", Unit::Seconds, &secs(&|l| l.latency_us.p99)),
+        Cell::median("items", Unit::PerSecond, &of(&|l| l.items_per_s)),
+    ];
+    if let Some(none) = none {
+        for (i, c) in cells.iter_mut().enumerate() {
+            match i {
+                0 | 2 => c.text = none.clone(),
+                1 | 5 | 6 | 7 => c.text = "—".into(),
+                3 => c.text = String::new(),
+                _ => {}
+            }
+        }
+    }
+    row.extend(cells);
+    Some(row)
+}
+
+/// The contender's baseline at a point, unless it is itself or failed most calls there (then
+/// there is nothing to compare with).
+fn comparable_baseline<'a>(
+    r: &Results,
+    id: &crate::results::PointId,
+    c: &'a crate::results::ContenderInfo,
+) -> Option<&'a str> {
+    c.baseline.as_deref().filter(|b| *b != c.name).filter(|b| {
+        !r.point_runs(b, id)
+            .any(|p| p.load.as_ref().is_some_and(|l| l.mostly_failed()))
+    })
+}
+
+/// Failed calls, with the points that did not run at all.
+fn failed_cell(failed: u64, errors: usize) -> Cell {
+    Cell::count("failed", failed)
+        .and("points_not_run", errors)
+        .reads(match (failed, errors) {
+            (0, 0) => "0".into(),
+            (f, 0) => f.to_string(),
+            (f, e) => format!("{f} ({e} points did not run)"),
+        })
 }
 
 /// `2804 (-5%)`, or the bare value for the baseline itself. A change of 2× or more reads as

@@ -68,10 +68,10 @@ pub(super) struct Opened {
     pub(super) protos: Descriptors,
 }
 
-pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
-    let path = std::fs::canonicalize(path)
-        .with_context(|| format!("cannot read the plan `{}`", path.display()))?;
-    let mut plan = Plan::load(&path)?;
+/// The plan file as this run runs it: `--smoke`, `--profile`, `--ref`, `--what-if`,
+/// `--repetitions`, `--only`, `--scenario` and `--shard` applied.
+fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
+    let mut plan = Plan::load(path)?;
     if opts.smoke {
         plan = plan.smoke();
     }
@@ -100,6 +100,42 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
             );
         }
     }
+    Ok(plan)
+}
+
+/// A contender as results.json records it.
+fn info(plan: &Plan, c: &crate::plan::Contender) -> results::ContenderInfo {
+    results::ContenderInfo {
+        name: c.name.clone(),
+        baseline: plan.baseline_of(&c.name).map(str::to_string),
+        members: c
+            .members
+            .iter()
+            .map(|m| results::MemberInfo {
+                name: m.name.clone(),
+                command: m.command.clone(),
+                endpoint: m.endpoint.clone(),
+                source: None,
+            })
+            .collect(),
+        noise_of: c.noise_of.clone(),
+        variant: c.variant.as_ref().map(|v| results::VariantInfo {
+            of: v.of.clone(),
+            what: v.what.clone(),
+            delay: v.delay().map(|d| results::DelayInfo {
+                port: d.port.clone(),
+                hold_us: d.hold.as_micros() as u64,
+                connect: d.connect.clone(),
+            }),
+        }),
+        source: None,
+    }
+}
+
+pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
+    let path = std::fs::canonicalize(path)
+        .with_context(|| format!("cannot read the plan `{}`", path.display()))?;
+    let plan = as_run(&path, opts)?;
     // Every check before the results folder exists: a plan that cannot start leaves none.
     let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
     super::preflight::check(&plan, &protos)?;
@@ -140,35 +176,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
         repetitions: plan.repetitions,
         order: plan.order.as_str().into(),
         paired: (plan.order == Order::Paired).then(|| (&plan.paired).into()),
-        contenders: plan
-            .contenders
-            .iter()
-            .map(|c| results::ContenderInfo {
-                name: c.name.clone(),
-                baseline: plan.baseline_of(&c.name).map(str::to_string),
-                members: c
-                    .members
-                    .iter()
-                    .map(|m| results::MemberInfo {
-                        name: m.name.clone(),
-                        command: m.command.clone(),
-                        endpoint: m.endpoint.clone(),
-                        source: None,
-                    })
-                    .collect(),
-                noise_of: c.noise_of.clone(),
-                variant: c.variant.as_ref().map(|v| results::VariantInfo {
-                    of: v.of.clone(),
-                    what: v.what.clone(),
-                    delay: v.delay().map(|d| results::DelayInfo {
-                        port: d.port.clone(),
-                        hold_us: d.hold.as_micros() as u64,
-                        connect: d.connect.clone(),
-                    }),
-                }),
-                source: None,
-            })
-            .collect(),
+        contenders: plan.contenders.iter().map(|c| info(&plan, c)).collect(),
         scenarios: plan
             .scenarios
             .iter()

@@ -76,26 +76,30 @@ pub(super) fn start(
                 Err(e) => live::fail(&mut results.runs[idx], format!("{e:#}"), rep),
             }
         }
-        Err((first, e)) => {
-            let text = match first {
-                Some(f) => format!("answered after {f:.1?} but its ready condition failed: {e}"),
-                None => format!("never became ready: {e}"),
-            };
-            let run = &mut results.runs[idx];
-            run.status = if matches!(e, contender::ProbeError::Interrupted) {
-                Status::Interrupted
-            } else {
-                Status::Failed
-            };
-            run.error = Some(text.clone());
-            rep.contender_failed(&c.name, &text);
-        }
+        Err((first, e)) => never_ready(&mut results.runs[idx], &c.name, first, e, rep),
     }
-    // A what-if variant: the option forced on its listening sockets once it is ready
-    // (after its compat answers, before any load), then on each connection before load
-    // is sent.
-    let forcing = match &c.variant {
-        Some(v) if v.what == crate::plan::WhatIf::NoDelay && !endpoints.is_empty() => {
+    let forcing = force(c, &running, !endpoints.is_empty(), rep);
+    Ok(Some(Live {
+        ci,
+        idx,
+        running,
+        endpoints,
+        state,
+        leader: None,
+        forcing,
+    }))
+}
+
+/// A what-if variant: the option forced on its listening sockets once it is ready (after
+/// its compat answers, before any load), then on each connection before load is sent.
+fn force(
+    c: &crate::plan::Contender,
+    running: &contender::Running,
+    ready: bool,
+    rep: &mut dyn Reporter,
+) -> Option<results::Forcing> {
+    match &c.variant {
+        Some(v) if v.what == crate::plan::WhatIf::NoDelay && ready => {
             let mut w = results::Forcing::nodelay();
             super::live::count_forced(Some(&mut w), &running.force_nodelay(false));
             if !w.took() {
@@ -108,16 +112,29 @@ pub(super) fn start(
             Some(w)
         }
         _ => None,
+    }
+}
+
+/// A contender that never became ready (or whose ready condition failed after its first
+/// answer): failed, or interrupted by Ctrl-C.
+fn never_ready(
+    run: &mut results::Run,
+    name: &str,
+    first: Option<std::time::Duration>,
+    e: contender::ProbeError,
+    rep: &mut dyn Reporter,
+) {
+    let text = match first {
+        Some(f) => format!("answered after {f:.1?} but its ready condition failed: {e}"),
+        None => format!("never became ready: {e}"),
     };
-    Ok(Some(Live {
-        ci,
-        idx,
-        running,
-        endpoints,
-        state,
-        leader: None,
-        forcing,
-    }))
+    run.status = if matches!(e, contender::ProbeError::Interrupted) {
+        Status::Interrupted
+    } else {
+        Status::Failed
+    };
+    run.error = Some(text.clone());
+    rep.contender_failed(name, &text);
 }
 
 /// What a start-up measured, from the probes' timings and the contender's cost so far.

@@ -393,12 +393,9 @@ fn legend(out: &mut String, names: &[&str], x: f64, y: f64) {
 /// A point of a rate curve: its place on the axis, p50 and p99 (ms), the rate achieved.
 type RatePoint = (usize, f64, f64, f64);
 
-/// Latency against offered rate (a `rate = [..]` axis, or a ramp's stages): p50 (solid) and
-/// p99 (dashed) per contender on a log scale, one chart per group of points that differ only
-/// in rate, each dot's tooltip with the rate the contender actually achieved.
-pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
-    let (points, names) = points_and_contenders(r, scenario);
-    // Groups of points that differ only in rate (and stage), in plan order.
+/// Groups of points that differ only in rate (and stage), in plan order, each named by
+/// what its points share.
+fn rate_groups(points: &[PointId]) -> Vec<(String, Vec<&PointId>)> {
     let mut groups: Vec<(String, Vec<&PointId>)> = Vec::new();
     for p in points.iter().filter(|p| p.rate.is_some()) {
         let key = PointId {
@@ -412,7 +409,46 @@ pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
             None => groups.push((key, vec![p])),
         }
     }
+    groups
+}
+
+/// Per contender with any (its index in `names`): each point of `group` as (its place,
+/// p50 ms, p99 ms, achieved req/s), medians over the repetitions.
+fn rate_points(r: &Results, names: &[&str], group: &[&PointId]) -> Vec<(usize, Vec<RatePoint>)> {
     let median = |v: Vec<f64>| crate::stats::Sample::new(v).ok().map(|s| s.median());
+    names
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| {
+            let pts = group
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let loads: Vec<_> =
+                        r.point_runs(c, p).filter_map(|x| x.load.as_ref()).collect();
+                    let m = |f: &dyn Fn(&crate::load::LoadResult) -> f64| {
+                        median(loads.iter().map(|l| f(l)).collect())
+                    };
+                    Some((
+                        i,
+                        m(&|l| l.latency_us.p50 as f64 / 1e3)?,
+                        m(&|l| l.latency_us.p99 as f64 / 1e3)?,
+                        m(&|l| l.requests_per_s)?,
+                    ))
+                })
+                .collect();
+            (ci, pts)
+        })
+        .filter(|(_, pts): &(usize, Vec<_>)| !pts.is_empty())
+        .collect()
+}
+
+/// Latency against offered rate (a `rate = [..]` axis, or a ramp's stages): p50 (solid) and
+/// p99 (dashed) per contender on a log scale, one chart per group of points that differ only
+/// in rate, each dot's tooltip with the rate the contender actually achieved.
+pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
+    let (points, names) = points_and_contenders(r, scenario);
+    let groups = rate_groups(&points);
     let mut out = String::new();
     for (key, mut group) in groups.into_iter().filter(|(_, g)| g.len() > 1) {
         group.sort_by(|a, b| {
@@ -421,32 +457,7 @@ pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
         group.dedup_by(|a, b| a.rate == b.rate);
-        // Per contender: (point, p50 ms, p99 ms, achieved req/s).
-        let curves: Vec<(usize, Vec<RatePoint>)> = names
-            .iter()
-            .enumerate()
-            .map(|(ci, c)| {
-                let pts = group
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, p)| {
-                        let loads: Vec<_> =
-                            r.point_runs(c, p).filter_map(|x| x.load.as_ref()).collect();
-                        let m = |f: &dyn Fn(&crate::load::LoadResult) -> f64| {
-                            median(loads.iter().map(|l| f(l)).collect())
-                        };
-                        Some((
-                            i,
-                            m(&|l| l.latency_us.p50 as f64 / 1e3)?,
-                            m(&|l| l.latency_us.p99 as f64 / 1e3)?,
-                            m(&|l| l.requests_per_s)?,
-                        ))
-                    })
-                    .collect();
-                (ci, pts)
-            })
-            .filter(|(_, pts): &(usize, Vec<_>)| !pts.is_empty())
-            .collect();
+        let curves = rate_points(r, &names, &group);
         if curves.is_empty() {
             continue;
         }
