@@ -255,22 +255,53 @@ fn toolchain(program: &str) -> Vec<u8> {
     git::bounded(c, Duration::from_secs(10)).unwrap_or_default()
 }
 
-/// The source of `req` built, from the cache when it has the build. The provenance of a
-/// failure (the log's last lines included) is the error.
-pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<SourceInfo>> {
-    let mut info = SourceInfo {
-        repository: match &req.source.from {
+/// Where a source is from, as results record it (the rest is filled in as it is built).
+fn provenance(source: &Source) -> SourceInfo {
+    SourceInfo {
+        repository: match &source.from {
             SourceKind::Git { repo, .. } => repo.clone(),
             SourceKind::Path(p) => p.display().to_string(),
         },
-        reference: match &req.source.from {
+        reference: match &source.from {
             SourceKind::Git {
                 rev: Rev::Ref(r), ..
             } => Some(r.clone()),
             _ => None,
         },
         ..SourceInfo::default()
-    };
+    }
+}
+
+/// The build the cache has at `done`, marked used now.
+fn cached(
+    req: &Request,
+    mut entry: cache::Entry,
+    done: &Path,
+    mut info: SourceInfo,
+    say: &mut dyn FnMut(String),
+) -> Built {
+    entry.used_at = cache::now();
+    let _ = cache::write_entry(done, &entry);
+    let mut b = entry.source.build.unwrap_or_default();
+    b.cached = true;
+    b.log = None;
+    info.build = Some(b);
+    say(format!(
+        "{}: cached build of {} ({})",
+        req.contender,
+        req.source.describe(),
+        short(&info)
+    ));
+    Built {
+        tree: done.join("tree"),
+        info,
+    }
+}
+
+/// The source of `req` built, from the cache when it has the build. The provenance of a
+/// failure (the log's last lines included) is the error.
+pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<SourceInfo>> {
+    let mut info = provenance(req.source);
     let fail = |mut info: SourceInfo, e: String| {
         info.error = Some(e);
         Box::new(info)
@@ -300,23 +331,8 @@ pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<So
     if req.rebuild {
         let _ = std::fs::remove_dir_all(&done);
     }
-    if let Some(mut entry) = cache::read_entry(&done) {
-        entry.used_at = cache::now();
-        let _ = cache::write_entry(&done, &entry);
-        let mut b = entry.source.build.unwrap_or_default();
-        b.cached = true;
-        b.log = None;
-        info.build = Some(b);
-        say(format!(
-            "{}: cached build of {} ({})",
-            req.contender,
-            req.source.describe(),
-            short(&info)
-        ));
-        return Ok(Built {
-            tree: done.join("tree"),
-            info,
-        });
+    if let Some(entry) = cache::read_entry(&done) {
+        return Ok(cached(req, entry, &done, info, say));
     }
     let _ = std::fs::remove_dir_all(&done);
     let tmp = builds.join(format!("{}.tmp-{}", info.key, std::process::id()));

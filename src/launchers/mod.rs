@@ -454,6 +454,47 @@ impl Pods<'_> {
     }
 }
 
+impl Pods<'_> {
+    /// Each shard's pod on a node of its own.
+    fn apart(&self) -> Y {
+        one(
+            "podAntiAffinity",
+            one(
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                Y::List(vec![Y::map([
+                    (
+                        "labelSelector",
+                        one(
+                            "matchLabels",
+                            one("bakeoff/plan", Y::str(self.name.clone())),
+                        ),
+                    ),
+                    ("topologyKey", Y::str("kubernetes.io/hostname")),
+                ])]),
+            ),
+        )
+    }
+}
+
+/// A shard's environment: the node it runs on as `BAKEOFF_MACHINE`, and the plan's
+/// `[ci] env`, as the workflow sets it.
+fn shard_env(plan: &Plan) -> Y {
+    let mut env = vec![Y::map([
+        ("name", Y::str("BAKEOFF_MACHINE")),
+        (
+            "valueFrom",
+            one("fieldRef", one("fieldPath", Y::str("spec.nodeName"))),
+        ),
+    ])];
+    env.extend(
+        plan.ci
+            .env
+            .iter()
+            .map(|(k, v)| Y::map([("name", Y::str(k.clone())), ("value", Y::str(v.clone()))])),
+    );
+    Y::List(env)
+}
+
 fn one(k: &str, v: Y) -> Y {
     Y::map([(k.to_string(), v)])
 }
@@ -499,33 +540,6 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
         "{setup}exec bakeoff run {} --shards {n} --out \"/results/shard-$((JOB_COMPLETION_INDEX + 1))\"",
         sh(&plan_arg(&c.plan))
     );
-    let anti_affinity = one(
-        "podAntiAffinity",
-        one(
-            "requiredDuringSchedulingIgnoredDuringExecution",
-            Y::List(vec![Y::map([
-                (
-                    "labelSelector",
-                    one("matchLabels", one("bakeoff/plan", Y::str(name.clone()))),
-                ),
-                ("topologyKey", Y::str("kubernetes.io/hostname")),
-            ])]),
-        ),
-    );
-    let mut env = vec![Y::map([
-        ("name", Y::str("BAKEOFF_MACHINE")),
-        (
-            "valueFrom",
-            one("fieldRef", one("fieldPath", Y::str("spec.nodeName"))),
-        ),
-    ])];
-    // The plan's `[ci] env`, as the workflow sets it.
-    env.extend(
-        plan.ci
-            .env
-            .iter()
-            .map(|(k, v)| Y::map([("name", Y::str(k.clone())), ("value", Y::str(v.clone()))])),
-    );
     let shards = pods.job(
         &name,
         vec![
@@ -536,11 +550,11 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
                 Y::Int(a.parallelism.unwrap_or(n).clamp(1, n).into()),
             ),
         ],
-        vec![("affinity", anti_affinity)],
+        vec![("affinity", pods.apart())],
         "shard",
         vec![
             ("command", sh_c(run)),
-            ("env", Y::List(env)),
+            ("env", shard_env(&plan)),
             ("resources", resources()),
         ],
     );

@@ -495,33 +495,12 @@ impl Checker<'_> {
                     return Err(self.at(e, "a cluster gives each `[[contender.member]]` its own `endpoint`"));
                 }
                 for m in &r.members {
-                    let mr = m.get_ref();
-                    let Some(spanned_name) = &mr.name else {
-                        return Err(self.at(m, "a `[[contender.member]]` needs a `name` (or the contender `members = N`, which names them m1..mN)"));
-                    };
-                    let mname = self.name(spanned_name, "member")?;
-                    if members.iter().any(|o: &Member| o.name == mname) {
-                        return Err(self.at(spanned_name, format!("two members are named `{mname}`")));
+                    let member = self.member(m, &name, &env, r.ready.as_ref(), base)?;
+                    if members.iter().any(|o: &Member| o.name == member.name) {
+                        let at = m.get_ref().name.as_ref().expect("named");
+                        return Err(self.at(at, format!("two members are named `{}`", member.name)));
                     }
-                    let mut menv = env.clone();
-                    menv.extend(mr.env.clone());
-                    let endpoint = mr.endpoint.as_ref().map(|e| self.endpoint(e)).transpose()?;
-                    let ready = mr.ready.as_ref().or(r.ready.as_ref());
-                    let source = super::source::member(
-                        mr,
-                        &format!("contender `{name}`, member `{mname}`"),
-                        base,
-                        &|span, m| self.span(span, m),
-                    )?;
-                    members.push(Member {
-                        name: mname,
-                        command: self.command(&mr.command)?,
-                        env: menv,
-                        endpoint: endpoint.clone().unwrap_or(DEFAULT_ENDPOINT.into()),
-                        ready: self.probe_or_tcp(ready, endpoint.as_deref())?,
-                        after: mr.after.as_ref().map(|a| a.get_ref().clone()).unwrap_or_default(),
-                        source,
-                    });
+                    members.push(member);
                 }
                 self.start_order(&r.members, &members)?;
             }
@@ -570,6 +549,46 @@ impl Checker<'_> {
             leader,
             variant: None,
             source: super::source::check(r, base, &|span, m| self.span(span, m))?,
+        })
+    }
+
+    /// One `[[contender.member]]` of contender `name` (its env after the contender's, its
+    /// probe the contender's `ready` when it has none).
+    fn member(
+        &self,
+        m: &Spanned<super::raw::RawMember>,
+        name: &str,
+        env: &[(String, String)],
+        ready: Option<&Spanned<super::raw::RawProbe>>,
+        base: &Path,
+    ) -> Res<Member> {
+        let mr = m.get_ref();
+        let Some(spanned_name) = &mr.name else {
+            return Err(self.at(m, "a `[[contender.member]]` needs a `name` (or the contender `members = N`, which names them m1..mN)"));
+        };
+        let mname = self.name(spanned_name, "member")?;
+        let mut menv = env.to_vec();
+        menv.extend(mr.env.clone());
+        let endpoint = mr.endpoint.as_ref().map(|e| self.endpoint(e)).transpose()?;
+        let ready = mr.ready.as_ref().or(ready);
+        let source = super::source::member(
+            mr,
+            &format!("contender `{name}`, member `{mname}`"),
+            base,
+            &|span, m| self.span(span, m),
+        )?;
+        Ok(Member {
+            name: mname,
+            command: self.command(&mr.command)?,
+            env: menv,
+            endpoint: endpoint.clone().unwrap_or(DEFAULT_ENDPOINT.into()),
+            ready: self.probe_or_tcp(ready, endpoint.as_deref())?,
+            after: mr
+                .after
+                .as_ref()
+                .map(|a| a.get_ref().clone())
+                .unwrap_or_default(),
+            source,
         })
     }
 

@@ -208,6 +208,39 @@ fn push_int(out: &mut String, v: i128) {
     let _ = write!(out, "{v}");
 }
 
+/// The placeholders whose argument runs to the next `}`: (keyword, how it opens).
+const SIMPLE: [(&str, &str); 4] = [
+    ("rand", "{rand:"),
+    ("edge", "{edge:"),
+    ("line", "{line:"),
+    ("env", "{env:"),
+];
+
+/// The part a [`SIMPLE`] placeholder stands for, from its argument; a `{rand:…}` takes the
+/// next random slot.
+fn simple(kw: &str, spec: &str, slot: &mut u64) -> Result<Part, String> {
+    Ok(match kw {
+        "rand" => {
+            let (lo, hi) = parse_range(spec)?;
+            *slot += 1;
+            Part::Rand {
+                lo,
+                hi,
+                slot: *slot - 1,
+            }
+        }
+        "edge" => {
+            let (lo, hi) = parse_range(spec)?;
+            Part::Edge { lo, hi }
+        }
+        "line" => Part::Line(read_lines(Path::new(spec))?),
+        _ => Part::Env {
+            name: spec.to_string(),
+            value: std::env::var(spec).map_err(|_| format!("{{env:{spec}}} is not set"))?,
+        },
+    })
+}
+
 /// Parses from byte `start` until the end (or, when `nested`, a closing `}`), returning the
 /// template and the index after it.
 fn parse_until(
@@ -236,48 +269,17 @@ fn parse_until(
             flush(&mut lit, &mut parts);
             parts.push(Part::Seq);
             i += 5;
-        } else if let Some(spec) = rest.strip_prefix("{rand:") {
+        } else if let Some((kw, spec)) = SIMPLE
+            .iter()
+            .find_map(|(kw, open)| Some((*kw, rest.strip_prefix(open)?)))
+        {
             let end = spec
                 .find('}')
-                .ok_or_else(|| err(i, "`{rand:` is not closed with `}`".into()))?;
-            let (lo, hi) = parse_range(&spec[..end]).map_err(|r| err(i, r))?;
+                .ok_or_else(|| err(i, format!("`{{{kw}:` is not closed with `}}`")))?;
+            let part = simple(kw, &spec[..end], slot).map_err(|r| err(i, r))?;
             flush(&mut lit, &mut parts);
-            parts.push(Part::Rand {
-                lo,
-                hi,
-                slot: *slot,
-            });
-            *slot += 1;
-            i += "{rand:".len() + end + 1;
-        } else if let Some(spec) = rest.strip_prefix("{edge:") {
-            let end = spec
-                .find('}')
-                .ok_or_else(|| err(i, "`{edge:` is not closed with `}`".into()))?;
-            let (lo, hi) = parse_range(&spec[..end]).map_err(|r| err(i, r))?;
-            flush(&mut lit, &mut parts);
-            parts.push(Part::Edge { lo, hi });
-            i += "{edge:".len() + end + 1;
-        } else if let Some(spec) = rest.strip_prefix("{line:") {
-            let end = spec
-                .find('}')
-                .ok_or_else(|| err(i, "`{line:` is not closed with `}`".into()))?;
-            let lines = read_lines(Path::new(&spec[..end])).map_err(|r| err(i, r))?;
-            flush(&mut lit, &mut parts);
-            parts.push(Part::Line(lines));
-            i += "{line:".len() + end + 1;
-        } else if let Some(spec) = rest.strip_prefix("{env:") {
-            let end = spec
-                .find('}')
-                .ok_or_else(|| err(i, "`{env:` is not closed with `}`".into()))?;
-            let name = &spec[..end];
-            let value =
-                std::env::var(name).map_err(|_| err(i, format!("{{env:{name}}} is not set")))?;
-            flush(&mut lit, &mut parts);
-            parts.push(Part::Env {
-                name: name.to_string(),
-                value,
-            });
-            i += "{env:".len() + end + 1;
+            parts.push(part);
+            i += kw.len() + 2 + end + 1;
         } else if rest.starts_with("{b64:") {
             let (inner, next) = parse_until(text, i + 5, Some("{b64:"), slot, whole)?;
             flush(&mut lit, &mut parts);

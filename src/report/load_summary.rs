@@ -56,6 +56,28 @@ pub fn render(r: &LoadResult) -> String {
             "           * from when each request was due (corrected for coordinated omission); Service: from when it was sent"
         );
     }
+    outcomes(r, &mut s);
+    if let Some(t) = &r.tls {
+        let _ = writeln!(s, "TLS        {t}");
+    }
+    let g = &r.generator;
+    let waited = g
+        .cpu_wait_s
+        .map(|w| format!(" + {w:.2} s waiting for a CPU"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "Generator  {:.2} s CPU{waited} ({:.1} µs/request); busy {:.0}% of its threads' time",
+        g.cpu_user_s + g.cpu_system_s,
+        g.cpu_us_per_request,
+        g.utilization * 100.0
+    );
+    s
+}
+
+/// What the calls ended as (with an example of each failure), and what else happened to
+/// them: requests never sent, calls cut off by the duration, reconnects.
+fn outcomes(r: &LoadResult, s: &mut String) {
     let outcomes: Vec<String> = r
         .outcomes
         .iter()
@@ -86,22 +108,6 @@ pub fn render(r: &LoadResult) -> String {
     for a in also {
         let _ = writeln!(s, "           {a}");
     }
-    if let Some(t) = &r.tls {
-        let _ = writeln!(s, "TLS        {t}");
-    }
-    let g = &r.generator;
-    let waited = g
-        .cpu_wait_s
-        .map(|w| format!(" + {w:.2} s waiting for a CPU"))
-        .unwrap_or_default();
-    let _ = writeln!(
-        s,
-        "Generator  {:.2} s CPU{waited} ({:.1} µs/request); busy {:.0}% of its threads' time",
-        g.cpu_user_s + g.cpu_system_s,
-        g.cpu_us_per_request,
-        g.utilization * 100.0
-    );
-    s
 }
 
 fn latency_line(l: &Latency) -> String {

@@ -258,39 +258,59 @@ pub(super) fn scaling(r: &Results, scenario: &str) -> String {
             h - 6.0
         );
         for (ci, pts) in &curves {
-            let color = COLORS[ci % COLORS.len()];
-            let line: Vec<String> = pts
-                .iter()
-                .map(|(i, (m, _, _))| format!("{:.1},{:.1}", x(*i), y(*m)))
-                .collect();
-            let _ = write!(
-                out,
-                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
-                line.join(" ")
+            let clients = |i: usize| s.points[i].clients;
+            scaling_curve(
+                &mut out,
+                (&x, &y),
+                COLORS[ci % COLORS.len()],
+                names[*ci],
+                pts,
+                &clients,
             );
-            for (i, (m, lo, hi)) in pts {
-                let (px, c) = (x(*i), names[*ci]);
-                let _ = write!(
-                    out,
-                    "<line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"{color}\"/>\
-                     <line x1=\"{:.1}\" y1=\"{1:.1}\" x2=\"{:.1}\" y2=\"{1:.1}\" stroke=\"{color}\"/>\
-                     <line x1=\"{2:.1}\" y1=\"{0:.1}\" x2=\"{3:.1}\" y2=\"{0:.1}\" stroke=\"{color}\"/>\
-                     <circle cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{}, {} clients: {m:.0} req/s ({lo:.0}–{hi:.0})</title></circle>",
-                    y(*hi),
-                    y(*lo),
-                    px - 4.0,
-                    px + 4.0,
-                    y(*m),
-                    esc(c),
-                    s.points[*i].clients,
-                );
-            }
         }
         let shown: Vec<&str> = curves.iter().map(|(i, _)| names[*i]).collect();
         legend(&mut out, &shown, w - 120.0, 44.0);
         out.push_str("</svg>");
     }
     out
+}
+
+/// One contender's line through its medians, with a min–max whisker and a dot (its
+/// tooltip the figures) at each point.
+fn scaling_curve(
+    out: &mut String,
+    (x, y): (&dyn Fn(usize) -> f64, &dyn Fn(f64) -> f64),
+    color: &str,
+    name: &str,
+    pts: &Curve,
+    clients: &dyn Fn(usize) -> usize,
+) {
+    let line: Vec<String> = pts
+        .iter()
+        .map(|(i, (m, _, _))| format!("{:.1},{:.1}", x(*i), y(*m)))
+        .collect();
+    let _ = write!(
+        out,
+        "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
+        line.join(" ")
+    );
+    for (i, (m, lo, hi)) in pts {
+        let px = x(*i);
+        let _ = write!(
+            out,
+            "<line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"{color}\"/>\
+             <line x1=\"{:.1}\" y1=\"{1:.1}\" x2=\"{:.1}\" y2=\"{1:.1}\" stroke=\"{color}\"/>\
+             <line x1=\"{2:.1}\" y1=\"{0:.1}\" x2=\"{3:.1}\" y2=\"{0:.1}\" stroke=\"{color}\"/>\
+             <circle cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{}, {} clients: {m:.0} req/s ({lo:.0}–{hi:.0})</title></circle>",
+            y(*hi),
+            y(*lo),
+            px - 4.0,
+            px + 4.0,
+            y(*m),
+            esc(name),
+            clients(*i),
+        );
+    }
 }
 
 /// Latency against percentile (log scale), one curve per contender, one chart per point;
@@ -303,48 +323,13 @@ pub(super) fn latency(r: &Results, scenario: &str) -> String {
         let curves: Vec<(usize, Vec<f64>)> = names
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| {
-                let mut merged: Option<Histogram<u64>> = None;
-                for x in r.point_runs(c, p) {
-                    let Some(h) = x.load.as_ref().and_then(|l| l.latency_us.histogram().ok())
-                    else {
-                        continue;
-                    };
-                    match &mut merged {
-                        None => merged = Some(h),
-                        Some(m) => {
-                            let _ = m.add(&h);
-                        }
-                    }
-                }
-                let h = merged.filter(|h| !h.is_empty())?;
-                Some((
-                    i,
-                    Q.iter()
-                        .map(|q| h.value_at_quantile(*q).max(1) as f64 / 1e3)
-                        .collect(),
-                ))
-            })
+            .filter_map(|(i, c)| Some((i, quantiles_ms(r, c, p, &Q)?)))
             .collect();
         if curves.is_empty() {
             continue;
         }
         let (w, h, left, bottom) = (400.0, 240.0, 50.0, 40.0);
-        let lo = curves
-            .iter()
-            .flat_map(|c| c.1.iter().copied())
-            .fold(f64::MAX, f64::min)
-            .max(1e-3)
-            .log10()
-            .floor();
-        let hi = curves
-            .iter()
-            .flat_map(|c| c.1.iter().copied())
-            .fold(0.0, f64::max)
-            .max(1e-3)
-            .log10()
-            .ceil()
-            .max(lo + 1.0);
+        let (lo, hi) = decades(curves.iter().flat_map(|c| c.1.iter().copied()));
         let y =
             |ms: f64| h - bottom - (ms.max(1e-3).log10() - lo) / (hi - lo) * (h - bottom - 30.0);
         // The last label (p99.99) is centred on its tick: leave it room on the right.
@@ -381,6 +366,47 @@ pub(super) fn latency(r: &Results, scenario: &str) -> String {
         out.push_str("</svg>");
     }
     out
+}
+
+/// A contender's latency at each quantile in `q` (ms), its histograms over the point's
+/// repetitions merged; none when it has no answers there.
+fn quantiles_ms(r: &Results, c: &str, p: &PointId, q: &[f64]) -> Option<Vec<f64>> {
+    let mut merged: Option<Histogram<u64>> = None;
+    for x in r.point_runs(c, p) {
+        let Some(h) = x.load.as_ref().and_then(|l| l.latency_us.histogram().ok()) else {
+            continue;
+        };
+        match &mut merged {
+            None => merged = Some(h),
+            Some(m) => {
+                let _ = m.add(&h);
+            }
+        }
+    }
+    let h = merged.filter(|h| !h.is_empty())?;
+    Some(
+        q.iter()
+            .map(|q| h.value_at_quantile(*q).max(1) as f64 / 1e3)
+            .collect(),
+    )
+}
+
+/// The decades (log10, whole) a log axis spans to hold `values` (ms, at least 1 µs): at
+/// least one.
+fn decades(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    let lo = values
+        .clone()
+        .fold(f64::MAX, f64::min)
+        .max(1e-3)
+        .log10()
+        .floor();
+    let hi = values
+        .fold(0.0, f64::max)
+        .max(1e-3)
+        .log10()
+        .ceil()
+        .max(lo + 1.0);
+    (lo, hi)
 }
 
 fn legend(out: &mut String, names: &[&str], x: f64, y: f64) {
@@ -451,28 +477,17 @@ pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
     let groups = rate_groups(&points);
     let mut out = String::new();
     for (key, mut group) in groups.into_iter().filter(|(_, g)| g.len() > 1) {
-        group.sort_by(|a, b| {
-            a.rate
-                .partial_cmp(&b.rate)
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
+        group.sort_by(|a, b| a.rate.unwrap_or(0.0).total_cmp(&b.rate.unwrap_or(0.0)));
         group.dedup_by(|a, b| a.rate == b.rate);
         let curves = rate_points(r, &names, &group);
         if curves.is_empty() {
             continue;
         }
-        let all = || {
+        let (lo, hi) = decades(
             curves
                 .iter()
-                .flat_map(|(_, p)| p.iter().flat_map(|x| [x.1, x.2]))
-        };
-        let lo = all().fold(f64::MAX, f64::min).max(1e-3).log10().floor();
-        let hi = all()
-            .fold(0.0, f64::max)
-            .max(1e-3)
-            .log10()
-            .ceil()
-            .max(lo + 1.0);
+                .flat_map(|(_, p)| p.iter().flat_map(|x| [x.1, x.2])),
+        );
         let (w, h, left, bottom) = (460.0, 260.0, 50.0, 40.0);
         let n = group.len();
         let x = |i: usize| left + 10.0 + i as f64 * (w - left - 150.0) / (n - 1).max(1) as f64;
@@ -535,6 +550,50 @@ pub(super) fn rate_curves(r: &Results, scenario: &str) -> String {
     out
 }
 
+/// One call's p50 through its holds, with a whisker and a dot at each, and its fitted slope
+/// dashed.
+fn edge_line(
+    out: &mut String,
+    (x, y): (&dyn Fn(f64) -> f64, &dyn Fn(f64) -> f64),
+    color: &str,
+    s: &crate::report::edges::Series,
+    (max_x, max_y): (f64, f64),
+) {
+    let line: Vec<String> = s
+        .levels
+        .iter()
+        .map(|l| format!("{:.1},{:.1}", x(l.0), y(l.1 / 1e3)))
+        .collect();
+    let _ = write!(
+        out,
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\"/>",
+        line.join(" ")
+    );
+    for l in &s.levels {
+        let _ = write!(
+            out,
+            "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"{color}\"/><circle cx=\"{0:.1}\" cy=\"{3:.1}\" r=\"2.5\" fill=\"{color}\"><title>+{4} ms: p50 {5}</title></circle>",
+            x(l.0),
+            y(l.2.max(0.0) / 1e3),
+            y(l.3 / 1e3),
+            y(l.1 / 1e3),
+            l.0,
+            crate::units::fmt_us(l.1)
+        );
+    }
+    if let Some(f) = s.slope {
+        let (y0, y1) = (f.intercept / 1e3, (f.intercept + f.per_unit * max_x) / 1e3);
+        let _ = write!(
+            out,
+            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-dasharray=\"4 3\"/>",
+            x(0.0),
+            y(y0.clamp(0.0, max_y)),
+            x(max_x),
+            y(y1.clamp(0.0, max_y))
+        );
+    }
+}
+
 /// p50 against the hold added on a slowed edge (the delay what-if): one line per call and
 /// contender through its holds, each with its 95 % interval as a whisker, and the fitted
 /// slope as a dashed line. Empty when the scenario has no delay variants.
@@ -592,40 +651,13 @@ pub(super) fn edges(r: &Results, scenario: &str) -> String {
     );
     let mut names = Vec::new();
     for (i, s) in all.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let line: Vec<String> = s
-            .levels
-            .iter()
-            .map(|l| format!("{:.1},{:.1}", x(l.0), y(l.1 / 1e3)))
-            .collect();
-        let _ = write!(
-            out,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\"/>",
-            line.join(" ")
+        edge_line(
+            &mut out,
+            (&x, &y),
+            COLORS[i % COLORS.len()],
+            s,
+            (max_x, max_y),
         );
-        for l in &s.levels {
-            let _ = write!(
-                out,
-                "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"{color}\"/><circle cx=\"{0:.1}\" cy=\"{3:.1}\" r=\"2.5\" fill=\"{color}\"><title>+{4} ms: p50 {5}</title></circle>",
-                x(l.0),
-                y(l.2.max(0.0) / 1e3),
-                y(l.3 / 1e3),
-                y(l.1 / 1e3),
-                l.0,
-                crate::units::fmt_us(l.1)
-            );
-        }
-        if let Some(f) = s.slope {
-            let (y0, y1) = (f.intercept / 1e3, (f.intercept + f.per_unit * max_x) / 1e3);
-            let _ = write!(
-                out,
-                "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-dasharray=\"4 3\"/>",
-                x(0.0),
-                y(y0.clamp(0.0, max_y)),
-                x(max_x),
-                y(y1.clamp(0.0, max_y))
-            );
-        }
         names.push(format!("{} ({}) {}", s.contender, s.port, s.point.label()));
     }
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
