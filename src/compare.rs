@@ -120,6 +120,62 @@ fn summary(s: &Sample) -> Summary {
     }
 }
 
+/// The rows of one unit, every input after the first against the first; `tripped` counts
+/// the cells past `--fail-above`.
+fn table(sets: &[BenchSet], unit: &str, opts: Options, tripped: &mut usize) -> Table {
+    let base = &sets[0];
+    let direction = base.direction(unit);
+    let mut rows = Vec::new();
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); sets.len() - 1];
+    for r in base.rows.iter().filter(|r| r.unit == unit) {
+        let Ok(old) = Sample::new(r.values.clone()) else {
+            continue;
+        };
+        let mut cells = Vec::new();
+        for (k, other) in sets[1..].iter().enumerate() {
+            let found = other
+                .rows
+                .iter()
+                .find(|o| o.name == r.name && o.unit == unit);
+            let Some(new) = found.and_then(|o| Sample::new(o.values.clone()).ok()) else {
+                cells.push(None);
+                continue;
+            };
+            let c: Comparison = stats::compare(&old, &new, direction, opts.thresholds);
+            let trip = c.verdict == Verdict::Worse
+                && opts
+                    .fail_above_pct
+                    .is_some_and(|t| c.delta_pct.is_some_and(|d| d.abs() > t));
+            *tripped += usize::from(trip);
+            if c.old_median > 0.0 && c.new_median > 0.0 {
+                ratios[k].push(c.new_median / c.old_median);
+            }
+            cells.push(Some(Cell {
+                summary: summary(&new),
+                delta_pct: c.delta_pct,
+                p: c.p,
+                verdict: c.verdict,
+                tripped: trip,
+            }));
+        }
+        rows.push(Row {
+            name: r.name.clone(),
+            base: summary(&old),
+            cells,
+        });
+    }
+    let geomean_delta_pct = ratios
+        .iter()
+        .map(|r| stats::geomean(r).map(|g| (g - 1.0) * 100.0))
+        .collect();
+    Table {
+        unit: unit.to_string(),
+        direction,
+        rows,
+        geomean_delta_pct,
+    }
+}
+
 /// Compares every input after the first against the first.
 pub fn compare(sets: &[BenchSet], opts: Options) -> Report {
     let base = &sets[0];
@@ -130,59 +186,10 @@ pub fn compare(sets: &[BenchSet], opts: Options) -> Report {
         }
     }
     let mut tripped = 0;
-    let mut tables = Vec::new();
-    for unit in units {
-        let direction = base.direction(unit);
-        let mut rows = Vec::new();
-        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); sets.len() - 1];
-        for r in base.rows.iter().filter(|r| r.unit == unit) {
-            let Ok(old) = Sample::new(r.values.clone()) else {
-                continue;
-            };
-            let mut cells = Vec::new();
-            for (k, other) in sets[1..].iter().enumerate() {
-                let found = other
-                    .rows
-                    .iter()
-                    .find(|o| o.name == r.name && o.unit == unit);
-                let Some(new) = found.and_then(|o| Sample::new(o.values.clone()).ok()) else {
-                    cells.push(None);
-                    continue;
-                };
-                let c: Comparison = stats::compare(&old, &new, direction, opts.thresholds);
-                let trip = c.verdict == Verdict::Worse
-                    && opts
-                        .fail_above_pct
-                        .is_some_and(|t| c.delta_pct.is_some_and(|d| d.abs() > t));
-                tripped += usize::from(trip);
-                if c.old_median > 0.0 && c.new_median > 0.0 {
-                    ratios[k].push(c.new_median / c.old_median);
-                }
-                cells.push(Some(Cell {
-                    summary: summary(&new),
-                    delta_pct: c.delta_pct,
-                    p: c.p,
-                    verdict: c.verdict,
-                    tripped: trip,
-                }));
-            }
-            rows.push(Row {
-                name: r.name.clone(),
-                base: summary(&old),
-                cells,
-            });
-        }
-        let geomean_delta_pct = ratios
-            .iter()
-            .map(|r| stats::geomean(r).map(|g| (g - 1.0) * 100.0))
-            .collect();
-        tables.push(Table {
-            unit: unit.to_string(),
-            direction,
-            rows,
-            geomean_delta_pct,
-        });
-    }
+    let tables = units
+        .into_iter()
+        .map(|unit| table(sets, unit, opts, &mut tripped))
+        .collect();
     Report {
         inputs: sets
             .iter()

@@ -785,18 +785,9 @@ impl TargetArgs {
         }
     }
 
-    /// The call the flags describe and the endpoint it goes to.
-    pub fn call(&self) -> anyhow::Result<(Call, Endpoint)> {
-        let headers = self.headers()?;
-        let body = self.body()?;
-        // Checked here too, so a mistake names the flag it came from.
-        if let Some(b) = &body {
-            Template::parse(b).context("-d")?;
-        }
-        let texts = [
-            ("-d", body.as_deref()),
-            ("--params", Some(self.params.as_str())),
-        ];
+    /// A `{word:…}` in -d or --params that is not a placeholder is sent as written: says so.
+    fn warn_unknown_placeholders(&self, body: Option<&str>) {
+        let texts = [("-d", body), ("--params", Some(self.params.as_str()))];
         for (flag, text) in texts {
             for w in crate::protocol::template::unknown_keywords(text.unwrap_or_default()) {
                 eprintln!(
@@ -806,6 +797,17 @@ impl TargetArgs {
                 );
             }
         }
+    }
+
+    /// The call the flags describe and the endpoint it goes to.
+    pub fn call(&self) -> anyhow::Result<(Call, Endpoint)> {
+        let headers = self.headers()?;
+        let body = self.body()?;
+        // Checked here too, so a mistake names the flag it came from.
+        if let Some(b) = &body {
+            Template::parse(b).context("-d")?;
+        }
+        self.warn_unknown_placeholders(body.as_deref());
         if let Some(url) = &self.grpc {
             let endpoint = Endpoint::parse(url).context("--grpc")?;
             let method = self

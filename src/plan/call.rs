@@ -4,6 +4,8 @@
 use std::ops::Range;
 use std::time::Duration;
 
+use toml::Spanned;
+
 use crate::protocol::grpc::CallShape;
 
 use super::check::{value_text, CallFields, Checker};
@@ -14,45 +16,52 @@ use super::Call;
 type Res<T> = Result<T, PlanError>;
 
 impl Checker<'_> {
+    fn grpc_call(
+        &self,
+        g: &Spanned<String>,
+        f: &CallFields,
+        headers: Vec<(String, String)>,
+    ) -> Res<Call> {
+        if !g.get_ref().contains('/') {
+            return Err(self.at(
+                g,
+                format!(
+                    "`{}` is not a method name; write it as package.Service/Method",
+                    g.get_ref()
+                ),
+            ));
+        }
+        if let Some(p) = f.path.or(None) {
+            return Err(self.at(p, "`path` is for `http` and `jsonrpc` calls"));
+        }
+        let interval = match f.stream_interval {
+            None => None,
+            Some(d) => Some(self.duration(Some(d), "stream_interval", Duration::ZERO)?),
+        };
+        let replies = match f.replies {
+            None => None,
+            Some(n) if *n.get_ref() >= 1 => Some(*n.get_ref() as u64),
+            Some(n) => return Err(self.at(n, "`replies` must be at least 1")),
+        };
+        Ok(Call::Grpc {
+            method: g.get_ref().clone(),
+            body: f.body.map_or("{}".into(), |b| value_text(b.get_ref())),
+            shape: CallShape {
+                metadata: headers,
+                interval,
+                replies,
+            },
+        })
+    }
+
     pub(super) fn call(&self, span: Range<usize>, f: &CallFields, has_protos: bool) -> Res<Call> {
+        let _ = has_protos;
         let headers: Vec<(String, String)> = f.headers.clone().into_iter().collect();
         let path = f.path.map(|p| p.get_ref().clone());
         match (f.grpc, f.http, f.jsonrpc) {
-            (Some(g), None, None) => {
-                // Without `protos`, the messages are built from what each contender says
-                // through server reflection.
-                let _ = has_protos;
-                if !g.get_ref().contains('/') {
-                    return Err(self.at(
-                        g,
-                        format!(
-                            "`{}` is not a method name; write it as package.Service/Method",
-                            g.get_ref()
-                        ),
-                    ));
-                }
-                if let Some(p) = f.path.or(None) {
-                    return Err(self.at(p, "`path` is for `http` and `jsonrpc` calls"));
-                }
-                let interval = match f.stream_interval {
-                    None => None,
-                    Some(d) => Some(self.duration(Some(d), "stream_interval", Duration::ZERO)?),
-                };
-                let replies = match f.replies {
-                    None => None,
-                    Some(n) if *n.get_ref() >= 1 => Some(*n.get_ref() as u64),
-                    Some(n) => return Err(self.at(n, "`replies` must be at least 1")),
-                };
-                Ok(Call::Grpc {
-                    method: g.get_ref().clone(),
-                    body: f.body.map_or("{}".into(), |b| value_text(b.get_ref())),
-                    shape: CallShape {
-                        metadata: headers,
-                        interval,
-                        replies,
-                    },
-                })
-            }
+            // Without `protos`, the messages are built from what each contender says
+            // through server reflection.
+            (Some(g), None, None) => self.grpc_call(g, f, headers),
             _ if f.stream_interval.is_some() || f.replies.is_some() => {
                 let at = f
                     .stream_interval

@@ -19,33 +19,23 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
     let goal = info.capacity.as_ref()?;
     let axes = super::cells::Axes::of(info);
     let mut head = axes.head();
-    let pct = goal.percentile.as_str();
-    head.extend(
-        [
-            "contender",
-            "capacity req/s",
-            "vs baseline",
-            &format!("{pct} at capacity"),
-            "search (repetition 1)",
-        ]
-        .map(String::from),
-    );
+    head.extend([
+        "contender".to_string(),
+        "capacity req/s".into(),
+        "vs baseline".into(),
+        format!("{} at capacity", goal.percentile.as_str()),
+        "search (repetition 1)".into(),
+    ]);
     let bands = bands_of(r);
     let mut rows = Vec::new();
     for id in &info.points {
         for c in r.compared() {
             let found = capacities(r, &c.name, id);
+            let rates: Vec<f64> = found.iter().filter_map(|(_, x)| x.rate).collect();
             if found.is_empty() {
                 continue;
             }
-            let rates: Vec<f64> = found.iter().filter_map(|(_, x)| x.rate).collect();
-            let at: Vec<f64> = r
-                .point_runs(&c.name, id)
-                .filter_map(|p| p.load.as_ref())
-                .map(|l| goal.percentile.of(&l.latency_us) as f64 / 1e6)
-                .collect();
             let base = c.baseline.as_deref().filter(|b| *b != c.name);
-            let x = base.and_then(|b| paired_ratio(r, id, b, &c.name));
             let mut row = axes.cells(id);
             row.push(super::cells::contender_cell(
                 &c.name,
@@ -61,6 +51,7 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
                     )
                     .reads(capacity_cell(&found, goal.max_rate)),
             );
+            let x = base.and_then(|b| paired_ratio(r, id, b, &c.name));
             row.push(Cell::with(
                 base.map_or(String::new(), |b| versus(r, id, b, &c.name, bands)),
                 vec![
@@ -69,6 +60,10 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
                     ("capacity_ratio_hi".into(), number(x.map(|x| x.hi))),
                 ],
             ));
+            let at: Vec<f64> = r
+                .point_runs(&c.name, id)
+                .filter_map(|p| Some(goal.percentile.of(&p.load.as_ref()?.latency_us) as f64 / 1e6))
+                .collect();
             row.push(Cell::median(
                 &format!("{}_at_capacity", goal.percentile.as_str().replace('.', "_")),
                 Unit::Seconds,
@@ -91,7 +86,8 @@ pub(super) fn table(r: &Results, name: &str, call: &str) -> Option<Table> {
     Some(Table {
         id: super::cells::serving_id(name),
         title: format!(
-            "{name} (`{call}`): capacity at {pct} ≤ {}, no errors (median of the repetitions, min–max)",
+            "{name} (`{call}`): capacity at {} ≤ {}, no errors (median of the repetitions, min–max)",
+            goal.percentile.as_str(),
             fmt_us(goal.goal_us)
         ),
         head,

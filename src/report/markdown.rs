@@ -67,6 +67,12 @@ pub fn render(a: &Analysis) -> String {
         }
         out.push('\n');
     }
+    environment(r, &mut out);
+    out
+}
+
+/// Where it ran, what was built from source, what TLS negotiated, and the run's warnings.
+fn environment(r: &crate::results::Results, out: &mut String) {
     let _ = writeln!(out, "## Environment\n\n{}\n", environment_line(r));
     let sources = source_lines(r);
     if !sources.is_empty() {
@@ -97,7 +103,6 @@ pub fn render(a: &Analysis) -> String {
         }
         out.push('\n');
     }
-    out
 }
 
 /// Each contender built from source: `repository @ ref (commit, clean or dirty)` and its

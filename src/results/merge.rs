@@ -118,40 +118,7 @@ fn fit_together(inputs: &[Input]) -> anyhow::Result<u32> {
                 first.dir.display()
             );
         }
-        if i.results.plan_hash != first.results.plan_hash {
-            bail!(
-                "`{}` and `{}` ran different plans (plan hashes {} and {}): the plan file, its templates or --repetitions/--only/--scenario/--smoke differ",
-                first.dir.display(),
-                i.dir.display(),
-                first.results.plan_hash.as_deref().unwrap_or("none"),
-                i.results.plan_hash.as_deref().unwrap_or("none")
-            );
-        }
-        if let Some(why) = built_differently(&first.results, &i.results) {
-            bail!(
-                "`{}` and `{}` measured different builds: {why}; run every shard from the same commits (`--ref`)",
-                first.dir.display(),
-                i.dir.display()
-            );
-        }
-        if matches!(i.results.status, Status::Running | Status::Interrupted) {
-            bail!(
-                "shard {} in `{}` did not finish (status {}): finish it with `bakeoff run --resume {}`, then merge",
-                list(&s.have),
-                i.dir.display(),
-                i.results.status,
-                i.dir.display()
-            );
-        }
-        if i.results.tool != first.results.tool {
-            bail!(
-                "`{}` was run by {} and `{}` by {}: shards of one comparison are run by one bakeoff",
-                first.dir.display(),
-                first.results.tool,
-                i.dir.display(),
-                i.results.tool
-            );
-        }
+        same_run(first, i, &s)?;
         // The header is a claim: the runs must be the shards' own repetitions.
         check_runs(i, &s)?;
         for k in s.have {
@@ -181,8 +148,47 @@ fn fit_together(inputs: &[Input]) -> anyhow::Result<u32> {
             list(&seen.keys().copied().collect::<Vec<_>>())
         );
     }
-
     Ok(of)
+}
+
+/// That shard `i` (holding `s`) ran the plan `first` ran, on the same builds, with the same
+/// bakeoff, and finished.
+fn same_run(first: &Input, i: &Input, s: &Shards) -> anyhow::Result<()> {
+    if i.results.plan_hash != first.results.plan_hash {
+        bail!(
+            "`{}` and `{}` ran different plans (plan hashes {} and {}): the plan file, its templates or --repetitions/--only/--scenario/--smoke differ",
+            first.dir.display(),
+            i.dir.display(),
+            first.results.plan_hash.as_deref().unwrap_or("none"),
+            i.results.plan_hash.as_deref().unwrap_or("none")
+        );
+    }
+    if let Some(why) = built_differently(&first.results, &i.results) {
+        bail!(
+            "`{}` and `{}` measured different builds: {why}; run every shard from the same commits (`--ref`)",
+            first.dir.display(),
+            i.dir.display()
+        );
+    }
+    if matches!(i.results.status, Status::Running | Status::Interrupted) {
+        bail!(
+            "shard {} in `{}` did not finish (status {}): finish it with `bakeoff run --resume {}`, then merge",
+            list(&s.have),
+            i.dir.display(),
+            i.results.status,
+            i.dir.display()
+        );
+    }
+    if i.results.tool != first.results.tool {
+        bail!(
+            "`{}` was run by {} and `{}` by {}: shards of one comparison are run by one bakeoff",
+            first.dir.display(),
+            first.results.tool,
+            i.dir.display(),
+            i.results.tool
+        );
+    }
+    Ok(())
 }
 
 /// The runs as one machine would have run them (setup::schedule): repetition by

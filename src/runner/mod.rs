@@ -60,14 +60,7 @@ pub fn run(
     for w in &results.warnings {
         rep.warning(&w.to_string());
     }
-    // Where this invocation runs, detected before bakeoff pins itself; every repetition it
-    // runs records it. The top-level environment stays where the run began.
-    let mut here = crate::results::env::Environment::detect();
-    here.contender_cpus = contender_cpus.clone();
-    here.load_cpus = load_cpus.clone();
-    if opts.resume.is_none() {
-        results.environment = here.clone();
-    }
+    let here = here(&mut results, opts, (&contender_cpus, &load_cpus));
     save(&dir, &results)?;
 
     // Built once, before anything is measured; a contender whose build failed does not run.
@@ -123,6 +116,23 @@ pub fn run(
     results.finished_at = Some(results::now_utc());
     save(&dir, &results)?;
     Ok(Finished { dir, results })
+}
+
+/// Where this invocation runs, detected before bakeoff pins itself, with the CPUs it pins
+/// to: every repetition it runs records it. The top-level environment stays where the run
+/// began (a resumed run keeps it).
+fn here(
+    results: &mut results::Results,
+    opts: &RunOptions,
+    (contender_cpus, load_cpus): (&Option<Vec<usize>>, &Option<Vec<usize>>),
+) -> crate::results::env::Environment {
+    let mut here = crate::results::env::Environment::detect();
+    here.contender_cpus = contender_cpus.clone();
+    here.load_cpus = load_cpus.clone();
+    if opts.resume.is_none() {
+        results.environment = here.clone();
+    }
+    here
 }
 
 /// Every check `run` makes before it starts anything (the plan itself, then the programs

@@ -13,59 +13,8 @@ use crate::plan::Plan;
 use crate::client::{self, Client, Descriptors, Options};
 
 pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
-    // Every source's ref resolves (a URL is fetched into the cache for it).
-    let cache = crate::build::cache::root();
-    for c in plan.contenders.iter().filter(|c| c.variant.is_none()) {
-        if let Some(s) = &c.source {
-            crate::build::resolve(s, &cache)
-                .map_err(|e| anyhow::anyhow!("contender `{}`: source: {e}", c.name))?;
-        }
-        for m in &c.members {
-            if let Some(s) = &m.source {
-                crate::build::resolve(s, &cache).map_err(|e| {
-                    anyhow::anyhow!("contender `{}`, member `{}`: source: {e}", c.name, m.name)
-                })?;
-            }
-        }
-    }
-    // An outside compat reference's host resolves (the plan check read its syntax only).
-    for set in &plan.compat {
-        if let Some(r) = set.reference.as_ref().filter(|r| r.member.is_none()) {
-            crate::protocol::target::Endpoint::parse(&r.endpoint)
-                .map_err(|e| anyhow::anyhow!("compat `{}`: reference: {e}", set.name))?;
-        }
-    }
-    for c in &plan.contenders {
-        let ports: BTreeMap<String, u16> = ports_named(c).into_iter().map(|n| (n, 1)).collect();
-        for m in &c.members {
-            let ph = Placeholders {
-                ports: &ports,
-                state: PathBuf::from("/state"),
-                member: m.name.clone(),
-            };
-            let at = |e: String| {
-                let e = format!("contender `{}`, member `{}`: {e}", c.name, m.name);
-                anyhow::anyhow!(unset_env_hint(plan, e))
-            };
-            for arg in m.command.iter().chain(m.env.iter().map(|(_, v)| v)) {
-                expand(arg, &ph).map_err(at)?;
-            }
-            let program = expand(&m.command[0], &ph).map_err(at)?;
-            let dir = c.dir.as_deref();
-            // A program of the built tree exists once it is built.
-            if !program.contains("{source}") && !program_exists(&program, dir) {
-                anyhow::bail!(
-                    "contender `{}`: program `{program}` not found{}",
-                    c.name,
-                    if program.contains('/') {
-                        ""
-                    } else {
-                        " on PATH"
-                    }
-                );
-            }
-        }
-    }
+    sources_and_hosts_resolve(plan)?;
+    programs_exist(plan)?;
     let dummy = client::endpoints(&["http://127.0.0.1:1".to_string()])?;
     // The dummy endpoint is plaintext: TLS settings are checked when a contender's
     // endpoints are known (its certificate may not exist before it starts).
@@ -90,6 +39,68 @@ pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
                     opts.clone(),
                 )
                 .with_context(|| format!("scenario `{}` [{}], setup step", s.name, p.label()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every source's ref resolves (a URL is fetched into the cache for it), and every outside
+/// compat reference's host (the plan check read its syntax only).
+fn sources_and_hosts_resolve(plan: &Plan) -> anyhow::Result<()> {
+    let cache = crate::build::cache::root();
+    for c in plan.contenders.iter().filter(|c| c.variant.is_none()) {
+        if let Some(s) = &c.source {
+            crate::build::resolve(s, &cache)
+                .map_err(|e| anyhow::anyhow!("contender `{}`: source: {e}", c.name))?;
+        }
+        for m in &c.members {
+            if let Some(s) = &m.source {
+                crate::build::resolve(s, &cache).map_err(|e| {
+                    anyhow::anyhow!("contender `{}`, member `{}`: source: {e}", c.name, m.name)
+                })?;
+            }
+        }
+    }
+    for set in &plan.compat {
+        if let Some(r) = set.reference.as_ref().filter(|r| r.member.is_none()) {
+            crate::protocol::target::Endpoint::parse(&r.endpoint)
+                .map_err(|e| anyhow::anyhow!("compat `{}`: reference: {e}", set.name))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every member's placeholders fill in and its program exists (a program of a built tree
+/// exists once it is built).
+fn programs_exist(plan: &Plan) -> anyhow::Result<()> {
+    for c in &plan.contenders {
+        let ports: BTreeMap<String, u16> = ports_named(c).into_iter().map(|n| (n, 1)).collect();
+        for m in &c.members {
+            let ph = Placeholders {
+                ports: &ports,
+                state: PathBuf::from("/state"),
+                member: m.name.clone(),
+            };
+            let at = |e: String| {
+                let e = format!("contender `{}`, member `{}`: {e}", c.name, m.name);
+                anyhow::anyhow!(unset_env_hint(plan, e))
+            };
+            for arg in m.command.iter().chain(m.env.iter().map(|(_, v)| v)) {
+                expand(arg, &ph).map_err(at)?;
+            }
+            let program = expand(&m.command[0], &ph).map_err(at)?;
+            let dir = c.dir.as_deref();
+            if !program.contains("{source}") && !program_exists(&program, dir) {
+                anyhow::bail!(
+                    "contender `{}`: program `{program}` not found{}",
+                    c.name,
+                    if program.contains('/') {
+                        ""
+                    } else {
+                        " on PATH"
+                    }
+                );
             }
         }
     }

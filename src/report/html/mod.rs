@@ -61,36 +61,7 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
         compat_html(rep, &mut out);
     }
     for s in &a.scenarios {
-        out.push_str(&table_html(&s.serving));
-        if let Some(t) = &s.scaling {
-            out.push_str(&table_html(t));
-        }
-        if let Some(t) = &s.edges {
-            out.push_str(&table_html(t));
-        }
-        out.push_str("<div class=\"charts\">");
-        let scaling = charts::scaling(r, &s.name);
-        if scaling.is_empty() {
-            out.push_str(&charts::throughput(r, &s.name));
-        } else {
-            out.push_str(&scaling);
-        }
-        out.push_str(&charts::rate_curves(r, &s.name));
-        out.push_str(&charts::edges(r, &s.name));
-        out.push_str(&charts::latency(r, &s.name));
-        out.push_str("</div>\n");
-        if let Some(t) = &s.profile {
-            out.push_str(&table_html(t));
-        }
-        for f in flames.iter().filter(|f| f.scenario == s.name) {
-            // Inline, without the XML prolog a page does not need.
-            let svg = f.svg.find("<svg").map_or(f.svg.as_str(), |i| &f.svg[i..]);
-            let _ = writeln!(
-                out,
-                "<figure class=\"flame\"><figcaption>{}</figcaption>{svg}</figure>",
-                esc(&f.title)
-            );
-        }
+        scenario_html(r, s, flames, &mut out);
     }
     for t in a.machines.iter().chain(&a.by_machine) {
         out.push_str(&table_html(t));
@@ -101,6 +72,45 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
         esc(&super::markdown::environment_line(r))
     );
     out
+}
+
+/// A scenario's tables, its charts and its flame graphs.
+fn scenario_html(
+    r: &crate::results::Results,
+    s: &super::analysis::ScenarioTables,
+    flames: &[super::profiles::Flame],
+    out: &mut String,
+) {
+    out.push_str(&table_html(&s.serving));
+    if let Some(t) = &s.scaling {
+        out.push_str(&table_html(t));
+    }
+    if let Some(t) = &s.edges {
+        out.push_str(&table_html(t));
+    }
+    out.push_str("<div class=\"charts\">");
+    let scaling = charts::scaling(r, &s.name);
+    if scaling.is_empty() {
+        out.push_str(&charts::throughput(r, &s.name));
+    } else {
+        out.push_str(&scaling);
+    }
+    out.push_str(&charts::rate_curves(r, &s.name));
+    out.push_str(&charts::edges(r, &s.name));
+    out.push_str(&charts::latency(r, &s.name));
+    out.push_str("</div>\n");
+    if let Some(t) = &s.profile {
+        out.push_str(&table_html(t));
+    }
+    for f in flames.iter().filter(|f| f.scenario == s.name) {
+        // Inline, without the XML prolog a page does not need.
+        let svg = f.svg.find("<svg").map_or(f.svg.as_str(), |i| &f.svg[i..]);
+        let _ = writeln!(
+            out,
+            "<figure class=\"flame\"><figcaption>{}</figcaption>{svg}</figure>",
+            esc(&f.title)
+        );
+    }
 }
 
 /// The Markdown a summary line or finding uses, as HTML: `code spans` and every **bold**
@@ -206,40 +216,46 @@ fn compat_html(rep: &CompatReport, out: &mut String) {
     }
     out.push_str("</table>\n");
     for name in &names {
-        let mut any = false;
-        for s in &rep.sets {
-            let Some(c) = s.contenders.iter().find(|c| &c.contender == name) else {
-                continue;
-            };
-            for class in c.classes.iter().filter(|k| k.kind != "both_failed") {
-                if !any {
-                    let _ = writeln!(
-                        out,
-                        "<h3>{}: how it differs from {}</h3>",
-                        esc(name),
-                        esc(&rep.baseline)
-                    );
-                    any = true;
-                }
-                let e = &class.example;
-                let mut body = format!(
-                    "request: {}\n{}: {}\n{name}: {}",
-                    e.request, rep.baseline, e.baseline, e.other
-                );
-                for d in e.diff.iter().take(5) {
-                    let _ = write!(body, "\ndiff: {d}");
-                }
+        compat_differences(rep, name, out);
+    }
+}
+
+/// How contender `name` differs from the baseline: each class of difference with its
+/// shortest example, folded.
+fn compat_differences(rep: &CompatReport, name: &str, out: &mut String) {
+    let mut any = false;
+    for s in &rep.sets {
+        let Some(c) = s.contenders.iter().find(|c| &c.contender == name) else {
+            continue;
+        };
+        for class in c.classes.iter().filter(|k| k.kind != "both_failed") {
+            if !any {
                 let _ = writeln!(
                     out,
-                    "<details><summary><b>{}</b> — {} of {} cases of <code>{}</code>; shortest example ({})</summary><pre>{}</pre></details>",
-                    esc(&class.class),
-                    class.cases,
-                    c.compared,
-                    esc(&s.name),
-                    esc(&e.origin),
-                    esc(&body)
+                    "<h3>{}: how it differs from {}</h3>",
+                    esc(name),
+                    esc(&rep.baseline)
                 );
+                any = true;
             }
+            let e = &class.example;
+            let mut body = format!(
+                "request: {}\n{}: {}\n{name}: {}",
+                e.request, rep.baseline, e.baseline, e.other
+            );
+            for d in e.diff.iter().take(5) {
+                let _ = write!(body, "\ndiff: {d}");
+            }
+            let _ = writeln!(
+                out,
+                "<details><summary><b>{}</b> — {} of {} cases of <code>{}</code>; shortest example ({})</summary><pre>{}</pre></details>",
+                esc(&class.class),
+                class.cases,
+                c.compared,
+                esc(&s.name),
+                esc(&e.origin),
+                esc(&body)
+            );
         }
     }
 }
