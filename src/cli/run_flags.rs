@@ -1,0 +1,214 @@
+//! The flags of `run` and `merge`: the plan, where results go, the shard, the refs, the what-ifs and the gates.
+
+use super::*;
+
+/// `5%`, `5` or `0.5%` → percent.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("`{s}` is not a percentage like 5%"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` must be 0% or more"))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file (TOML).
+    #[arg(value_name = "PLAN", required_unless_present = "resume")]
+    pub plan: Option<PathBuf>,
+    /// Write results here [default: bakeoff-results/<time>-<name>].
+    #[arg(long = "out", value_name = "DIR", conflicts_with = "resume")]
+    pub out: Option<PathBuf>,
+    /// Continue an interrupted run in DIR (repetitions that finished are kept).
+    #[arg(long = "resume", value_name = "DIR", conflicts_with_all = ["plan", "smoke"])]
+    pub resume: Option<PathBuf>,
+    /// Check the plan in seconds: one repetition, every point of every scenario at one
+    /// request per client.
+    #[arg(long = "smoke")]
+    pub smoke: bool,
+    /// Exit with status 3 when a must-match compat case differs (for CI).
+    #[arg(long = "fail-on-diff")]
+    pub fail_on_diff: bool,
+    /// Run this many repetitions instead of the plan's.
+    #[arg(long = "repetitions", value_name = "N", conflicts_with = "resume")]
+    pub repetitions: Option<u32>,
+    /// Run only these contenders (comma-separated or repeated; their noise instances too).
+    #[arg(
+        long = "only",
+        value_name = "CONTENDER",
+        value_delimiter = ',',
+        conflicts_with = "resume"
+    )]
+    pub only: Vec<String>,
+    /// Run only these scenarios (comma-separated or repeated).
+    #[arg(
+        long = "scenario",
+        value_name = "NAME",
+        value_delimiter = ',',
+        conflicts_with = "resume"
+    )]
+    pub scenarios: Vec<String>,
+    /// Run shard K of N (from 1): every N-th repetition of every contender, starting at
+    /// the K-th; `bakeoff merge` joins the shards (docs/scale-out.md).
+    #[arg(long = "shard", value_name = "K/N", value_parser = parse_shard, conflicts_with_all = ["resume", "shards"])]
+    pub shard: Option<crate::results::Shard>,
+    /// Record a CPU profile (perf) of every contender at every point of every plain
+    /// scenario, with flame graphs in report.html (docs/profiles.md).
+    #[arg(long = "profile", conflicts_with = "resume")]
+    pub profile: bool,
+    /// Run a what-if variant of every contender compared: `nodelay` runs NAME+nodelay, the
+    /// same build with TCP_NODELAY forced on its sockets from outside (docs/what-if.md).
+    #[arg(
+        long = "what-if",
+        value_name = "WHAT",
+        value_enum,
+        conflicts_with = "resume"
+    )]
+    pub what_if: Vec<WhatIfArg>,
+    /// Cut the plan into N shards and run the one $JOB_COMPLETION_INDEX names (a Kubernetes
+    /// Indexed Job; index 0 is shard 1). Also read from $BAKEOFF_SHARDS.
+    #[arg(long = "shards", value_name = "N", conflicts_with = "resume")]
+    pub shards: Option<u32>,
+    /// Build contender NAME (from a git `source`) at REF for this run: a tag, branch,
+    /// commit or revision (repeatable; docs/from-source.md).
+    #[arg(long = "ref", value_name = "NAME=REF", value_parser = parse_ref, conflicts_with = "resume")]
+    pub refs: Vec<(String, String)>,
+    /// Build contenders from source again even when the cache has their build.
+    #[arg(long = "rebuild")]
+    pub rebuild: bool,
+    /// Exit with status 4 when a paired verdict reads *different* and worse than the
+    /// baseline by more than this (e.g. 5%): more CPU per request or item, less throughput,
+    /// or a higher p50/p99, with the whole interval past it (the rule of `merge`).
+    #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_on_regression: Option<f64>,
+    /// Exit with status 5 unless every paired comparison's main figure (CPU per request,
+    /// else throughput) is proven *equivalent* within this band (e.g. 2%): the gate for a
+    /// change that must not change performance.
+    #[arg(long = "fail-unless-equivalent", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_unless_equivalent: Option<f64>,
+}
+
+/// `NAME=REF` of `--ref`.
+pub(super) fn parse_ref(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, r)) if !n.trim().is_empty() && !r.trim().is_empty() => {
+            Ok((n.trim().to_string(), r.trim().to_string()))
+        }
+        _ => Err(format!(
+            "`{s}` is not NAME=REF (a contender's name, `=`, a ref)"
+        )),
+    }
+}
+
+impl RunArgs {
+    /// The gates `finish_run` applies.
+    pub(super) fn gates(&self) -> commands::Gates {
+        commands::Gates {
+            diff: self.fail_on_diff,
+            regression: self.fail_on_regression,
+            equivalent: self.fail_unless_equivalent,
+        }
+    }
+
+    /// `--shard K/N`, or `--shards N` (or `$BAKEOFF_SHARDS`) with the index Kubernetes sets.
+    pub fn shard(&self) -> anyhow::Result<Option<crate::results::Shard>> {
+        shard_of(
+            self.shard,
+            self.shards,
+            std::env::var("BAKEOFF_SHARDS").ok().as_deref(),
+            std::env::var("JOB_COMPLETION_INDEX").ok().as_deref(),
+        )
+    }
+}
+
+/// The shard to run from the flags and the environment (passed in, so it can be tested).
+pub fn shard_of(
+    shard: Option<crate::results::Shard>,
+    shards: Option<u32>,
+    env_shards: Option<&str>,
+    index: Option<&str>,
+) -> anyhow::Result<Option<crate::results::Shard>> {
+    use anyhow::{bail, Context as _};
+    if shard.is_some() {
+        return Ok(shard);
+    }
+    let (n, flag) = match (shards, env_shards.filter(|s| !s.trim().is_empty())) {
+        (Some(n), _) => (n, format!("--shards {n}")),
+        (None, Some(e)) => (
+            e.trim()
+                .parse::<u32>()
+                .with_context(|| format!("BAKEOFF_SHARDS=`{e}` is not a number of shards"))?,
+            format!("BAKEOFF_SHARDS={}", e.trim()),
+        ),
+        (None, None) => return Ok(None),
+    };
+    if n == 0 {
+        bail!("{flag}: give 1 or more shards");
+    }
+    let Some(index) = index.filter(|s| !s.trim().is_empty()) else {
+        bail!(
+            "{flag} takes the shard from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job sets it), which is not set here; elsewhere give --shard K/{n}"
+        );
+    };
+    let i: u32 = index
+        .trim()
+        .parse()
+        .with_context(|| format!("JOB_COMPLETION_INDEX=`{index}` is not a number"))?;
+    if i >= n {
+        bail!("JOB_COMPLETION_INDEX={i} with {flag}: the index must be below {n} (0 is shard 1)");
+    }
+    Ok(Some(crate::results::Shard { k: i + 1, n }))
+}
+
+/// `2/3` → shard 2 of 3.
+pub(super) fn parse_shard(s: &str) -> Result<crate::results::Shard, String> {
+    let bad = || format!("`{s}`: write --shard K/N, e.g. 2/3 (K from 1 to N)");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u32, u32) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || k == 0 || k > n {
+        return Err(format!(
+            "`{s}`: K must be from 1 to N (shards count from 1, as in 2/3)"
+        ));
+    }
+    Ok(crate::results::Shard { k, n })
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' results directories (or their results.json), in any order.
+    #[arg(value_name = "DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged results and reports go.
+    #[arg(long = "out", value_name = "DIR", required = true)]
+    pub out: PathBuf,
+    /// Exit with status 3 when a must-match compat case differs.
+    #[arg(long = "fail-on-diff")]
+    pub fail_on_diff: bool,
+    /// Exit with status 4 when a paired verdict reads *different* and worse than the
+    /// baseline by more than this (e.g. 5%), with the whole interval past it.
+    #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_on_regression: Option<f64>,
+    /// Exit with status 5 unless every paired comparison's main figure is proven
+    /// *equivalent* within this band (e.g. 2%).
+    #[arg(long = "fail-unless-equivalent", value_name = "PERCENT", value_parser = parse_percent)]
+    pub fail_unless_equivalent: Option<f64>,
+}
+
+impl MergeArgs {
+    /// The gates `finish_run` applies.
+    pub(super) fn gates(&self) -> commands::Gates {
+        commands::Gates {
+            diff: self.fail_on_diff,
+            regression: self.fail_on_regression,
+            equivalent: self.fail_unless_equivalent,
+        }
+    }
+}
