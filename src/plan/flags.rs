@@ -1,0 +1,151 @@
+//! The plan as a run's flags change it: `--only`, `--scenario`, `--repetitions`, `--ref`, `--what-if` and `--smoke`.
+
+use super::*;
+
+impl Plan {
+    /// The plan with the command line's overrides: `repetitions`, only the contenders in
+    /// `only` (with their noise instances; a baseline left out is no longer compared
+    /// against), only the scenarios in `scenarios`. Empty lists keep everything. A name
+    /// the plan does not have is an error with the nearest one.
+    pub fn overridden(
+        mut self,
+        repetitions: Option<u32>,
+        only: &[String],
+        scenarios: &[String],
+    ) -> Result<Plan, String> {
+        if let Some(n) = repetitions {
+            if !(1..=1000).contains(&n) {
+                return Err(format!("--repetitions {n}: give 1 to 1000"));
+            }
+            self.repetitions = n;
+        }
+        let unknown = |flag: &str, name: &str, known: Vec<&str>| {
+            let hint = error::did_you_mean(name, known.iter().copied());
+            format!(
+                "{flag} {name}: the plan has no such name{hint} (it has {})",
+                known.join(", ")
+            )
+        };
+        if !only.is_empty() {
+            let names: Vec<&str> = self.contenders.iter().map(|c| c.name.as_str()).collect();
+            if let Some(n) = only.iter().find(|n| !names.contains(&n.as_str())) {
+                return Err(unknown("--only", n, names));
+            }
+            self.contenders.retain(|c| {
+                only.contains(&c.name)
+                    || c.noise_of.as_ref().is_some_and(|t| only.contains(t))
+                    || c.variant.as_ref().is_some_and(|v| only.contains(&v.of))
+            });
+            let kept: Vec<String> = self.contenders.iter().map(|c| c.name.clone()).collect();
+            for c in &mut self.contenders {
+                if c.baseline.as_ref().is_some_and(|b| !kept.contains(b)) {
+                    c.baseline = None;
+                }
+            }
+            for set in &mut self.compat {
+                if set
+                    .reference
+                    .as_ref()
+                    .and_then(|r| r.member.as_ref())
+                    .is_some_and(|(who, _)| !kept.contains(who))
+                {
+                    set.reference = None;
+                }
+            }
+        }
+        if !scenarios.is_empty() {
+            let names: Vec<&str> = self.scenarios.iter().map(|s| s.name.as_str()).collect();
+            if let Some(n) = scenarios.iter().find(|n| !names.contains(&n.as_str())) {
+                return Err(unknown("--scenario", n, names));
+            }
+            self.scenarios.retain(|s| scenarios.contains(&s.name));
+        }
+        Ok(self)
+    }
+
+    /// Adds the what-if variant `what` of contender `of` (see [`add_variant`]).
+    pub fn with_variant(&mut self, of: &str, what: &WhatIf) -> Result<(), String> {
+        add_variant(&mut self.contenders, of, what)
+    }
+
+    /// `--ref NAME=REF`: contender NAME's git source at REF for this run (its noise instances
+    /// and variants, copies of it, too).
+    pub fn with_refs(mut self, refs: &[(String, String)]) -> Result<Plan, String> {
+        for (name, r) in refs {
+            if !self.contenders.iter().any(|c| c.name == *name) {
+                let names: Vec<&str> = self.contenders.iter().map(|c| c.name.as_str()).collect();
+                return Err(format!(
+                    "--ref {name}={r}: no contender is named `{name}`{}",
+                    error::did_you_mean(name, names.iter().copied())
+                ));
+            }
+            let copies = self.contenders.iter_mut().filter(|c| {
+                c.name == *name
+                    || c.noise_of.as_deref() == Some(name)
+                    || c.variant.as_ref().is_some_and(|v| v.of == *name)
+            });
+            for c in copies {
+                match c.source.as_mut().map(|s| &mut s.from) {
+                    Some(SourceKind::Git { rev, .. }) => *rev = Rev::Ref(r.clone()),
+                    _ => {
+                        return Err(format!(
+                            "--ref {name}={r}: contender `{name}` is not built from a git `source`"
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// `--what-if WHAT`: the variant of every contender compared (not noise instances, not
+    /// variants).
+    pub fn with_what_if(mut self, what: &[WhatIf]) -> Result<Plan, String> {
+        for w in what {
+            let names: Vec<String> = self
+                .contenders
+                .iter()
+                .filter(|c| c.noise_of.is_none() && c.variant.is_none())
+                .map(|c| c.name.clone())
+                .collect();
+            for n in names {
+                self.with_variant(&n, w)
+                    .map_err(|e| format!("--what-if {w}: {e}"))?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// The plan cut down to check it in seconds: one repetition, and every point of every
+    /// scenario (every target, key size and file it names is tried) at one request per
+    /// client — an open-loop point at a rate that sends them within its second.
+    pub fn smoke(mut self) -> Plan {
+        self.repetitions = 1;
+        // A smoke run checks the plan; its one-call points are no evidence either way.
+        self.confirm = false;
+        for s in &mut self.scenarios {
+            let most = s.points.iter().map(|p| p.clients).max().unwrap_or(1);
+            s.stop = Stop::Count(most as u64);
+            if let Pacing::Open { rate } = s.pacing {
+                s.pacing = Pacing::Open {
+                    rate: rate.max(most as f64),
+                };
+            }
+            for p in &mut s.points {
+                p.rate = p.rate.map(|r| r.max(most as f64));
+            }
+            s.warmup = Duration::ZERO;
+            if let Some(c) = &mut s.capacity {
+                c.step = c.step.min(Duration::from_millis(500));
+                c.step_warmup = Duration::ZERO;
+                c.max_steps = c.max_steps.min(4);
+            }
+            // The whole ramp in about a second, each stage's rate and clients kept.
+            let n = s.stages.len().max(1) as u32;
+            for st in &mut s.stages {
+                st.duration = st.duration.min(Duration::from_secs(1) / n);
+            }
+        }
+        self
+    }
+}
