@@ -1,0 +1,154 @@
+//! The tree a build runs in: a detached checkout of the commit, a working tree's changes copied over, and the build commands run there with their cost.
+
+use super::*;
+
+/// Puts the source's tree at `tree`: a shared clone checked out at the commit (the user's
+/// repository is only read), with a dirty working tree's changes copied over; a folder's
+/// copy.
+pub(super) fn checkout(src: &Source, r: &Resolved, tree: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(tree.parent().unwrap_or(tree)).map_err(|e| e.to_string())?;
+    let t = tree.to_string_lossy().into_owned();
+    let from = r.from.to_string_lossy().into_owned();
+    match &src.from {
+        SourceKind::Path(p) => copy_dir(p, tree),
+        SourceKind::Git { at, rev, .. } => {
+            let commit = r.commit.as_deref().unwrap_or("HEAD");
+            match at {
+                // The cache's own partial clone: a worktree of it fetches what it lacks.
+                Location::Url(_) => {
+                    git::git(
+                        Some(&r.from),
+                        &["worktree", "add", "--quiet", "--detach", &t, commit],
+                    )?;
+                }
+                Location::Local(_) => {
+                    git::git(
+                        None,
+                        &["clone", "--quiet", "--shared", "--no-checkout", &from, &t],
+                    )?;
+                    git::git(Some(tree), &["checkout", "--quiet", "--detach", commit])?;
+                }
+            }
+            if *rev == Rev::Worktree && r.dirty {
+                copy_changes(&r.from, tree)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A working tree's changes, onto a checkout of its `HEAD`: changed and untracked (not
+/// ignored) files copied, deleted ones removed.
+pub(super) fn copy_changes(repo: &Path, tree: &Path) -> Result<(), String> {
+    let mut changed = git::ls_files(repo, &["--modified", "--others", "--exclude-standard"])?;
+    changed.sort();
+    changed.dedup();
+    for f in changed {
+        let (from, to) = (repo.join(&f), tree.join(&f));
+        if from.is_file() {
+            if let Some(d) = to.parent() {
+                std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+            }
+            std::fs::copy(&from, &to).map_err(|e| format!("copying {f}: {e}"))?;
+        } else if !from.exists() {
+            let _ = std::fs::remove_file(&to);
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for e in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let t = e.file_type().map_err(|e| e.to_string())?;
+        let dest = to.join(e.file_name());
+        if t.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else if t.is_file() {
+            std::fs::copy(e.path(), &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The build commands in `tree`, one after another, each under a guard, their output in
+/// `logs/NAME-build.log`; what they cost.
+pub(super) fn run_build(
+    req: &Request,
+    tree: &Path,
+    say: &mut dyn FnMut(String),
+) -> Result<BuildInfo, String> {
+    let logs = req.results.join("logs");
+    std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
+    let rel = format!("logs/{}-build.log", crate::results::slug(req.contender));
+    let log = req.results.join(&rel);
+    let _ = std::fs::remove_file(&log);
+    let owner = crate::contender::Owner {
+        tag: format!(
+            "{}-build-{}-{}",
+            std::process::id(),
+            crate::results::slug(req.contender),
+            cache::now()
+        ),
+        results: req.results.to_path_buf(),
+        cancel: req.cancel.clone(),
+    };
+    let (mut cpu_s, mut peak) = (0.0, 0);
+    let start = Instant::now();
+    let deadline = start + req.source.build_timeout;
+    for cmd in &req.source.build {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "the build took longer than its build_timeout ({:?}); output in {rel}",
+                req.source.build_timeout
+            ));
+        }
+        let (ran, spent) = crate::contender::run_guarded_spent(&crate::contender::Oneshot {
+            cmd,
+            dir: Some(tree),
+            owner: &owner,
+            env: req.env,
+            log: Some(&log),
+            limit: left,
+        });
+        let spent = spent.unwrap_or_default();
+        cpu_s += spent.cpu_s;
+        peak = peak.max(spent.peak_rss_bytes);
+        if let Err(e) = ran {
+            return Err(format!(
+                "build failed: {e}; the end of {rel}:\n{}",
+                tail(&log, 20)
+            ));
+        }
+        say(format!(
+            "{}: `{}` done ({:.1} s)",
+            req.contender,
+            cmd.join(" "),
+            start.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(BuildInfo {
+        cached: false,
+        seconds: start.elapsed().as_secs_f64(),
+        cpu_s,
+        peak_rss_bytes: peak,
+        log: Some(rel),
+    })
+}
+
+/// The last `n` lines of a log (its last 64 KiB read at most).
+pub(super) fn tail(path: &Path, n: usize) -> String {
+    use std::io::{Read as _, Seek as _};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let _ = f.seek(std::io::SeekFrom::Start(len.saturating_sub(64 << 10)));
+    let mut buf = Vec::new();
+    let _ = f.take(64 << 10).read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
