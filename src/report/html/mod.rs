@@ -225,7 +225,7 @@ fn compat_html(rep: &CompatReport, out: &mut String) {
 fn compat_differences(rep: &CompatReport, name: &str, out: &mut String) {
     let mut any = false;
     for s in &rep.sets {
-        let Some(c) = s.contenders.iter().find(|c| &c.contender == name) else {
+        let Some(c) = s.contenders.iter().find(|c| c.contender == name) else {
             continue;
         };
         for class in c.classes.iter().filter(|k| k.kind != "both_failed") {
