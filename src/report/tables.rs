@@ -216,7 +216,17 @@ fn scenario_row(
         base.map_or(String::new(), |b| verdict(r, id, b, &c.name)),
     );
     let failed = failed_cell(failed, errors);
-    let mut cells = vec![
+    // Most calls failed: the figures measured failures. Those below have none (they read
+    // `—`); the two with a delta say why, and there is no verdict.
+    let (throughput, p90, verdict) = match &none {
+        Some(why) => (
+            throughput.reads(why.clone()),
+            p90.reads(why.clone()),
+            verdict.reads(""),
+        ),
+        None => (throughput, p90, verdict),
+    };
+    row.extend([
         throughput,
         range,
         p90,
@@ -225,18 +235,7 @@ fn scenario_row(
         Cell::median("p50", Unit::Seconds, &secs(&|l| l.latency_us.p50)),
         Cell::median("p99", Unit::Seconds, &secs(&|l| l.latency_us.p99)),
         Cell::median("items", Unit::PerSecond, &of(&|l| l.items_per_s)),
-    ];
-    if let Some(none) = none {
-        for (i, c) in cells.iter_mut().enumerate() {
-            match i {
-                0 | 2 => c.text = none.clone(),
-                1 | 5 | 6 | 7 => c.text = "—".into(),
-                3 => c.text = String::new(),
-                _ => {}
-            }
-        }
-    }
-    row.extend(cells);
+    ]);
     Some(row)
 }
 
