@@ -118,13 +118,19 @@ impl Dispenser {
         }
     }
 
+    #[cfg(test)]
     pub fn next(&self) -> Option<Ticket> {
+        self.next_at(Instant::now())
+    }
+
+    /// The next ticket, or `None` when the load is over; `now` is the caller's reading of
+    /// the clock (a client reads it once per request, for this and for its send time).
+    pub fn next_at(&self, now: Instant) -> Option<Ticket> {
         if self.is_cancelled() {
             return None;
         }
         match self.pacing {
             Pacing::Closed => {
-                let now = Instant::now();
                 let measure_start = self.measure_start();
                 if now < measure_start {
                     let seq = self.issued.fetch_add(1, Relaxed);
@@ -162,7 +168,7 @@ impl Dispenser {
                     Stop::Count(n) => seq - warm >= n,
                     Stop::Duration(d) => {
                         let end = self.measure_start() + d;
-                        due >= end || Instant::now() >= end
+                        due >= end || now >= end
                     }
                 };
                 if done {
@@ -234,5 +240,30 @@ mod tests {
         assert!(d.next().is_some());
         d.cancel();
         assert!(d.next().is_none());
+    }
+
+    #[test]
+    fn a_duration_ends_by_the_clock_reading_it_is_given() {
+        // The client passes the reading it also sends by; the window's end and the
+        // warm-up's are judged by it, not by a reading of the dispenser's own.
+        let d = Dispenser::new(
+            Pacing::Closed,
+            Stop::Duration(Duration::from_secs(10)),
+            Duration::from_secs(1),
+        );
+        let t0 = Instant::now();
+        d.start(t0);
+        assert!(d.next_at(t0).is_some_and(|t| t.warmup));
+        let inside = d.next_at(t0 + Duration::from_secs(5));
+        assert!(inside.is_some_and(|t| !t.warmup));
+        assert!(d.next_at(t0 + Duration::from_secs(12)).is_none());
+        let open = Dispenser::new(
+            Pacing::Open { rate: 1.0 },
+            Stop::Duration(Duration::from_secs(100)),
+            Duration::ZERO,
+        );
+        open.start(t0);
+        assert!(open.next_at(t0).is_some());
+        assert!(open.next_at(t0 + Duration::from_secs(101)).is_none());
     }
 }

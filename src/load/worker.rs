@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::recorder::Recorder;
@@ -176,19 +176,28 @@ async fn client<P: Protocol>(
     timeout: Duration,
     counter: Arc<AtomicU64>,
 ) -> Option<P::Conn> {
-    while let Some(ticket) = dispenser.next() {
+    loop {
+        // One clock reading serves the dispenser's stop check and the send time (a
+        // closed loop sends at once); a client that slept until its due time reads again.
+        let now = Instant::now();
+        let Some(ticket) = dispenser.next_at(now) else {
+            break;
+        };
         // Latency starts when the request was due if this client was already late for it
         // (the server held it up: coordinated omission), else when it is actually sent, so
         // the timer's own wake-up lag is not charged to the server.
         let mut late_from = None;
-        if let Some(due) = ticket.due {
-            if due > Instant::now() {
+        let sent = match ticket.due {
+            Some(due) if due > now => {
                 tokio::time::sleep_until(due.into()).await;
-            } else {
-                late_from = Some(due);
+                Instant::now()
             }
-        }
-        let sent = Instant::now();
+            Some(due) => {
+                late_from = Some(due);
+                now
+            }
+            None => now,
+        };
         let reconnect = conn.is_none();
         // Past a duration's end, a call in flight has at most the grace left.
         let grace = dispenser
@@ -221,6 +230,7 @@ async fn client<P: Protocol>(
             rec.borrow_mut()
                 .record(late_from.unwrap_or(sent), sent, done, &result);
             counter.fetch_add(1, Relaxed);
+            burn();
         }
         if refused {
             // Do not spin on a server that refuses connections; each attempt is counted.
@@ -228,6 +238,26 @@ async fn client<P: Protocol>(
         }
     }
     conn
+}
+
+/// The test-only knob `BAKEOFF_LOAD_BURN_NS`: the engine spins this many nanoseconds of its
+/// own CPU after each measured response, a slowdown of known size that `benches/steady.py`
+/// must tell from none. Unset (always, outside that benchmark) it costs one load of a
+/// static per response.
+fn burn() {
+    static NS: OnceLock<u64> = OnceLock::new();
+    let ns = *NS.get_or_init(|| {
+        std::env::var("BAKEOFF_LOAD_BURN_NS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    });
+    if ns > 0 {
+        let until = Instant::now() + Duration::from_nanos(ns);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
 }
 
 async fn call_once<P: Protocol>(
@@ -243,6 +273,8 @@ async fn call_once<P: Protocol>(
         };
         proto.call(c, seq).await
     };
+    // `timeout`, not `timeout_at` from the send time: it would save a clock reading, but
+    // its future is moved by copying (some 670 instructions a request, benches/profile.sh).
     tokio::time::timeout(timeout, attempt)
         .await
         .unwrap_or(Err(CallError::Timeout(timeout)))
