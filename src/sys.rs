@@ -405,6 +405,16 @@ pub fn steal_share(
     after: &[Option<CpuTicks>],
     cpus: &[usize],
 ) -> Option<f64> {
+    stolen_ticks(before, after, cpus).map(|(share, _)| share)
+}
+
+/// [`steal_share`] with the ticks stolen, which say how much that share can be trusted:
+/// /proc/stat samples in ticks of 1/100 s, so over a short window one tick is a large share.
+pub fn stolen_ticks(
+    before: &[Option<CpuTicks>],
+    after: &[Option<CpuTicks>],
+    cpus: &[usize],
+) -> Option<(f64, u64)> {
     let all: Vec<usize> = (0..after.len()).collect();
     let cpus = if cpus.is_empty() { &all } else { cpus };
     let (mut total, mut steal) = (0u64, 0u64);
@@ -413,7 +423,7 @@ pub fn steal_share(
         total += b.total.saturating_sub(a.total);
         steal += b.steal.saturating_sub(a.steal);
     }
-    (total > 0).then(|| steal as f64 / total as f64)
+    (total > 0).then(|| (steal as f64 / total as f64, steal))
 }
 
 /// CPU time of the whole process.
@@ -442,6 +452,7 @@ mod tests {
         assert!((both - 0.125).abs() < 1e-9, "{both}");
         assert_eq!(steal_share(&before, &after, &[7]), None);
         assert_eq!(steal_share(&before, &before, &[0]), None);
+        assert_eq!(stolen_ticks(&before, &after, &[1]).map(|x| x.1), Some(15));
         let tick = Duration::from_secs_f64(1.0 / clock_ticks_per_s());
         assert_eq!(stolen_from(&before, &after, 1), Some(tick * 15));
         assert_eq!(stolen_from(&before, &after, 7), None);

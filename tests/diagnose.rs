@@ -247,6 +247,7 @@ fn stolen_cpu_time_is_recorded_per_point_and_reported() {
         p99_us: 1,
         cost: None,
         steal: Some(steal),
+        steal_ticks: None,
     };
     r.runs[0].points[0].slices = vec![slice(0.0), slice(0.12), slice(0.0)];
     let text = findings(&r, Limits::default())

@@ -200,6 +200,9 @@ pub struct PointVerdicts {
     /// A merged run whose blocks ran on several machines: each machine's own verdicts (as
     /// `verdicts`, from its blocks only), which `verdicts` combines. Empty on one machine.
     pub machines: Vec<(String, Vec<Verdict>)>,
+    /// The most rounds a repetition of the point could get (`rounds = "auto"`): what an
+    /// inconclusive verdict's estimate of the rounds it needs is held to.
+    pub round_limit: Option<u32>,
 }
 
 impl PointVerdicts {
@@ -251,6 +254,7 @@ pub fn all(r: &Results) -> (Vec<PointVerdicts>, Option<Family>) {
                         baseline: base.to_string(),
                         verdicts,
                         machines,
+                        round_limit: round_limit(r, &c.name, point),
                     });
                 }
             }
@@ -258,6 +262,15 @@ pub fn all(r: &Results) -> (Vec<PointVerdicts>, Option<Family>) {
     }
     let family = control(&mut out, settings.fdr);
     (out, Some(family))
+}
+
+/// The most rounds a repetition of `contender` at `point` could get: the limit its runs
+/// recorded (an auto slice sets it per point), else the plan's `max_rounds`.
+pub fn round_limit(r: &Results, contender: &str, point: &PointId) -> Option<u32> {
+    r.point_runs(contender, point)
+        .filter_map(|p| p.round_limit)
+        .max()
+        .or_else(|| r.paired.as_ref().and_then(|p| p.max_rounds))
 }
 
 /// Holds the "different" verdicts of `all` to false discovery rate `fdr`: Benjamini–Hochberg
@@ -458,6 +471,7 @@ pub(crate) mod fixtures {
             },
             contender: "v2".into(),
             baseline: "v1".into(),
+            round_limit: None,
             verdicts,
             machines: Vec::new(),
         }

@@ -178,8 +178,10 @@ impl Order {
 /// How a paired point is cut into rounds (`[paired]` in a plan).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Paired {
-    /// Each contender's turn in a round.
-    pub slice: Duration,
+    /// Each contender's turn in a round: fixed, or `None` for `"auto"` — as short as lets
+    /// it hold [`SLICE_CALLS`] calls of the slowest contender, within [`SLICE_MIN`] and
+    /// [`SLICE_MAX`] (docs/verdicts.md, "How long a slice is").
+    pub slice: Option<Duration>,
     pub rounds: Rounds,
     /// A change counts only when its whole interval clears this band around 1 (0.01 = 1 %).
     pub noise: f64,
@@ -196,20 +198,63 @@ pub enum Rounds {
     /// Exactly this many.
     Fixed(u32),
     /// At least enough rounds for the scenario's `duration` (and 2), then more, two at a
-    /// time, until the main ratio's interval within the repetition is within ±`precision`
-    /// (0.02 = 2 %) or `max` rounds were run.
-    Auto { max: u32, precision: f64 },
+    /// time, until the main ratio's interval — as the report will read it, over the plan's
+    /// repetitions — is within ±`precision` (0.02 = 2 %) and decided, or `max` rounds were
+    /// run. `max: None` is as many rounds as [`ROUNDS_TIME`] of slices holds, and at least
+    /// [`ROUNDS_MIN_LIMIT`].
+    Auto { max: Option<u32>, precision: f64 },
+}
+
+/// The probe slice an auto-sliced point's first round runs, which its rates are read off.
+pub const SLICE_PROBE: Duration = Duration::from_millis(100);
+/// An auto slice is the shortest that holds this many calls of the slowest contender.
+pub const SLICE_CALLS: f64 = 250.0;
+/// The shortest auto slice: a slice's edges (stopping the load, reading each thread's
+/// CPU) take a few milliseconds.
+pub const SLICE_MIN: Duration = Duration::from_millis(25);
+/// The longest auto slice.
+pub const SLICE_MAX: Duration = Duration::from_secs(1);
+/// The default limit of auto rounds: as many rounds as this much of one contender's
+/// slices holds — what the 30 rounds of 100 ms the limit was before slices were auto took,
+/// so a point at its limit costs what it did (120 rounds of 25 ms, 3 of 1 s)…
+pub const ROUNDS_TIME: Duration = Duration::from_secs(3);
+/// …and never fewer than this: two rounds in each order.
+pub const ROUNDS_MIN_LIMIT: u32 = 4;
+
+impl Paired {
+    /// The slice an auto-sliced point runs after its probe round, from the slowest
+    /// contender's calls per second in it (`None`: none answered).
+    pub fn auto_slice(slowest_per_s: Option<f64>) -> Duration {
+        match slowest_per_s {
+            Some(r) if r > 0.0 && r.is_finite() => {
+                let ms = (SLICE_CALLS / r * 1000.0).ceil();
+                Duration::from_millis(
+                    ms.clamp(SLICE_MIN.as_millis() as f64, SLICE_MAX.as_millis() as f64) as u64,
+                )
+            }
+            _ => SLICE_MAX,
+        }
+    }
+
+    /// The most rounds a point gets with slices of `slice`: `max` when given, else as many
+    /// as [`ROUNDS_TIME`] holds, at least [`ROUNDS_MIN_LIMIT`].
+    pub fn round_limit(max: Option<u32>, slice: Duration) -> u32 {
+        max.unwrap_or_else(|| {
+            let fit = (ROUNDS_TIME.as_secs_f64() / slice.as_secs_f64().max(1e-3)).ceil() as u32;
+            fit.max(ROUNDS_MIN_LIMIT)
+        })
+    }
 }
 
 impl Default for Paired {
     fn default() -> Paired {
         Paired {
-            // A round's spread does not grow with the slice here, so shorter slices buy
-            // more rounds in the same time; 100 ms still holds enough calls
-            // (benches/slices.sh, docs/verdicts.md).
-            slice: Duration::from_millis(100),
+            // A slice's spread does not shrink with its length here (20 ms to 400 ms), so
+            // the shortest slice that still holds enough calls buys the most rounds in the
+            // same time (docs/verdicts.md, "How long a slice is").
+            slice: None,
             rounds: Rounds::Auto {
-                max: 30,
+                max: None,
                 precision: 0.02,
             },
             noise: 0.01,

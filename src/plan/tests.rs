@@ -282,15 +282,25 @@ fn paired_is_the_default_order_when_there_is_something_to_compare() {
     assert_eq!(p.order, Order::Interleaved);
     let p = two("baseline = \"a\"\npaired = { slice = \"250ms\", rounds = 8, noise = \"2%\" }")
         .unwrap();
-    assert_eq!(p.paired.slice, Duration::from_millis(250));
+    assert_eq!(p.paired.slice, Some(Duration::from_millis(250)));
     assert_eq!(p.paired.rounds, Rounds::Fixed(8));
     assert!((p.paired.noise - 0.02).abs() < 1e-12);
     let p = two("baseline = \"a\"\npaired = { max_rounds = 12, precision = \"1%\" }").unwrap();
     assert_eq!(
         p.paired.rounds,
         Rounds::Auto {
-            max: 12,
+            max: Some(12),
             precision: 0.01
+        }
+    );
+    assert_eq!(Paired::default().slice, None, "slices are auto by default");
+    let p = two("baseline = \"a\"\npaired = { slice = \"auto\" }").unwrap();
+    assert_eq!(p.paired.slice, None);
+    assert_eq!(
+        p.paired.rounds,
+        Rounds::Auto {
+            max: None,
+            precision: 0.02
         }
     );
     let p = two("baseline = \"a\"\npaired = { equivalence = \"3%\", fdr = \"1%\" }").unwrap();

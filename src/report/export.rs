@@ -122,7 +122,6 @@ struct JsonFamily {
 }
 
 fn json_verdicts(a: &Analysis) -> Vec<JsonVerdict> {
-    let max_rounds = a.results.paired.as_ref().and_then(|p| p.max_rounds);
     a.verdicts
         .iter()
         .flat_map(|v| {
@@ -141,7 +140,7 @@ fn json_verdicts(a: &Analysis) -> Vec<JsonVerdict> {
                     p: x.p,
                     held_back: x.held_back,
                     half_width: if half.is_finite() { half } else { 0.0 },
-                    settle: x.settle(max_rounds),
+                    settle: x.settle(v.round_limit),
                     repetitions: x.ratio.repetitions,
                     rounds: x.ratio.rounds,
                 }

@@ -173,11 +173,19 @@ pub(super) fn environment_line(r: &crate::results::Results) -> String {
                     "rounds until ±{} and decided (at most {m})",
                     crate::analysis::verdicts::pct(x)
                 ),
+                (None, Some(x)) => format!(
+                    "rounds until ±{} and decided (at most as many as 3 s of slices hold, and 4)",
+                    crate::analysis::verdicts::pct(x)
+                ),
                 _ => format!("{} rounds", p.rounds),
             };
+            let slices = match p.slice_s {
+                Some(s) => format!("{s} s slices"),
+                None => "slices of 25 ms–1 s, each holding 250 calls of the slowest contender"
+                    .to_string(),
+            };
             format!(
-                " ({} s slices, {rounds}, noise band {}, equivalence band {}, false discovery rate {})",
-                p.slice_s,
+                " ({slices}, {rounds}, noise band {}, equivalence band {}, false discovery rate {})",
                 crate::analysis::verdicts::pct(p.noise),
                 crate::analysis::verdicts::pct(p.equivalence),
                 crate::analysis::verdicts::pct(p.fdr)

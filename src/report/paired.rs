@@ -30,13 +30,9 @@ pub fn stability(verdicts: &[PointVerdicts]) -> Vec<(Figure, f64)> {
 /// would settle them; per contender, how many points each verdict read what (counts of zero
 /// left out); the error control over the report; and which figures were steady enough here
 /// to decide on.
-pub fn summary(
-    verdicts: &[PointVerdicts],
-    family: Option<&Family>,
-    max_rounds: Option<u32>,
-) -> Vec<String> {
+pub fn summary(verdicts: &[PointVerdicts], family: Option<&Family>) -> Vec<String> {
     let mut out = Vec::new();
-    out.extend(unsettled(verdicts, max_rounds));
+    out.extend(unsettled(verdicts));
     // Each pair once, in the order first seen (points interleave the contenders).
     let mut names: Vec<(&str, &str)> = Vec::new();
     for v in verdicts {
@@ -155,12 +151,12 @@ fn counts(vs: &[&Verdict]) -> String {
 
 /// `**Not settled:** …`: the comparisons whose main figure is inconclusive, each with its
 /// half-width and what would settle it (at most five named).
-fn unsettled(verdicts: &[PointVerdicts], max_rounds: Option<u32>) -> Option<String> {
+fn unsettled(verdicts: &[PointVerdicts]) -> Option<String> {
     let open: Vec<String> = verdicts
         .iter()
         .filter_map(|v| {
             let x = v.main()?;
-            let how = x.settle(max_rounds)?;
+            let how = x.settle(v.round_limit)?;
             Some(format!(
                 "{} at {} ({} ±{}; {how})",
                 v.contender,
@@ -242,7 +238,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
                 .map(|p| p.slices.len())
                 .filter(|n| *n > 0)
                 .collect();
-            let limit = r.paired.as_ref().and_then(|p| p.max_rounds);
+            let limit = crate::analysis::verdicts::round_limit(r, &c.name, id);
             row.push(
                 Cell::count("repetitions", n.len() as u64)
                     .and("rounds_min", n.iter().min().copied())
@@ -369,6 +365,7 @@ mod tests {
             baseline: if contender == "b" { "a" } else { "x" }.into(),
             verdicts: vec![Verdict::new(Figure::CpuPerRequest, ratio, BANDS, Some(0.0))],
             machines: Vec::new(),
+            round_limit: None,
         }
     }
 
@@ -384,7 +381,7 @@ mod tests {
             at("b", "a", 8),
             at("y", "x", 8),
         ];
-        let lines = summary(&v, None, None);
+        let lines = summary(&v, None);
         let serving: Vec<&String> = lines
             .iter()
             .filter(|l| l.starts_with("**Serving:**"))
@@ -403,8 +400,11 @@ mod tests {
         v.push(with("b", 10, (1.0, 0.995, 1.01)));
         v.push(with("b", 11, (1.0, 0.99, 1.012)));
         v.push(with("b", 12, (1.03, 0.98, 1.08)));
+        for x in &mut v {
+            x.round_limit = Some(30);
+        }
         let family = crate::analysis::verdicts::control(&mut v, 0.05);
-        let lines = summary(&v, Some(&family), Some(30));
+        let lines = summary(&v, Some(&family));
         let serving = lines
             .iter()
             .find(|l| l.starts_with("**Serving:**"))

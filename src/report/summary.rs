@@ -36,11 +36,7 @@ pub(super) fn summary(
             .collect();
         out.push(format!("**Start-up:** {}", parts.join("; ")));
     }
-    out.extend(super::paired::summary(
-        paired,
-        family,
-        r.paired.as_ref().and_then(|p| p.max_rounds),
-    ));
+    out.extend(super::paired::summary(paired, family));
     if paired.is_empty() {
         out.extend(unpaired(r));
     }

@@ -152,10 +152,14 @@ pub fn hash_text(text: &str) -> String {
 /// The plan's `[paired]` settings, as the run used them.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PairedSettings {
-    pub slice_s: f64,
+    /// Each contender's turn in a round; `None`: `"auto"`, chosen per point (each point's
+    /// slices carry their own lengths).
+    pub slice_s: Option<f64>,
     /// `auto`, or the fixed number of rounds.
     pub rounds: String,
-    /// `auto` only: the most rounds, and the within-repetition precision (±share) to stop at.
+    /// `auto` only: the most rounds when the plan set it (else as many as 3 s of slices
+    /// hold, at least 4: each point's runs carry the limit they had), and the precision
+    /// (±share) to stop at.
     pub max_rounds: Option<u32>,
     pub precision: Option<f64>,
     /// A change counts only when its whole interval clears this band around 1 (0.01 = 1 %).
@@ -190,12 +194,10 @@ impl From<&crate::plan::Paired> for PairedSettings {
     fn from(p: &crate::plan::Paired) -> PairedSettings {
         let (rounds, max_rounds, precision) = match p.rounds {
             crate::plan::Rounds::Fixed(n) => (n.to_string(), None, None),
-            crate::plan::Rounds::Auto { max, precision } => {
-                ("auto".into(), Some(max), Some(precision))
-            }
+            crate::plan::Rounds::Auto { max, precision } => ("auto".into(), max, Some(precision)),
         };
         PairedSettings {
-            slice_s: p.slice.as_secs_f64(),
+            slice_s: p.slice.map(|d| d.as_secs_f64()),
             rounds,
             max_rounds,
             precision,
@@ -433,6 +435,7 @@ mod tests {
             p99_us: 1,
             cost: None,
             steal: None,
+            steal_ticks: None,
         }
     }
 

@@ -43,12 +43,20 @@ pub struct Slice {
     pub cost: Option<ServerCost>,
     /// Share of the busy CPUs' time the hypervisor took during the slice, 0..1.
     pub steal: Option<f64>,
+    /// The clock ticks (1/100 s of one CPU, from /proc/stat) of that steal: a 25 ms slice
+    /// on two CPUs spans five ticks, so one tick is 20 % and may be a tick's edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_ticks: Option<u64>,
 }
 
 /// A share of the CPUs' time taken by the hypervisor from which a measurement is no longer
 /// the contenders' alone: 5 %. Paired rounds with a slice past it are run again and left out
 /// of the verdicts; the steal finding counts points and start-ups past it.
 pub const STEAL_LIMIT: f64 = 0.05;
+
+/// The least steal, in /proc/stat's ticks, that marks a slice stolen: one tick is where the
+/// 10 ms sampling happened to fall as much as what the host took.
+pub const STEAL_TICKS: u64 = 2;
 
 impl Slice {
     pub fn cpu_us_per_request(&self) -> Option<f64> {
@@ -61,9 +69,11 @@ impl Slice {
         (self.items > self.requests).then(|| self.cost?.cpu_us_per(self.items))?
     }
 
-    /// The host took [`STEAL_LIMIT`] or more of the CPUs' time during this slice.
+    /// The host took [`STEAL_LIMIT`] or more of the CPUs' time during this slice, over at
+    /// least [`STEAL_TICKS`] ticks (slices recorded before ticks were: the share alone).
     pub fn stolen(&self) -> bool {
         self.steal.is_some_and(|s| s >= STEAL_LIMIT)
+            && self.steal_ticks.is_none_or(|t| t >= STEAL_TICKS)
     }
 }
 

@@ -200,6 +200,10 @@ pub struct PointRun {
     /// Paired order: this contender's slice of each round, in round order.
     #[serde(default)]
     pub slices: Vec<Slice>,
+    /// Paired order, `rounds = "auto"`: the most rounds this point could get (the plan's
+    /// `max_rounds`, or what its slice length allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_limit: Option<u32>,
     /// `target = "leader"`: the member the `leader` probe found leading before the point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<String>,
@@ -300,6 +304,7 @@ impl PointRun {
             error: None,
             cost: None,
             slices: Vec::new(),
+            round_limit: None,
             leader: None,
             capacity: None,
             profile: None,

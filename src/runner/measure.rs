@@ -171,7 +171,6 @@ pub(super) struct Serve<'c, 'l> {
     ctx: &'c Ctx<'c>,
     live: &'l mut Live,
     session: Option<Box<dyn Runs>>,
-    slice_stop: Stop,
     leader: Option<String>,
     error: Option<String>,
     /// Whether the scenario is profiled, and the recording once it started.
@@ -201,7 +200,6 @@ impl<'c, 'l> Serve<'c, 'l> {
             ctx,
             live,
             session: session.ok(),
-            slice_stop,
             leader: out.leader,
             error: out.error,
             profiled: s.profile.then(|| id.clone()),
@@ -258,7 +256,7 @@ impl Serving for Serve<'_, '_> {
         self.leader.clone()
     }
 
-    fn slice(&mut self, rep: &mut dyn Reporter) -> Sliced {
+    fn slice(&mut self, stop: Stop, rep: &mut dyn Reporter) -> Sliced {
         let Some(session) = self.session.as_mut() else {
             return Sliced {
                 load: Err("not connected".into()),
@@ -267,12 +265,11 @@ impl Serving for Serve<'_, '_> {
             };
         };
         let ticks0 = crate::sys::cpu_ticks();
-        let stop = self.slice_stop;
         let m = measure(&mut self.live.running, rep, |pr| {
             session.run(stop, Duration::ZERO, pr)
         });
         let steal =
-            crate::sys::steal_share(&ticks0, &crate::sys::cpu_ticks(), &self.ctx.busy_cpus());
+            crate::sys::stolen_ticks(&ticks0, &crate::sys::cpu_ticks(), &self.ctx.busy_cpus());
         Sliced {
             load: m.load.map_err(|e| e.to_string()),
             cost: m.cost,

@@ -9,7 +9,6 @@ use super::measure::{report_point, whole, Serve};
 use super::ramps::{capacity_point, stage_points};
 use super::rounds::{self, Course};
 use super::seam::Serving;
-use crate::load::Stop;
 use crate::plan::{PointId, Scenario};
 use crate::results::{PointRun, Results};
 
@@ -91,10 +90,7 @@ fn in_rounds(
     rep: &mut dyn Reporter,
 ) -> Vec<PointRun> {
     let paired = &ctx.plan.paired;
-    let slice_stop = match s.stop {
-        Stop::Count(_) => s.stop,
-        Stop::Duration(_) => Stop::Duration(paired.slice),
-    };
+    let course = Course::of(s.stop, paired, repetition, ctx.plan.repetitions);
     let names: Vec<&str> = active.iter().map(|&i| lives[i].name(ctx.plan)).collect();
     let baselines: Vec<(usize, usize)> = (0..names.len())
         .filter_map(|k| {
@@ -107,11 +103,10 @@ fn in_rounds(
         .iter_mut()
         .enumerate()
         .filter(|(i, _)| active.contains(i))
-        .map(|(_, l)| Serve::open(ctx, l, s, p, slice_stop, &id, rep))
+        .map(|(_, l)| Serve::open(ctx, l, s, p, course.stop, &id, rep))
         .collect();
     let mut subjects: Vec<&mut dyn Serving> =
         serving.iter_mut().map(|x| x as &mut dyn Serving).collect();
-    let course = Course::of(s.stop, paired, repetition);
     rep.rounds_started(&s.name, &p.label(), course.max);
     let done = rounds::run(&mut subjects, course, &baselines, &id, &ctx.cancel, rep);
     rep.rounds_done(&s.name, &p.label(), done.rounds, done.reached);

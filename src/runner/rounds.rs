@@ -8,14 +8,16 @@
 use super::events::Reporter;
 use super::seam::Serving;
 use crate::load::{LoadResult, Stop};
-use crate::plan::Rounds;
+use crate::plan::{Paired, Rounds, SLICE_PROBE};
 use crate::results::{balanced_rounds, PointId, PointRun, ServerCost, Slice};
-use crate::stats::paired::{round_precision, rounds_decide, williams, Bands};
+use crate::stats::paired::{across, round_precision, rounds_decide, williams, Bands};
+use std::time::Duration;
 
 /// How a point's rounds run: at least `min` clean ones, at most `max` (and never more than
 /// half as many again counting stolen ones), stopping after an even number of rounds once
 /// the main ratio is within `precision` (±share) *and* decided against `bands` — different
-/// or equivalent — for every contender: an inconclusive point gets the rounds.
+/// or equivalent — for every contender: an inconclusive point gets the rounds. Both are read
+/// as the report will read them over `repetitions` ([`across`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Course {
     pub(super) min: u32,
@@ -24,23 +26,32 @@ pub(super) struct Course {
     pub(super) bands: Bands,
     /// Rotates the order by repetition too, so no contender always opens a repetition.
     pub(super) repetition: u32,
+    /// The plan's repetitions, which the report's interval will be over.
+    pub(super) repetitions: u32,
+    /// What each slice runs: its length (under an auto slice, the probe until the first
+    /// round's rates choose), or a count-stopped point's count.
+    pub(super) stop: Stop,
+    /// An auto slice: the scenario's duration and the plan's rounds, from which the slice
+    /// and the limits are set again after the first round.
+    pub(super) auto: Option<(Duration, Rounds)>,
 }
 
 impl Course {
     /// A count-stopped point is one round (its count is the point); a duration-stopped one
     /// gets at least enough rounds for its duration, and at least two, so A B is always
     /// followed by B A.
-    pub(super) fn of(stop: Stop, paired: &crate::plan::Paired, repetition: u32) -> Course {
-        let slice = paired.slice;
-        let (min, max, precision) = match (stop, paired.rounds) {
-            (Stop::Count(_), _) => (1, 1, None),
-            (Stop::Duration(_), Rounds::Fixed(n)) => (n, n, None),
-            (Stop::Duration(d), Rounds::Auto { max, precision }) => {
-                let wanted = (d.as_secs_f64() / slice.as_secs_f64()).ceil() as u32;
-                let min = (wanted.max(2).div_ceil(2) * 2).min(max);
-                (min, max, Some(precision))
-            }
+    pub(super) fn of(
+        stop: Stop,
+        paired: &crate::plan::Paired,
+        repetition: u32,
+        repetitions: u32,
+    ) -> Course {
+        let (slice, auto) = match (stop, paired.slice) {
+            (Stop::Count(_), _) => (SLICE_PROBE, None),
+            (Stop::Duration(_), Some(d)) => (d, None),
+            (Stop::Duration(d), None) => (SLICE_PROBE, Some((d, paired.rounds))),
         };
+        let (min, max, precision) = limits(stop, paired.rounds, slice);
         Course {
             min,
             max,
@@ -50,8 +61,62 @@ impl Course {
                 equivalence: paired.equivalence,
             },
             repetition,
+            repetitions,
+            stop: match stop {
+                Stop::Count(_) => stop,
+                Stop::Duration(_) => Stop::Duration(slice),
+            },
+            auto,
         }
     }
+
+    /// After an auto-sliced point's first round: its slices become the shortest that hold
+    /// [`crate::plan::SLICE_CALLS`] calls of the slowest contender at the rate it served
+    /// the probe with, and its limits follow.
+    fn sliced(self, slowest_per_s: Option<f64>) -> Course {
+        let Some((duration, rounds)) = self.auto else {
+            return self;
+        };
+        let slice = Paired::auto_slice(slowest_per_s);
+        let (min, max, precision) = limits(Stop::Duration(duration), rounds, slice);
+        Course {
+            min,
+            max,
+            precision,
+            stop: Stop::Duration(slice),
+            auto: None,
+            ..self
+        }
+    }
+}
+
+/// The least and most rounds, and the precision to stop at, of a point stopped by `stop`
+/// whose slices last `slice`.
+fn limits(stop: Stop, rounds: Rounds, slice: Duration) -> (u32, u32, Option<f64>) {
+    match (stop, rounds) {
+        (Stop::Count(_), _) => (1, 1, None),
+        (Stop::Duration(_), Rounds::Fixed(n)) => (n, n, None),
+        (Stop::Duration(d), Rounds::Auto { max, precision }) => {
+            let max = Paired::round_limit(max, slice);
+            let wanted = (d.as_secs_f64() / slice.as_secs_f64()).ceil() as u32;
+            let min = (wanted.max(2).div_ceil(2) * 2).min(max);
+            (min, max, Some(precision))
+        }
+    }
+}
+
+/// The slowest calls per second among `outs`' slices of round `round` (`None` when one of
+/// them answered nothing, or none served).
+fn slowest(outs: &[PointRun], round: u32) -> Option<f64> {
+    let rates: Vec<f64> = outs
+        .iter()
+        .filter_map(|o| o.slices.iter().find(|x| x.round == round))
+        .map(|x| x.requests_per_s)
+        .collect();
+    if rates.is_empty() || rates.iter().any(|r| !(*r > 0.0)) {
+        return None;
+    }
+    rates.into_iter().reduce(f64::min)
 }
 
 /// What the rounds of a point left: a `PointRun` per contender (in the order given), the
@@ -88,26 +153,23 @@ pub(super) fn run(
         x.start_profile();
     }
     let cpu0: Vec<f64> = subjects.iter_mut().map(|x| x.cpu_s()).collect();
-    let Course {
-        min,
-        max,
-        precision,
-        bands,
-        repetition,
-    } = course;
+    let mut course = course;
     // `round` counts every round run, `clean` those the host did not steal from: a round
     // with a stolen slice is run again (it is left out of the verdicts), up to half as
     // many rounds again as `max`, so a stormy host cannot hold a point forever.
     let (mut round, mut clean) = (0, 0);
     let mut reached = None;
-    while clean < max && round < max + max / 2 && !cancel.is_cancelled() && serving.contains(&true)
+    while clean < course.max
+        && round < course.max + course.max / 2
+        && !cancel.is_cancelled()
+        && serving.contains(&true)
     {
-        let order = williams(n, round as usize + repetition as usize - 1);
+        let order = williams(n, round as usize + course.repetition as usize - 1);
         for (position, &k) in order.iter().enumerate() {
             if !serving[k] {
                 continue;
             }
-            let m = subjects[k].slice(rep);
+            let m = subjects[k].slice(course.stop, rep);
             match m.load {
                 Ok(load) => {
                     outs[k]
@@ -127,24 +189,31 @@ pub(super) fn run(
         let stolen = outs
             .iter()
             .any(|o| o.slices.iter().any(|x| x.round == round && x.stolen()));
+        if round == 0 && course.auto.is_some() {
+            course = course.sliced(slowest(&outs, 0));
+        }
         round += 1;
         if !stolen {
             clean += 1;
         }
         rep.round_done(round);
-        if clean >= min && round % 2 == 0 {
-            if let Some(target) = precision {
-                reached = worst_precision(&outs, baselines);
-                if reached.is_some_and(|r| r <= target) && decided(&outs, baselines, bands) {
+        let j = course.repetitions;
+        if clean >= course.min && round % 2 == 0 {
+            if let Some(target) = course.precision {
+                reached = worst_precision(&outs, baselines, j);
+                if reached.is_some_and(|r| r <= target)
+                    && decided(&outs, baselines, course.bands, j)
+                {
                     break;
                 }
             }
         }
     }
-    if precision.is_some() && reached.is_none() {
-        reached = worst_precision(&outs, baselines);
+    if course.precision.is_some() && reached.is_none() {
+        reached = worst_precision(&outs, baselines, course.repetitions);
     }
     for (k, out) in outs.iter_mut().enumerate() {
+        out.round_limit = course.precision.map(|_| course.max);
         out.profile = subjects[k].stop_profile();
         out.contender_cpu_s = Some((subjects[k].cpu_s() - cpu0[k]).max(0.0));
         out.load = LoadResult::merge(&parts[k]);
@@ -164,7 +233,7 @@ fn slice_of(
     round: u32,
     position: usize,
     cost: Option<ServerCost>,
-    steal: Option<f64>,
+    steal: Option<(f64, u64)>,
 ) -> Slice {
     Slice {
         round,
@@ -179,27 +248,32 @@ fn slice_of(
         p90_us: load.latency_us.p90,
         p99_us: load.latency_us.p99,
         cost,
-        steal,
+        steal: steal.map(|s| s.0),
+        steal_ticks: steal.map(|s| s.1),
     }
 }
 
-/// The widest within-repetition interval (±share) of the main ratio over the contenders
-/// whose baseline is among them; `None` when no pair is there yet.
-fn worst_precision(outs: &[PointRun], baselines: &[(usize, usize)]) -> Option<f64> {
+/// The widest interval (±share) of the main ratio over the contenders whose baseline is
+/// among them, from this repetition's rounds as the report will read it over `j`
+/// repetitions ([`across`]); `None` when no pair is there yet.
+fn worst_precision(outs: &[PointRun], baselines: &[(usize, usize)], j: u32) -> Option<f64> {
     baselines
         .iter()
         .map(|&(k, b)| {
-            round_precision(&main_pairs(&outs[b].slices, &outs[k].slices)).unwrap_or(f64::INFINITY)
+            let pairs = main_pairs(&outs[b].slices, &outs[k].slices);
+            round_precision(&pairs, across(j as usize, pairs.len())).unwrap_or(f64::INFINITY)
         })
         .reduce(f64::max)
 }
 
-/// Whether every contender's main ratio against its baseline, within the repetition so
-/// far, is decided: different or equivalent ([`rounds_decide`]).
-fn decided(outs: &[PointRun], baselines: &[(usize, usize)], bands: Bands) -> bool {
-    baselines
-        .iter()
-        .all(|&(k, b)| rounds_decide(&main_pairs(&outs[b].slices, &outs[k].slices), bands))
+/// Whether every contender's main ratio against its baseline, from this repetition's rounds
+/// so far as the report will read it over `j` repetitions, is decided: different or
+/// equivalent ([`rounds_decide`]).
+fn decided(outs: &[PointRun], baselines: &[(usize, usize)], bands: Bands, j: u32) -> bool {
+    baselines.iter().all(|&(k, b)| {
+        let pairs = main_pairs(&outs[b].slices, &outs[k].slices);
+        rounds_decide(&pairs, bands, across(j as usize, pairs.len()))
+    })
 }
 
 /// The round-by-round pairs (baseline, contender) of the main figure, balanced for

@@ -12,6 +12,12 @@ struct Fake {
     /// µs of server CPU per request in slice `i` (the last one repeats).
     cpu_us: Vec<f64>,
     steal: Vec<f64>,
+    /// The /proc/stat ticks of that steal (two for any steal unless set).
+    steal_ticks: Option<u64>,
+    /// Calls it answers in a slice of 100 ms (scaled to the slice it is given).
+    calls: u64,
+    /// The stop of every slice it was given.
+    stops: Vec<Stop>,
     /// It dies after this many slices.
     dies_after: Option<usize>,
     /// Its slice `i` fails.
@@ -27,6 +33,9 @@ impl Fake {
         Fake {
             cpu_us: cpu_us.to_vec(),
             steal: vec![0.0],
+            steal_ticks: None,
+            calls: 1000,
+            stops: Vec::new(),
             dies_after: None,
             fails_at: None,
             served: Vec::new(),
@@ -43,7 +52,8 @@ impl Serving for Fake {
     fn leader(&self) -> Option<String> {
         None
     }
-    fn slice(&mut self, _: &mut dyn Reporter) -> Sliced {
+    fn slice(&mut self, stop: Stop, _: &mut dyn Reporter) -> Sliced {
+        self.stops.push(stop);
         let i = self.served.len();
         let t = self.clock.get();
         self.clock.set(t + 1);
@@ -56,15 +66,23 @@ impl Serving for Fake {
             };
         }
         let at = |v: &[f64]| v[i.min(v.len() - 1)];
-        let requests = 1000;
+        let secs = match stop {
+            Stop::Duration(d) => d.as_secs_f64(),
+            Stop::Count(_) => 0.1,
+        };
+        let requests = ((self.calls as f64 * secs / 0.1).round() as u64).max(1);
         Sliced {
-            load: Ok(part(&[100; 10], requests, 0.1)),
+            load: Ok(part(&[100; 10], requests, secs)),
             cost: Some(ServerCost {
                 cpu_s: at(&self.cpu_us) * requests as f64 / 1e6,
                 voluntary_switches: 0,
                 involuntary_switches: 0,
             }),
-            steal: Some(at(&self.steal)),
+            steal: Some({
+                let share = at(&self.steal);
+                let ticks = if share > 0.0 { 2 } else { 0 };
+                (share, self.steal_ticks.unwrap_or(ticks))
+            }),
         }
     }
     fn cpu_s(&mut self) -> f64 {
@@ -99,6 +117,9 @@ fn course(min: u32, max: u32, precision: Option<f64>) -> Course {
             equivalence: 0.02,
         },
         repetition: 1,
+        repetitions: 1,
+        stop: Stop::Duration(Duration::from_millis(100)),
+        auto: None,
     }
 }
 
@@ -155,6 +176,108 @@ fn a_stolen_round_is_run_again_up_to_a_limit() {
     a.steal = vec![0.9];
     let mut f = [a, Fake::new(&clock, &[10.0])];
     assert_eq!(go(&mut f, course(4, 4, None)).rounds, 6);
+    // One tick of steal is where /proc/stat's sampling fell as much as what the host took:
+    // a 25 ms slice on two CPUs spans five, so one tick reads 20 %. Not run again.
+    let clock = Default::default();
+    let mut a = Fake::new(&clock, &[10.0]);
+    a.steal = vec![0.2];
+    a.steal_ticks = Some(1);
+    let mut f = [a, Fake::new(&clock, &[10.0])];
+    let done = go(&mut f, course(4, 4, None));
+    assert_eq!(done.rounds, 4);
+    assert!(done.points[0]
+        .slices
+        .iter()
+        .all(|x| x.steal_ticks == Some(1) && !x.stolen()));
+}
+
+#[test]
+fn an_auto_slice_holds_enough_calls_of_the_slowest_contender() {
+    let auto = |repetitions| {
+        let paired = crate::plan::Paired::default();
+        assert_eq!(paired.slice, None, "slices are auto by default");
+        Course::of(
+            Stop::Duration(Duration::from_secs(1)),
+            &paired,
+            1,
+            repetitions,
+        )
+    };
+    // 10,000 calls a second each: 250 calls take 25 ms, the shortest slice; the limit is
+    // what 3 s of such slices hold.
+    let clock = Default::default();
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+    let done = go(&mut f, auto(1));
+    let ms = |s: &Stop| match s {
+        Stop::Duration(d) => d.as_millis(),
+        Stop::Count(_) => 0,
+    };
+    assert_eq!(ms(&f[0].stops[0]), 100, "the first round probes");
+    assert!(
+        f[0].stops[1..].iter().all(|s| ms(s) == 25),
+        "{:?}",
+        f[0].stops
+    );
+    assert_eq!(done.points[0].round_limit, Some(120));
+    // The one second of duration is 40 such slices: at least that many rounds.
+    assert!(done.rounds >= 40, "{}", done.rounds);
+    // One contender answers 20 calls a second: 250 of its calls would take 12.5 s, so its
+    // slices are the longest there are, 1 s, for both; 3 s of them are 3 rounds, so the
+    // limit is the least there is, 4.
+    let clock = Default::default();
+    let mut slow = Fake::new(&clock, &[10.0]);
+    slow.calls = 2;
+    let mut f = [Fake::new(&clock, &[10.0]), slow];
+    let done = go(&mut f, auto(1));
+    assert!(
+        f[0].stops[1..].iter().all(|s| ms(s) == 1000),
+        "{:?}",
+        f[0].stops
+    );
+    assert_eq!(done.points[1].round_limit, Some(4));
+    assert!(done.rounds <= 4 + 2, "{}", done.rounds);
+    // 4,000 calls a second: 62.5 ms, up to the next millisecond.
+    let clock = Default::default();
+    let mut mid = Fake::new(&clock, &[10.0]);
+    mid.calls = 400;
+    let mut f = [mid, Fake::new(&clock, &[10.0])];
+    go(&mut f, auto(1));
+    assert_eq!(ms(&f[1].stops[2]), 63);
+    // A fixed slice stays as it is.
+    let paired = crate::plan::Paired {
+        slice: Some(Duration::from_millis(40)),
+        ..Default::default()
+    };
+    let c = Course::of(Stop::Duration(Duration::from_secs(1)), &paired, 1, 1);
+    let clock = Default::default();
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+    go(&mut f, c);
+    assert!(f[0].stops.iter().all(|s| ms(s) == 40));
+}
+
+#[test]
+fn rounds_aim_at_the_interval_the_report_reads_over_its_repetitions() {
+    // The same noisy rounds (±3 % a round around +0.3 %) reach ±2 % within a repetition
+    // alone, but the report over three repetitions reads Student's t(2) = 4.3 over them:
+    // a repetition of a three-repetition plan needs more rounds than a lone one, and one
+    // of a ten-repetition plan fewer.
+    let pattern = [10.0, 10.63, 9.97, 9.37, 10.33, 10.0];
+    let noisy: Vec<f64> = (0..400).map(|i| pattern[i % 6]).collect();
+    let rounds = |repetitions| {
+        let clock = Default::default();
+        let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &noisy)];
+        let c = Course {
+            repetitions,
+            ..course(4, 200, Some(0.02))
+        };
+        go(&mut f, c).rounds
+    };
+    let (one, three, ten) = (rounds(1), rounds(3), rounds(10));
+    assert!(
+        three > one,
+        "{three} rounds at three repetitions, {one} at one"
+    );
+    assert!(ten < one, "{ten} rounds at ten repetitions, {one} at one");
 }
 
 #[test]
@@ -265,16 +388,16 @@ fn a_cancelled_run_stops_between_rounds() {
 #[test]
 fn rounds_cover_the_duration_in_pairs() {
     let auto = Rounds::Auto {
-        max: 30,
+        max: Some(30),
         precision: 0.02,
     };
     let of = |stop, rounds| {
         let paired = crate::plan::Paired {
-            slice: Duration::from_secs(1),
+            slice: Some(Duration::from_secs(1)),
             rounds,
             ..Default::default()
         };
-        let c = Course::of(stop, &paired, 1);
+        let c = Course::of(stop, &paired, 1, 3);
         (c.min, c.max, c.precision)
     };
     let s = Duration::from_secs(1);
@@ -289,9 +412,16 @@ fn rounds_cover_the_duration_in_pairs() {
     assert_eq!(of(Stop::Count(100), auto), (1, 1, None));
     assert_eq!(of(Stop::Duration(s), Rounds::Fixed(7)), (7, 7, None));
     let few = Rounds::Auto {
-        max: 4,
+        max: Some(4),
         precision: 0.02,
     };
+    // Without `max_rounds`: as many as 3 s of slices hold, at least 4.
+    let limit = |ms| crate::plan::Paired::round_limit(None, Duration::from_millis(ms));
+    assert_eq!((limit(25), limit(100), limit(1000)), (120, 30, 4));
+    assert_eq!(
+        crate::plan::Paired::round_limit(Some(8), Duration::from_millis(25)),
+        8
+    );
     assert_eq!(
         of(Stop::Duration(Duration::from_secs(9)), few),
         (4, 4, Some(0.02))

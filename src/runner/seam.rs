@@ -3,17 +3,18 @@
 //! a fake stands in for processes (as hyperfine's `MockExecutor` does) and the round logic is
 //! tested in milliseconds.
 
-use crate::load::LoadResult;
+use crate::load::{LoadResult, Stop};
 use crate::results::{ProfileRun, ServerCost};
 
 use super::events::Reporter;
 
 /// One slice of load as measured: the engine's result, the server's cost over exactly its
-/// measured window, and the share of the CPUs' time the host stole meanwhile.
+/// measured window, and the share of the CPUs' time the host stole meanwhile (with its
+/// ticks).
 pub(super) struct Sliced {
     pub(super) load: Result<LoadResult, String>,
     pub(super) cost: Option<ServerCost>,
-    pub(super) steal: Option<f64>,
+    pub(super) steal: Option<(f64, u64)>,
 }
 
 /// A contender serving one point: its clients connected and warmed up (or why not).
@@ -22,8 +23,9 @@ pub(super) trait Serving {
     fn failed(&self) -> Option<&str>;
     /// The member that led when the point began (`target = "leader"`), if it is a cluster.
     fn leader(&self) -> Option<String>;
-    /// One slice of load on its open session.
-    fn slice(&mut self, rep: &mut dyn Reporter) -> Sliced;
+    /// One slice of load on its open session, stopped by `stop` (the slice's length, or a
+    /// count-stopped point's count).
+    fn slice(&mut self, stop: Stop, rep: &mut dyn Reporter) -> Sliced;
     /// Its CPU time so far, in seconds (sampled).
     fn cpu_s(&mut self) -> f64;
     /// Whether it has died.

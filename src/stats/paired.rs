@@ -440,20 +440,34 @@ fn normal_quantile(p: f64) -> f64 {
     }
 }
 
+/// How much wider the report's interval over `j` repetitions is than one repetition's own
+/// 95 % t-interval over `n` rounds, were fresh starts to agree: the report's interval is at
+/// least Student's t over the repetitions' estimates (see [`ratio`]), t(j − 1)·s/√j, where
+/// one repetition's is t(n − 1)·s. Below 1 from five repetitions on (each repetition needs
+/// less), above it at two and three (t = 12.7 and 4.3). 1 for one repetition.
+pub fn across(j: usize, n: usize) -> f64 {
+    if j < 2 || n < 2 {
+        return 1.0;
+    }
+    t975(j - 1) / (t975(n - 1) * (j as f64).sqrt())
+}
+
 /// Within one repetition: the half-width (as a share, 0.02 = ±2 %) of a 95 % t-interval on
-/// the mean log ratio of its rounds so far — what adaptive rounds stop on. `None` before two
-/// rounds.
-pub fn round_precision(rounds: &[(f64, f64)]) -> Option<f64> {
-    round_interval(rounds).map(|(_, half)| half.exp() - 1.0)
+/// the mean log ratio of its rounds so far, widened by `across` (what the report's interval
+/// over the plan's repetitions makes of it) — what adaptive rounds stop on. `None` before
+/// two rounds.
+pub fn round_precision(rounds: &[(f64, f64)], across: f64) -> Option<f64> {
+    round_interval(rounds).map(|(_, half)| (half * across).exp() - 1.0)
 }
 
 /// Within one repetition: whether its rounds so far decide the figure — their 95 %
-/// t-interval clears the noise band (different) or lies inside the equivalence band
-/// (equivalent). `false` before two rounds.
-pub fn rounds_decide(rounds: &[(f64, f64)], bands: Bands) -> bool {
+/// t-interval, widened by `across`, clears the noise band (different) or lies inside the
+/// equivalence band (equivalent). `false` before two rounds.
+pub fn rounds_decide(rounds: &[(f64, f64)], bands: Bands, across: f64) -> bool {
     let Some((m, half)) = round_interval(rounds) else {
         return false;
     };
+    let half = half * across;
     let (noise, equal) = ((1.0 + bands.noise).ln(), (1.0 + bands.equivalence).ln());
     m - half > noise || m + half < -noise || m.abs() + half <= equal
 }
@@ -885,12 +899,45 @@ mod tests {
         let at =
             |logs: &[f64]| -> Vec<(f64, f64)> { logs.iter().map(|l| (1.0, l.exp())).collect() };
         // +10 % steady: different.
-        assert!(rounds_decide(&at(&[0.1, 0.1, 0.101, 0.099]), BANDS));
+        assert!(rounds_decide(&at(&[0.1, 0.1, 0.101, 0.099]), BANDS, 1.0));
         // Within ±0.2 % of 1: equal within 2 %.
-        assert!(rounds_decide(&at(&[0.002, -0.002, 0.001, -0.001]), BANDS));
+        assert!(rounds_decide(
+            &at(&[0.002, -0.002, 0.001, -0.001]),
+            BANDS,
+            1.0
+        ));
         // ±5 % spread around +1.5 %: neither yet.
-        assert!(!rounds_decide(&at(&[0.065, -0.035, 0.065, -0.035]), BANDS));
-        assert!(!rounds_decide(&at(&[0.1]), BANDS));
+        assert!(!rounds_decide(
+            &at(&[0.065, -0.035, 0.065, -0.035]),
+            BANDS,
+            1.0
+        ));
+        assert!(!rounds_decide(&at(&[0.1]), BANDS, 1.0));
+        // Within ±1.2 % of 1 (sd 1.4 %, n 4: ±2.2 % alone): not yet equal within 2 % for
+        // one repetition, but equal as five repetitions of such rounds would read it.
+        let wide = at(&[0.012, -0.012, 0.012, -0.012]);
+        assert!(!rounds_decide(&wide, BANDS, 1.0));
+        assert!(rounds_decide(&wide, BANDS, across(5, 4)));
+        // And a +10 % (±22 % a round, 30 rounds) that one repetition proves, three
+        // repetitions of such rounds do not yet.
+        let logs: Vec<f64> = (0..30)
+            .map(|k| if k % 2 == 0 { 0.32 } else { -0.12 })
+            .collect();
+        let spread = at(&logs);
+        assert!(rounds_decide(&spread, BANDS, 1.0));
+        assert!(!rounds_decide(&spread, BANDS, across(3, 30)));
+    }
+
+    #[test]
+    fn the_report_over_few_repetitions_needs_more_of_each() {
+        // Student's t over the repetitions against one repetition's own t.
+        assert_eq!(across(1, 30), 1.0);
+        assert_eq!(across(5, 1), 1.0);
+        let two = across(2, 30);
+        assert!((two - 12.706 / (2.045 * 2f64.sqrt())).abs() < 1e-3, "{two}");
+        assert!(across(3, 30) > 1.0 && across(3, 30) < two);
+        assert!(across(5, 30) < 1.0, "{}", across(5, 30));
+        assert!(across(10, 30) < across(5, 30));
     }
 
     #[test]
@@ -911,21 +958,36 @@ mod tests {
 
     #[test]
     fn round_precision_is_a_t_interval() {
-        assert_eq!(round_precision(&[(1.0, 1.1)]), None);
-        let p = round_precision(&[(1.0, 1.1), (1.0, 1.1), (1.0, 1.1)]).unwrap();
+        assert_eq!(round_precision(&[(1.0, 1.1)], 1.0), None);
+        let p = round_precision(&[(1.0, 1.1), (1.0, 1.1), (1.0, 1.1)], 1.0).unwrap();
         assert!(p.abs() < 1e-12, "{p}");
         // log ratios +/- 0.01 around 0: sd 0.01, n = 4, t = 3.182 → ±1.6 %.
-        let p = round_precision(&[
-            (1.0, 0.01f64.exp()),
-            (1.0, (-0.01f64).exp()),
-            (1.0, 0.01f64.exp()),
-            (1.0, (-0.01f64).exp()),
-        ])
+        let p = round_precision(
+            &[
+                (1.0, 0.01f64.exp()),
+                (1.0, (-0.01f64).exp()),
+                (1.0, 0.01f64.exp()),
+                (1.0, (-0.01f64).exp()),
+            ],
+            1.0,
+        )
         .unwrap();
         assert!(
             (p - (3.182f64 * 0.011_547 / 2.0).exp() + 1.0).abs() < 1e-4,
             "{p}"
         );
+        // Widened as the report over two repetitions would read it (t(1) = 12.7).
+        let two = round_precision(
+            &[
+                (1.0, 0.01f64.exp()),
+                (1.0, (-0.01f64).exp()),
+                (1.0, 0.01f64.exp()),
+                (1.0, (-0.01f64).exp()),
+            ],
+            across(2, 4),
+        )
+        .unwrap();
+        assert!(two > 2.0 * p, "{two} {p}");
         assert!((t975(1000) - 1.962).abs() < 0.001);
         assert!((t975(30) - 2.042).abs() < 1e-9);
         assert!((t975(40) - 2.021).abs() < 0.001);

@@ -298,14 +298,18 @@ impl Checker<'_> {
                 )),
             }
         };
-        let slice = self.duration(r.slice.as_ref(), "paired.slice", d.slice)?;
+        let slice = match r.slice.as_ref() {
+            Some(v) if v.get_ref() == "auto" => None,
+            Some(v) => Some(self.duration(Some(v), "paired.slice", Duration::ZERO)?),
+            None => d.slice,
+        };
         let (max_default, precision_default) = match d.rounds {
             Rounds::Auto { max, precision } => (max, precision),
             Rounds::Fixed(_) => unreachable!("the default is auto"),
         };
         let max = match &r.max_rounds {
             None => max_default,
-            Some(m) if (2..=10_000).contains(m.get_ref()) => *m.get_ref() as u32,
+            Some(m) if (2..=10_000).contains(m.get_ref()) => Some(*m.get_ref() as u32),
             Some(m) => return Err(self.at(m, "`paired.max_rounds` must be between 2 and 10000")),
         };
         let precision = share(r.precision.as_ref(), "precision", precision_default)?;
