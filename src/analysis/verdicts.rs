@@ -452,6 +452,7 @@ pub(crate) mod fixtures {
             hi,
             repetitions: 3,
             rounds: 18,
+            student: None,
         }
     }
 

@@ -351,6 +351,7 @@ mod tests {
             hi: r.2,
             repetitions: 3,
             rounds: 30,
+            student: None,
         };
         PointVerdicts {
             point: PointId {

@@ -42,6 +42,12 @@ pub struct Ratio {
     /// Repetitions and rounds it rests on.
     pub repetitions: usize,
     pub rounds: usize,
+    /// The Student floor's standard error (log scale) and degrees of freedom: the spread of
+    /// the repetitions' (or machines') own estimates. The p-value reads its t tail too — the
+    /// interval's normal reading alone would make that tail far too thin at two or three
+    /// repetitions (t = 4.3, not 1.96, at 95 %; at the 0.05 % Benjamini–Hochberg can ask of a
+    /// hundred verdicts, 31.6 against 3.5). `None` where there is no such floor.
+    pub student: Option<(f64, usize)>,
 }
 
 /// The two bands a verdict is read against (docs/verdicts.md): a change counts only when the
@@ -129,7 +135,19 @@ impl Ratio {
         let se = |half: f64| (half / 1.959_964).max(1e-12);
         let up = super::mannwhitney::normal_sf((e - d) / se(e - self.lo.ln()));
         let down = super::mannwhitney::normal_sf((-d - e) / se(self.hi.ln() - e));
-        (2.0 * up.min(down)).min(1.0)
+        let normal = (2.0 * up.min(down)).min(1.0);
+        // Where the interval is at least Student's t over the repetitions, so is the
+        // p-value at every level: a different verdict at level α needs both intervals at
+        // that level clear of the band.
+        let student = match self.student {
+            Some((se, df)) if se > 0.0 && df >= 1 => {
+                let up = student_sf((e - d) / se, df);
+                let down = student_sf((-d - e) / se, df);
+                (2.0 * up.min(down)).min(1.0)
+            }
+            _ => 0.0,
+        };
+        normal.max(student)
     }
 
     /// `1.34× (1.29×–1.40×)`, in one notation: all three as divisors when the estimate is
@@ -207,12 +225,15 @@ pub fn ratio(reps: &[Rounds], seed: u64) -> Option<Ratio> {
     // least Student's t over the repetitions' own estimates — exact for normal repetition
     // means however few, and what an instance-to-instance difference needs.
     let j = logs.len();
+    let mut student = None;
     if j >= 2 {
         let means: Vec<f64> = logs.iter().map(|r| trimmed_mean(r)).collect();
         let sd = (means.iter().map(|m| (m - point).powi(2)).sum::<f64>() / (j - 1) as f64).sqrt();
-        let half = t975(j - 1) * sd / (j as f64).sqrt();
+        let se = sd / (j as f64).sqrt();
+        let half = t975(j - 1) * se;
         lo = lo.min(point - half);
         hi = hi.max(point + half);
+        student = Some((se, j - 1));
     }
     Some(Ratio {
         ratio: point.exp(),
@@ -220,6 +241,7 @@ pub fn ratio(reps: &[Rounds], seed: u64) -> Option<Ratio> {
         hi: hi.exp(),
         repetitions: j,
         rounds: logs.iter().map(Vec::len).sum(),
+        student,
     })
 }
 
@@ -280,12 +302,13 @@ pub fn combine(parts: &[Ratio]) -> Option<Ratio> {
         _ => {}
     }
     let k = parts.len();
-    let totals = |lo: f64, mu: f64, hi: f64| Ratio {
+    let totals = |lo: f64, mu: f64, hi: f64, student| Ratio {
         ratio: mu.exp(),
         lo: lo.exp(),
         hi: hi.exp(),
         repetitions: parts.iter().map(|r| r.repetitions).sum(),
         rounds: parts.iter().map(|r| r.rounds).sum(),
+        student,
     };
     // A machine measured in a single round has no error of its own to weigh it by: then
     // every machine weighs the same, and the interval is Student's t over the machines'
@@ -294,13 +317,14 @@ pub fn combine(parts: &[Ratio]) -> Option<Ratio> {
         let y: Vec<f64> = parts.iter().map(|r| r.ratio.ln()).collect();
         let m = mean(&y);
         let sd = (y.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (k - 1) as f64).sqrt();
-        let half = t975(k - 1) * sd / (k as f64).sqrt();
-        return Some(totals(m - half, m, m + half));
+        let se = sd / (k as f64).sqrt();
+        let half = t975(k - 1) * se;
+        return Some(totals(m - half, m, m + half, Some((se, k - 1))));
     }
     let (y, v) = log_and_variance(&parts);
     let fit = random_effects(&y, &v);
     let half = 1.959_964 * fit.var_mu.sqrt();
-    Some(totals(fit.mu - half, fit.mu, fit.mu + half))
+    Some(totals(fit.mu - half, fit.mu, fit.mu + half, None))
 }
 
 /// A DerSimonian-Laird fit of log ratios `y` with variances `v`.
@@ -498,6 +522,45 @@ pub fn trimmed_mean(v: &[f64]) -> f64 {
     s.sort_by(f64::total_cmp);
     let cut = s.len() / 10;
     mean(&s[cut..s.len() - cut])
+}
+
+/// P(T > t) for Student's t with `df` degrees of freedom, exact for whole degrees of freedom
+/// (Abramowitz & Stegun 26.7.3 and 26.7.4: a finite series in θ = atan(t/√df)).
+pub fn student_sf(t: f64, df: usize) -> f64 {
+    if t.is_nan() || df == 0 {
+        return 0.5;
+    }
+    if t < 0.0 {
+        return 1.0 - student_sf(-t, df);
+    }
+    if t.is_infinite() {
+        return 0.0;
+    }
+    let theta = (t / (df as f64).sqrt()).atan();
+    let (s, c2) = (theta.sin(), theta.cos().powi(2));
+    // A = P(|T| ≤ t).
+    let a = if df % 2 == 1 {
+        let mut sum = 0.0;
+        if df > 1 {
+            let (mut term, mut k) = (1.0, 1);
+            sum = 1.0;
+            while k + 2 < df {
+                term *= c2 * (k + 1) as f64 / (k + 2) as f64;
+                sum += term;
+                k += 2;
+            }
+        }
+        2.0 / std::f64::consts::PI * (theta + s * theta.cos() * sum)
+    } else {
+        let (mut term, mut sum, mut k) = (1.0, 1.0, 1);
+        while k + 1 < df {
+            term *= c2 * k as f64 / (k + 1) as f64;
+            sum += term;
+            k += 2;
+        }
+        s * sum
+    };
+    ((1.0 - a) / 2.0).clamp(0.0, 0.5)
 }
 
 /// The 97.5 % point of Student's t with `df` degrees of freedom (tables to 30, then the
@@ -723,6 +786,7 @@ mod tests {
             hi: ratio * (1.0 + pm),
             repetitions: 2,
             rounds: 10,
+            student: None,
         }
     }
 
@@ -823,6 +887,7 @@ mod tests {
             hi,
             repetitions: 2,
             rounds,
+            student: None,
         };
         assert_eq!(r(1.05, 1.02, 1.08, 20).call(BANDS), Call::Higher);
         assert_eq!(r(0.95, 0.93, 0.98, 20).call(BANDS), Call::Lower);
@@ -850,6 +915,7 @@ mod tests {
             hi,
             repetitions: 3,
             rounds: 30,
+            student: None,
         };
         // The interval's end exactly on the band's edge: p = 0.05.
         let edge = r(1.05, 1.01, 1.09).p_different(0.01);
@@ -886,6 +952,7 @@ mod tests {
             hi,
             repetitions: 3,
             rounds: 30,
+            student: None,
         };
         assert_eq!(r(0.528, 0.497, 0.554).span(), "0.528× (0.497×–0.554×)");
         assert_eq!(r(0.476, 0.455, 0.511).span(), "÷2.1 (÷2.2–÷1.96)");
@@ -926,6 +993,60 @@ mod tests {
         let spread = at(&logs);
         assert!(rounds_decide(&spread, BANDS, 1.0));
         assert!(!rounds_decide(&spread, BANDS, across(3, 30)));
+    }
+
+    #[test]
+    fn student_tails_match_scipy() {
+        // scipy.stats.t.sf(t, df), SciPy 1.x.
+        let cases = [
+            (0.5, 1, 0.35241638234956674),
+            (2.0, 1, 0.14758361765043326),
+            (7.7, 2, 0.00822559813808545),
+            (3.0, 2, 0.04773298313335456),
+            (2.5, 3, 0.04385332350403278),
+            (4.0, 4, 0.008065044950046273),
+            (1.0, 5, 0.18160873382456144),
+            (3.5, 9, 0.0033617578815294796),
+            (2.0, 29, 0.027471818591483586),
+            (5.0, 200, 6.250990638857704e-07),
+        ];
+        for (t, df, want) in cases {
+            let got = student_sf(t, df);
+            assert!(
+                (got - want).abs() <= 1e-9 * want.max(1e-3),
+                "t={t} df={df}: {got} vs {want}"
+            );
+            assert!((student_sf(-t, df) - (1.0 - want)).abs() < 1e-9);
+        }
+        assert!((student_sf(t975(4), 4) - 0.025).abs() < 1e-4);
+    }
+
+    #[test]
+    fn a_p_value_over_few_repetitions_reads_the_t_tail() {
+        // Three repetitions agreeing on +7 % within ±0.93 % (their standard error): the 95 %
+        // interval (t = 4.3) is +3 %…+11 %, clear of a 1 % band, so p < 0.05 — but not the
+        // 0.0003 the interval's normal reading would give (z = 2.9): t(2) = 6.5 leaves 0.023.
+        let se = 0.0093;
+        let half = t975(2) * se;
+        let e = 1.07f64.ln();
+        let r = Ratio {
+            ratio: e.exp(),
+            lo: (e - half).exp(),
+            hi: (e + half).exp(),
+            repetitions: 3,
+            rounds: 360,
+            student: Some((se, 2)),
+        };
+        let p = r.p_different(0.01);
+        let t = (e - 1.01f64.ln()) / se;
+        assert!((p - 2.0 * student_sf(t, 2)).abs() < 1e-12, "{p}");
+        assert!(p > 0.01 && p < 0.05, "{p}");
+        let normal = Ratio { student: None, ..r }.p_different(0.01);
+        assert!(normal < 0.005, "{normal}");
+        // So Benjamini–Hochberg over a 96-verdict report lets it through no more.
+        let mut ps = vec![0.5; 95];
+        ps.push(p);
+        assert!(!benjamini_hochberg(&ps, 0.05)[95]);
     }
 
     #[test]
