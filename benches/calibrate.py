@@ -7,6 +7,7 @@ server (`demo-server v2` against itself, or against itself with `--work`), 3 rep
 one scenario point — or POINTS=24 (a matrix of 6 values × clients 1, 2, 4, 8).
 
     N=20 CLIENTS=4 DURATION=1s python3 benches/calibrate.py
+    KEEP=/tmp/cal N=10 … python3 benches/calibrate.py     (keeps every comparison's results)
     N=20 POINTS=24 ORDERS=paired ROWS="A/A" python3 benches/calibrate.py
     N=20 ORDERS=paired ROWS="+2 % CPU" PAIRED='precision = "0.5%", max_rounds = 120' python3 benches/calibrate.py
     SHARDS=3 REPETITIONS=6 N=10 ORDERS=paired ROWS="A/A,+5 % CPU" python3 benches/calibrate.py
@@ -99,6 +100,11 @@ def run(text, shards=1):
             sys.exit(f"bakeoff run failed:\n{r.stderr}")
         results = json.load(open(os.path.join(out, "results.json")))
         report = json.load(open(os.path.join(out, "report", "report.json")))
+        if os.environ.get("KEEP"):
+            # KEEP=DIR keeps every comparison's results, so `bakeoff report` can read them again.
+            import shutil
+            os.makedirs(os.environ["KEEP"], exist_ok=True)
+            shutil.copytree(out, os.path.join(os.environ["KEEP"], f"{time.time():.3f}"))
         return results, report
 
 

@@ -216,12 +216,11 @@ fn parse_head(bytes: &[u8], head_only: bool) -> Result<Option<(Head, usize)>, Ca
                     framing = Framing::Length(len);
                 }
             }
-            17 if h.name.eq_ignore_ascii_case("transfer-encoding") => {
-                if h.value.eq_ignore_ascii_case(b"chunked")
-                    || h.value.to_ascii_lowercase().ends_with(b"chunked")
-                {
-                    framing = Framing::Chunked;
-                }
+            17 if h.name.eq_ignore_ascii_case("transfer-encoding")
+                && (h.value.eq_ignore_ascii_case(b"chunked")
+                    || h.value.to_ascii_lowercase().ends_with(b"chunked")) =>
+            {
+                framing = Framing::Chunked;
             }
             10 if h.name.eq_ignore_ascii_case("connection") => {
                 if h.value.eq_ignore_ascii_case(b"close") {

@@ -101,6 +101,13 @@ impl Rounds {
         });
     }
 
+    /// The point's limit of rounds changed (an auto slice was chosen).
+    pub fn limit(&mut self, max: u32) {
+        if let Some(c) = &mut self.now {
+            c.max = max;
+        }
+    }
+
     /// The line after `round` rounds: `s [clients=4]: round 3 of at most 30 · point 2 of 48
     /// · about 1 min 20 s left`.
     pub fn round(&self, round: u32, at: std::time::Instant) -> String {
@@ -180,6 +187,10 @@ mod tests {
         let line = r.round(1, t0 + Duration::from_millis(2200));
         assert!(line.contains("point 2 of 4"), "{line}");
         assert!(line.ends_with("about 10 s left"), "{line}");
+        // Its slice chosen after the first round: the limit it says follows.
+        r.limit(120);
+        let line = r.round(2, t0 + Duration::from_millis(2300));
+        assert!(line.contains("round 2 of at most 120"), "{line}");
         assert_eq!(fmt_left(200.0), "3 min 20 s");
         assert_eq!(fmt_left(3900.0), "1 h 05 min");
     }

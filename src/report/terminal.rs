@@ -61,7 +61,7 @@ impl Reporter for Terminal {
     }
     fn point_started(&mut self, _contender: &str, _scenario: &str, _point: &str) {}
     fn load_progress(&mut self, p: Progress) {
-        // A paired point's slices are 100 ms each: their own bar would restart ten times a
+        // A paired point's slices last 25 ms to 1 s: their own bar would restart many times a
         // second; the rounds' line stands instead.
         if !self.paired.in_point() {
             self.bar.update(p);
@@ -73,6 +73,9 @@ impl Reporter for Terminal {
     fn rounds_started(&mut self, scenario: &str, point: &str, max: u32) {
         self.paired
             .start(scenario, point, max, std::time::Instant::now());
+    }
+    fn rounds_limit(&mut self, max: u32) {
+        self.paired.limit(max);
     }
     fn round_done(&mut self, round: u32) {
         let line = self.paired.round(round, std::time::Instant::now());

@@ -48,6 +48,9 @@ pub trait Reporter {
     fn paired_points(&mut self, _total: usize) {}
     /// Paired order: a point's rounds begin (at most `max` clean ones).
     fn rounds_started(&mut self, _scenario: &str, _point: &str, _max: u32) {}
+    /// Paired order: an auto-sliced point chose its slice after its first round, and with it
+    /// its limit of rounds.
+    fn rounds_limit(&mut self, _max: u32) {}
     /// Paired order: `round` rounds of the point are done.
     fn round_done(&mut self, _round: u32) {}
     fn compat_done(&mut self, _set: &str, _cases: usize) {}

@@ -113,7 +113,7 @@ fn slowest(outs: &[PointRun], round: u32) -> Option<f64> {
         .filter_map(|o| o.slices.iter().find(|x| x.round == round))
         .map(|x| x.requests_per_s)
         .collect();
-    if rates.is_empty() || rates.iter().any(|r| !(*r > 0.0)) {
+    if rates.is_empty() || rates.iter().any(|r| r.is_nan() || *r <= 0.0) {
         return None;
     }
     rates.into_iter().reduce(f64::min)
@@ -191,6 +191,7 @@ pub(super) fn run(
             .any(|o| o.slices.iter().any(|x| x.round == round && x.stolen()));
         if round == 0 && course.auto.is_some() {
             course = course.sliced(slowest(&outs, 0));
+            rep.rounds_limit(course.max);
         }
         round += 1;
         if !stolen {
