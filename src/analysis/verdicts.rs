@@ -173,7 +173,10 @@ impl Verdict {
         }
         let factor = (now / need).powi(2);
         let reps = r.repetitions.max(1);
-        let per_rep = r.rounds as f64 / reps as f64;
+        // The ratio rests on pairs of rounds (one run first, one second), so a repetition's
+        // rounds are twice its pairs — what the table's `rounds` column and `max_rounds`
+        // count.
+        let per_rep = 2.0 * r.rounds as f64 / reps as f64;
         let b = self.between.unwrap_or(0.0);
         let rounds = (1.0 / factor > b).then(|| (per_rep * (1.0 - b) / (1.0 / factor - b)).ceil());
         let head = format!("needs ±{}", pct(need.exp() - 1.0));
@@ -569,14 +572,15 @@ mod tests {
     #[test]
     fn an_inconclusive_verdict_says_what_would_settle_it() {
         // ±5 % around 1.00, all spread within repetitions: equal within 2 % needs ±2 %, a
-        // (5/2)² = 6.25-fold variance cut: about 6.25 × 6 = 38 rounds per repetition.
+        // (ln 1.05 / ln 1.02)² = 6.1-fold variance cut. The ratio rests on 18 pairs of rounds
+        // over 3 repetitions, 12 rounds each: about 6.1 × 12 = 73 rounds per repetition.
         let x = v(Figure::CpuPerRequest, 1.0, 1.0 / 1.05, 1.05);
         let s = x.settle(Some(100)).unwrap();
-        assert!(s.starts_with("needs ±2%: about 3"), "{s}");
+        assert!(s.starts_with("needs ±2%: about 73 rounds"), "{s}");
         assert!(s.contains("rounds per repetition"), "{s}");
         // Past max_rounds, or spread between fresh starts: repetitions instead.
         let s = x.settle(Some(30)).unwrap();
-        assert!(s.contains("repetitions of 6 rounds"), "{s}");
+        assert!(s.contains("repetitions of 12 rounds"), "{s}");
         let mut starts = x.clone();
         starts.between = Some(0.9);
         assert!(starts.settle(None).unwrap().contains("repetitions"));

@@ -39,7 +39,8 @@ pub struct Ratio {
     pub ratio: f64,
     pub lo: f64,
     pub hi: f64,
-    /// Repetitions and rounds it rests on.
+    /// Repetitions it rests on, and their log ratios: pairs of rounds balanced for position
+    /// (a round where none could pair counts alone).
     pub repetitions: usize,
     pub rounds: usize,
     /// The Student floor's standard error (log scale) and degrees of freedom: the spread of
