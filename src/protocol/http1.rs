@@ -182,8 +182,7 @@ struct Head {
 
 fn parse_head(bytes: &[u8], head_only: bool) -> Result<Option<(Head, usize)>, CallError> {
     // Uninitialised: httparse writes the headers it finds, so the 2 KiB of a fresh header
-    // array is not cleared for every response (benches/profile.sh: ~250 instructions of
-    // a request's ~8,000 at one connection).
+    // array is not cleared for every response.
     let mut headers = [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; 64];
     let mut resp = httparse::Response::new(&mut []);
     let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
