@@ -196,6 +196,69 @@ duration = "2s"
     assert_eq!(cpu.call, Call::Higher, "{cpu}");
 }
 
+#[test]
+fn an_inconclusive_point_gets_more_repetitions_while_they_could_settle_it() {
+    let dir = TempDir::new("verdicts-more");
+    let exe = env!("CARGO_BIN_EXE_bakeoff");
+    // Bands no A/A result can settle: never 99 % apart, never within ±0.01 %. After the one
+    // planned repetition both points are inconclusive, and one fresh start says nothing of
+    // the spread between starts, so both get a second; after it the spread seen says no
+    // count of repetitions would settle them (the estimate sits between the bands), so
+    // there is no third, though `max_repetitions` allows one.
+    let plan = format!(
+        r#"
+name = "more"
+repetitions = 1
+baseline = "a"
+paired = {{ noise = "99%", equivalence = "0.01%", max_repetitions = 3, max_rounds = 4 }}
+{}
+{}
+[[scenario]]
+name = "block"
+http = "GET /block/{{rand:0..10000}}"
+clients = [1, 2]
+duration = "200ms"
+"#,
+        demo_contender(exe, "a", ""),
+        demo_contender(exe, "b", "")
+    );
+    let run = run_plan(dir.path(), &plan, &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    let err = run.stderr();
+    assert!(
+        err.contains("repetition 2: 2 points still inconclusive, run again: block [clients=1], block [clients=2]"),
+        "{err}"
+    );
+    assert!(!err.contains("repetition 3:"), "{err}");
+    let r = Results::load(&run.out_dir).unwrap();
+    assert_eq!(r.paired.as_ref().unwrap().max_repetitions, Some(3));
+    let reps: Vec<(String, u32, usize)> = r
+        .runs
+        .iter()
+        .map(|x| (x.id.contender.clone(), x.id.repetition, x.points.len()))
+        .collect();
+    assert_eq!(
+        reps,
+        [
+            ("a".to_string(), 1, 2),
+            ("b".to_string(), 1, 2),
+            ("a".to_string(), 2, 2),
+            ("b".to_string(), 2, 2)
+        ]
+    );
+    // Side by side again: the extra repetition is a block of its own.
+    assert_eq!(r.runs[2].block, r.runs[3].block);
+    assert_ne!(r.runs[0].block, r.runs[2].block);
+    let a = Analysis::of(&r);
+    for v in &a.verdicts {
+        let cpu = v.get(Figure::CpuPerRequest).unwrap();
+        assert_eq!(cpu.ratio.repetitions, 2, "{cpu:?}");
+        assert_eq!(cpu.call, Call::Inconclusive, "{cpu}");
+    }
+    let out = run.stdout();
+    assert!(out.contains("inconclusive points repeated up to 3 times"), "{out}");
+}
+
 /// A contender running bakeoff's own demo server v2, with `extra` arguments.
 fn demo_contender(exe: &str, name: &str, extra: &str) -> String {
     format!(

@@ -190,6 +190,64 @@ impl Verdict {
             ),
         })
     }
+
+    /// About how many repetitions like those it has would settle an inconclusive verdict,
+    /// from the spread seen — the interval narrows as one over the root of their number,
+    /// whether its spread is between rounds or between fresh starts; a verdict held back by
+    /// the report's error control, twice as many. `Some(0)`: settled. `None`: no count can
+    /// be read — one round of one repetition, or an estimate on a band's edge.
+    pub fn repetitions_to_settle(&self) -> Option<u32> {
+        if self.call != Call::Inconclusive {
+            return Some(0);
+        }
+        let r = &self.ratio;
+        if !knows_its_error(r) {
+            return None;
+        }
+        let reps = r.repetitions.max(1) as f64;
+        if self.held_back {
+            // It cleared the noise band alone; the control asks a smaller p-value, which
+            // as many repetitions again would give a real change.
+            return Some((2.0 * reps) as u32);
+        }
+        let e = r.ratio.ln().abs();
+        let now = (r.hi / r.lo).ln() / 2.0;
+        let to_equal = (1.0 + self.bands.equivalence).ln() - e;
+        let to_differ = e - (1.0 + self.bands.noise).ln();
+        let need = to_equal.max(to_differ);
+        if need < 0.1 * now || need < 0.0005 {
+            return None;
+        }
+        let want = reps * (now / need).powi(2);
+        Some(want.ceil().min(f64::from(u32::MAX)) as u32)
+    }
+}
+
+/// The points of `r` worth another repetition: those where a contender's main verdict is
+/// inconclusive, it has fewer than `max` repetitions, and about `max` would settle it — or
+/// it has only one repetition, which tells nothing of the spread between fresh starts. In
+/// plan order, each once.
+pub fn unsettled(r: &Results, max: u32) -> Vec<PointId> {
+    let (all, _) = all(r);
+    let mut out: Vec<PointId> = Vec::new();
+    for pv in &all {
+        let Some(v) = pv.main() else { continue };
+        let have = r
+            .point_runs(&pv.contender, &pv.point)
+            .filter(|p| p.load.is_some())
+            .count() as u32;
+        let worth = match v.repetitions_to_settle() {
+            Some(0) => false,
+            _ if have >= max => false,
+            _ if have <= 1 => true,
+            Some(n) => n <= max,
+            None => false,
+        };
+        if worth && !out.contains(&pv.point) {
+            out.push(pv.point.clone());
+        }
+    }
+    out
 }
 
 /// A contender against its baseline at one point.
@@ -592,5 +650,28 @@ mod tests {
         edge.bands.equivalence = 0.01;
         assert!(edge.settle(None).unwrap().contains("edge"), "{edge}");
         assert_eq!(v(Figure::CpuPerRequest, 1.3, 1.2, 1.4).settle(None), None);
+    }
+
+    #[test]
+    fn repetitions_to_settle_follow_the_spread_seen() {
+        // ±5 % around 1.00 over 3 repetitions; equal within 2 % needs a 6.1-fold variance
+        // cut: about 19 repetitions, whatever share of the spread is between starts.
+        let x = v(Figure::CpuPerRequest, 1.0, 1.0 / 1.05, 1.05);
+        assert_eq!(x.repetitions_to_settle(), Some(19));
+        let mut starts = x.clone();
+        starts.between = Some(0.9);
+        assert_eq!(starts.repetitions_to_settle(), Some(19));
+        // Nearly there: ±2.2 % around 1.00 needs (ln 1.022 / ln 1.02)² × 3 = 3.3 → 4.
+        let near = v(Figure::CpuPerRequest, 1.0, 1.0 / 1.022, 1.022);
+        assert_eq!(near.repetitions_to_settle(), Some(4));
+        assert_eq!(v(Figure::CpuPerRequest, 1.3, 1.2, 1.4).repetitions_to_settle(), Some(0));
+        assert_eq!(v(Figure::CpuPerRequest, 1.0, 0.99, 1.01).repetitions_to_settle(), Some(0));
+        let mut edge = v(Figure::CpuPerRequest, 1.01, 0.99, 1.03);
+        edge.bands.equivalence = 0.01;
+        assert_eq!(edge.repetitions_to_settle(), None);
+        let mut held = v(Figure::CpuPerRequest, 1.03, 1.011, 1.05);
+        held.call = Call::Inconclusive;
+        held.held_back = true;
+        assert_eq!(held.repetitions_to_settle(), Some(6));
     }
 }

@@ -190,6 +190,10 @@ pub struct Paired {
     /// The false discovery rate the report holds its "different" verdicts to
     /// (Benjamini–Hochberg over every verdict of the report).
     pub fdr: f64,
+    /// More repetitions, up to this many, for the points whose main verdict is still
+    /// inconclusive after the plan's `repetitions` and that the spread seen says this many
+    /// could settle (docs/verdicts.md, "More repetitions"); `None`: the plan's only.
+    pub max_repetitions: Option<u32>,
 }
 
 /// How many rounds a paired point gets.
@@ -262,6 +266,7 @@ impl Default for Paired {
             // within it (docs/verdicts.md, "Three verdicts").
             equivalence: 0.02,
             fdr: 0.05,
+            max_repetitions: None,
         }
     }
 }

@@ -61,6 +61,8 @@ pub struct RawPaired {
     pub equivalence: Option<Spanned<String>>,
     /// The false discovery rate among a report's "different" verdicts, e.g. `"5%"`.
     pub fdr: Option<Spanned<String>>,
+    /// More repetitions for points still inconclusive, up to this many in all.
+    pub max_repetitions: Option<Spanned<i64>>,
 }
 
 /// A file of compatibility cases for `bakeoff diff --cases FILE`: a plan's `[[compat]]`

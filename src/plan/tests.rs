@@ -307,6 +307,9 @@ fn paired_is_the_default_order_when_there_is_something_to_compare() {
     assert!((p.paired.equivalence - 0.03).abs() < 1e-12);
     assert!((p.paired.fdr - 0.01).abs() < 1e-12);
     assert!((Paired::default().equivalence - 0.02).abs() < 1e-12);
+    assert_eq!(p.paired.max_repetitions, None, "no more repetitions unless asked");
+    let p = two("baseline = \"a\"\npaired = { max_repetitions = 8 }").unwrap();
+    assert_eq!(p.paired.max_repetitions, Some(8));
 }
 
 #[test]
@@ -331,6 +334,12 @@ fn paired_settings_that_make_no_sense_are_errors_at_their_place() {
         "{fdr}"
     );
     assert!(e("{ fdr = \"0%\" }").contains("`paired.fdr`"));
+    assert!(e("{ max_repetitions = 1 }").contains("between 2 and 1000"));
+    let below = e("{ max_repetitions = 2 }");
+    assert!(
+        below.contains("plan.toml:2:") && below.contains("below `repetitions` (3)"),
+        "{below}"
+    );
     let o =
         err("name = \"t\"\norder = \"random\"\n[[contender]]\nname = \"a\"\ncommand = [\"srv\"]\n");
     assert!(

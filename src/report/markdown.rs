@@ -184,8 +184,12 @@ pub(super) fn environment_line(r: &crate::results::Results) -> String {
                 None => "slices of 25 ms–1 s, each holding 250 calls of the slowest contender"
                     .to_string(),
             };
+            let more = match p.max_repetitions {
+                Some(m) => format!(", inconclusive points repeated up to {m} times"),
+                None => String::new(),
+            };
             format!(
-                " ({slices}, {rounds}, noise band {}, equivalence band {}, false discovery rate {})",
+                " ({slices}, {rounds}{more}, noise band {}, equivalence band {}, false discovery rate {})",
                 crate::analysis::verdicts::pct(p.noise),
                 crate::analysis::verdicts::pct(p.equivalence),
                 crate::analysis::verdicts::pct(p.fdr)

@@ -67,6 +67,15 @@ impl Reporter for Terminal {
             self.bar.update(p);
         }
     }
+    fn more_repetitions(&mut self, repetition: u32, points: &[String]) {
+        self.bar.finish();
+        let n = points.len();
+        say(&format!(
+            "repetition {repetition}: {n} point{} still inconclusive, run again: {}",
+            if n == 1 { "" } else { "s" },
+            points.join(", ")
+        ));
+    }
     fn paired_points(&mut self, total: usize) {
         self.paired.total = total;
     }

@@ -171,6 +171,10 @@ pub struct PairedSettings {
     /// The false discovery rate of the report's "different" verdicts.
     #[serde(default = "default_fdr")]
     pub fdr: f64,
+    /// The most repetitions a point still inconclusive could get (`None`: the plan's
+    /// `repetitions` only; results from before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repetitions: Option<u32>,
 }
 
 fn default_equivalence() -> f64 {
@@ -204,6 +208,7 @@ impl From<&crate::plan::Paired> for PairedSettings {
             noise: p.noise,
             equivalence: p.equivalence,
             fdr: p.fdr,
+            max_repetitions: p.max_repetitions,
         }
     }
 }

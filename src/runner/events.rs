@@ -46,6 +46,9 @@ pub trait Reporter {
     /// Paired order, before the first block: how many paired points the run will measure
     /// (blocks × points), for an estimate of the time left.
     fn paired_points(&mut self, _total: usize) {}
+    /// Paired order, after the plan's repetitions: repetition `repetition` runs again the
+    /// `points` whose verdicts are still inconclusive (`max_repetitions`).
+    fn more_repetitions(&mut self, _repetition: u32, _points: &[String]) {}
     /// Paired order: a point's rounds begin (at most `max` clean ones).
     fn rounds_started(&mut self, _scenario: &str, _point: &str, _max: u32) {}
     /// Paired order: an auto-sliced point chose its slice after its first round, and with it

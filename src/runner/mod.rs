@@ -30,12 +30,12 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::client::Descriptors;
-use crate::plan::Plan;
+use crate::plan::{Order, Plan};
 use crate::results::{self, Status};
 use ctx::Ctx;
 pub use events::Reporter;
 use live::save;
-pub use options::{Finished, RunOptions};
+pub use options::{Finished, RunOptions, Unsettled};
 pub use rounds::main_pairs;
 use setup::{ask_references, fresh, pinning, resume, schedule, Opened};
 
@@ -105,7 +105,20 @@ pub fn run(
             .any(|r| r.id.is(of, variant) && r.id.repetition == repetition)
     };
     let blocks = order::blocks(plan.order, &schedule, &done);
-    let served = order::serve_all(&ctx, &blocks, schedule.len(), &mut results, rep);
+    let mut served = order::serve_all(&ctx, &blocks, schedule.len(), &mut results, rep);
+    if let (Ok(()), Order::Paired, Some(max), Some(judge)) = (
+        &served,
+        plan.order,
+        plan.paired.max_repetitions,
+        &opts.unsettled,
+    ) {
+        if shard.is_some() {
+            // Each machine would number its own: the merged run would hold two repetition 4s.
+            rep.warning("a sharded run makes the plan's repetitions only (`paired.max_repetitions` is left for a run on one machine)");
+        } else {
+            served = order::serve_more(&ctx, &schedule, max, &*judge.0, &mut results, rep);
+        }
+    }
     let _ = crate::sys::pin_current_thread(&allowed);
     served?;
     results.status = if opts.cancel.is_cancelled() {

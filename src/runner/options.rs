@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::results::{self, Results};
+use crate::results::{self, PointId, Results};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -31,6 +31,21 @@ pub struct RunOptions {
     /// The command's cancellation: set by Ctrl-C or SIGTERM, the run stops after the step in
     /// progress and keeps what it measured.
     pub cancel: crate::cancel::Cancel,
+    /// Which points are worth another repetition, for a paired plan's `max_repetitions`;
+    /// without it a run makes the plan's repetitions only.
+    pub unsettled: Option<Unsettled>,
+}
+
+/// Reads a run's results so far and names the points whose verdicts another repetition
+/// could settle, given the most repetitions a point may have. The verdicts are read above
+/// the runner (`analysis`), so the caller hands the reading in.
+#[derive(Clone)]
+pub struct Unsettled(pub std::sync::Arc<dyn Fn(&Results, u32) -> Vec<PointId> + Send + Sync>);
+
+impl std::fmt::Debug for Unsettled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Unsettled(..)")
+    }
 }
 
 /// What a finished (or interrupted) bake-off leaves: its directory and results.

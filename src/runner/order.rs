@@ -6,7 +6,7 @@
 use super::ctx::Ctx;
 use super::events::Reporter;
 use super::live::Live;
-use crate::plan::Order;
+use crate::plan::{Order, PointId};
 use crate::results::Results;
 
 /// Contenders that run together from start to stop: `(contender, step)` pairs, the step
@@ -17,6 +17,9 @@ pub(super) struct Block {
     pub(super) members: Vec<(usize, usize)>,
     /// Its contenders serve side by side in rounds (the paired order).
     pub(super) paired: bool,
+    /// Only these points (a repetition past the plan's, for points still inconclusive);
+    /// `None`: every point.
+    pub(super) only: Option<Vec<PointId>>,
 }
 
 /// The blocks of a run: `schedule` is (repetition, contender) in the order they run; `done`
@@ -35,6 +38,7 @@ pub(super) fn blocks(
                 repetition,
                 members: vec![(ci, step + 1)],
                 paired: false,
+                only: None,
             })
             .collect();
     }
@@ -56,6 +60,7 @@ pub(super) fn blocks(
                 repetition,
                 members,
                 paired: true,
+                only: None,
             })
         })
         .collect()
@@ -71,15 +76,7 @@ pub(super) fn serve_all(
 ) -> anyhow::Result<()> {
     let paired = blocks.iter().filter(|b| b.paired).count();
     if paired > 0 {
-        // Capacity searches and ramps follow each contender alone, not in rounds.
-        let points: usize = ctx
-            .plan
-            .scenarios
-            .iter()
-            .filter(|s| s.capacity.is_none() && s.stages.is_empty())
-            .map(|s| s.points.len())
-            .sum();
-        rep.paired_points(paired * points);
+        rep.paired_points(paired * paired_points(ctx));
     }
     for b in blocks {
         if ctx.cancel.is_cancelled() {
@@ -88,6 +85,67 @@ pub(super) fn serve_all(
         serve_block(ctx, b, steps, results, rep)?;
     }
     Ok(())
+}
+
+/// After the plan's repetitions of a paired run: another repetition, of every contender
+/// that serves but only of the points `unsettled` names, while it names any and the run has
+/// fewer than `max` repetitions (docs/verdicts.md, "More repetitions"). `schedule` is the
+/// planned one: its contenders, and the steps counted so far.
+pub(super) fn serve_more(
+    ctx: &Ctx,
+    schedule: &[(u32, usize)],
+    max: u32,
+    unsettled: &dyn Fn(&Results, u32) -> Vec<PointId>,
+    results: &mut Results,
+    rep: &mut dyn Reporter,
+) -> anyhow::Result<()> {
+    let mut contenders: Vec<usize> = Vec::new();
+    for &(_, ci) in schedule {
+        if ctx.plan.contenders[ci].noise_of.is_none() && !contenders.contains(&ci) {
+            contenders.push(ci);
+        }
+    }
+    let mut steps = schedule.len();
+    let mut total = paired_points(ctx) * schedule.iter().map(|&(r, _)| r).max().unwrap_or(0) as usize;
+    loop {
+        // A resumed run goes on from the last repetition it has.
+        let repetition = results.runs.iter().map(|r| r.id.repetition).max().unwrap_or(0) + 1;
+        if ctx.cancel.is_cancelled() || repetition > max || contenders.is_empty() {
+            return Ok(());
+        }
+        let only = unsettled(results, max);
+        if only.is_empty() {
+            return Ok(());
+        }
+        let labels: Vec<String> = only.iter().map(|p| format!("{} [{}]", p.scenario, p.label())).collect();
+        rep.more_repetitions(repetition, &labels);
+        total += only.len();
+        rep.paired_points(total);
+        let members = contenders
+            .iter()
+            .enumerate()
+            .map(|(k, &ci)| (ci, steps + k + 1))
+            .collect();
+        steps += contenders.len();
+        let b = Block {
+            repetition,
+            members,
+            paired: true,
+            only: Some(only),
+        };
+        serve_block(ctx, &b, steps, results, rep)?;
+    }
+}
+
+/// The points a paired block serves in rounds: capacity searches and ramps follow each
+/// contender alone.
+fn paired_points(ctx: &Ctx) -> usize {
+    ctx.plan
+        .scenarios
+        .iter()
+        .filter(|s| s.capacity.is_none() && s.stages.is_empty())
+        .map(|s| s.points.len())
+        .sum()
 }
 
 /// One block: its contenders started one at a time (start-up is only timed cleanly alone),
@@ -151,6 +209,9 @@ fn serve_points(
             if ctx.cancel.is_cancelled() || lives.is_empty() {
                 return Ok(());
             }
+            if b.only.as_ref().is_some_and(|only| !only.contains(p)) {
+                continue;
+            }
             super::point::serve(ctx, lives, b.paired, b.repetition, s, p, results, rep)?;
         }
     }
@@ -194,12 +255,14 @@ mod tests {
                 Block {
                     repetition: 2,
                     members: vec![(1, 5)],
-                    paired: true
+                    paired: true,
+                    only: None
                 },
                 Block {
                     repetition: 3,
                     members: vec![(0, 6)],
-                    paired: true
+                    paired: true,
+                    only: None
                 }
             ]
         );

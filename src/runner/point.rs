@@ -90,7 +90,13 @@ fn in_rounds(
     rep: &mut dyn Reporter,
 ) -> Vec<PointRun> {
     let paired = &ctx.plan.paired;
-    let course = Course::of(s.stop, paired, repetition, ctx.plan.repetitions);
+    // A repetition past the plan's (`max_repetitions`) aims at an interval over as many.
+    let course = Course::of(
+        s.stop,
+        paired,
+        repetition,
+        ctx.plan.repetitions.max(repetition),
+    );
     let names: Vec<&str> = active.iter().map(|&i| lives[i].name(ctx.plan)).collect();
     let baselines: Vec<(usize, usize)> = (0..names.len())
         .filter_map(|k| {

@@ -149,6 +149,9 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         refs: args.refs.clone(),
         rebuild: args.rebuild,
         cancel,
+        unsettled: Some(runner::Unsettled(std::sync::Arc::new(
+            crate::analysis::verdicts::unsettled,
+        ))),
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep);

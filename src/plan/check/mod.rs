@@ -61,6 +61,15 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         Some(p) => c.paired(p)?,
         None => Paired::default(),
     };
+    if let (Some(max), Some(p)) = (paired.max_repetitions, &raw.paired) {
+        if max < repetitions {
+            let at = p.get_ref().max_repetitions.as_ref().expect("set when given");
+            return Err(c.at(
+                at,
+                format!("`paired.max_repetitions` ({max}) is below `repetitions` ({repetitions}): it is the most repetitions in all, the plan's included"),
+            ));
+        }
+    }
     let cores = raw.cores.as_ref().map(|s| c.cores(s)).transpose()?;
     let protos = c.protos(&raw.protos, base)?;
     let includes = raw.proto_include.iter().map(|p| base.join(p)).collect();
@@ -348,6 +357,15 @@ impl Checker<'_> {
             noise: share(r.noise.as_ref(), "noise", d.noise)?,
             equivalence: share(r.equivalence.as_ref(), "equivalence", d.equivalence)?,
             fdr,
+            max_repetitions: match &r.max_repetitions {
+                None => None,
+                Some(m) if (2..=1000).contains(m.get_ref()) => Some(*m.get_ref() as u32),
+                Some(m) => {
+                    return Err(
+                        self.at(m, "`paired.max_repetitions` must be between 2 and 1000")
+                    )
+                }
+            },
         })
     }
 
