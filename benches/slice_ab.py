@@ -3,7 +3,8 @@ paired bake-offs of the demo server (`demo-server v2` against itself, and agains
 5 % dearer per request with `--work`), run alternately with each `paired` setting in SETTINGS,
 so every setting sees the same minutes of the machine's life. Prints, per setting and
 comparison, how often each verdict came out on CPU per request, the median half-width of the
-interval, and the median seconds a comparison took.
+interval, the median repetitions the point got (more than the plan's with
+`max_repetitions`), and the median seconds a comparison took.
 
     N=8 python3 benches/slice_ab.py
     SLICE_SD="20ms 400ms" python3 benches/slice_ab.py
@@ -12,6 +13,9 @@ interval, and the median seconds a comparison took.
         CPU per request (each side), of a round's log ratio, and the correlation of the two
         slices of a round
     N=8 REPETITIONS=5 SETTINGS='slice = "100ms", max_rounds = 30|' python3 benches/slice_ab.py
+    N=10 SECOND=2 SETTINGS='|max_repetitions = 10' python3 benches/slice_ab.py
+        the second comparison +2 % dearer instead of +5 % (WORK5=µs / WORK2=µs reuse an
+        amount an earlier run scaled, as calibrate.py)
 
 SETTINGS is a list of `paired = { … }` bodies separated by `|` (empty: the defaults). Uses
 benches/calibrate.py's plan and --work scaling (3 repetitions, one point of 4 clients, 1 s).
@@ -77,31 +81,35 @@ def main():
         return slice_sd(os.environ["SLICE_SD"].split())
     started = time.time()
     cost = c.base_cost()
-    work = c.work_for(0.05, cost * 0.05)
-    print(f"demo-server v2: {cost:.2f} µs of CPU per request; --work {work:.3f} µs for +5 %", file=sys.stderr)
+    second = int(os.environ.get("SECOND", "5"))
+    given = os.environ.get(f"WORK{second}")
+    work = float(given) if given else c.work_for(second / 100, cost * second / 100)
+    print(f"demo-server v2: {cost:.2f} µs of CPU per request; --work {work:.3f} µs for +{second} %", file=sys.stderr)
     rows = {}
     for i in range(N):
-        for label, extra in [("A/A", 0.0), ("+5 % CPU", work)]:
+        for label, extra in [("A/A", 0.0), (f"+{second} % CPU", work)]:
             for s in SETTINGS:
                 c.PAIRED = s
                 t0 = time.time()
-                _, report = c.run(c.plan("paired", extra))
+                results, report = c.run(c.plan("paired", extra))
                 secs = time.time() - t0
                 cell = c.cell(report, "CPU per request ×")
                 word = next(v for f, v, _ in c.words(report) if f == "CPU_per_request")
-                rows.setdefault((s, label), []).append((word, half_width(cell), secs))
-                print(f"#{i + 1} {label} [{s or 'defaults'}] {secs:.0f} s: {cell}", file=sys.stderr)
+                reps = sum(1 for r in results["runs"] if r["contender"] == "b" and r["points"])
+                rows.setdefault((s, label), []).append((word, half_width(cell), secs, reps))
+                print(f"#{i + 1} {label} [{s or 'defaults'}] {secs:.0f} s, {reps} repetitions: {cell}", file=sys.stderr)
     minutes = (time.time() - started) / 60
     print(f"\n{N} comparisons per row, alternating settings; {c.REPS} repetitions, one point, {c.CLIENTS} clients, {c.DURATION}; {minutes:.0f} min in all\n")
-    print("| paired | comparison | different | equivalent (±2 %) | inconclusive | median ± | median s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| paired | comparison | different | equivalent (±2 %) | inconclusive | median ± | median repetitions | median s |")
+    print("|---|---|---|---|---|---|---|---|")
     for (s, label), xs in rows.items():
         n = len(xs)
         count = lambda w: f"{sum(1 for x in xs if x[0] == w)}/{n}"
         hw = sorted(x[1] for x in xs if x[1] is not None)
         secs = sorted(x[2] for x in xs)
         med = f"±{hw[len(hw) // 2] * 100:.1f}%" if hw else "—"
-        print(f"| `{s or 'defaults'}` | {label} | {count('different')} | {count('equivalent')} | {count('inconclusive')} | {med} | {secs[len(secs) // 2]:.0f} |")
+        reps = sorted(x[3] for x in xs)
+        print(f"| `{s or 'defaults'}` | {label} | {count('different')} | {count('equivalent')} | {count('inconclusive')} | {med} | {reps[len(reps) // 2]} | {secs[len(secs) // 2]:.0f} |")
 
 
 if __name__ == "__main__":

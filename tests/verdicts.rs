@@ -256,7 +256,10 @@ duration = "200ms"
         assert_eq!(cpu.call, Call::Inconclusive, "{cpu}");
     }
     let out = run.stdout();
-    assert!(out.contains("inconclusive points repeated up to 3 times"), "{out}");
+    assert!(
+        out.contains("inconclusive points repeated up to 3 times"),
+        "{out}"
+    );
 }
 
 /// A contender running bakeoff's own demo server v2, with `extra` arguments.

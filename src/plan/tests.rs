@@ -307,7 +307,10 @@ fn paired_is_the_default_order_when_there_is_something_to_compare() {
     assert!((p.paired.equivalence - 0.03).abs() < 1e-12);
     assert!((p.paired.fdr - 0.01).abs() < 1e-12);
     assert!((Paired::default().equivalence - 0.02).abs() < 1e-12);
-    assert_eq!(p.paired.max_repetitions, None, "no more repetitions unless asked");
+    assert_eq!(
+        p.paired.max_repetitions, None,
+        "no more repetitions unless asked"
+    );
     let p = two("baseline = \"a\"\npaired = { max_repetitions = 8 }").unwrap();
     assert_eq!(p.paired.max_repetitions, Some(8));
 }

@@ -40,7 +40,10 @@ pub struct RunOptions {
 /// could settle, given the most repetitions a point may have. The verdicts are read above
 /// the runner (`analysis`), so the caller hands the reading in.
 #[derive(Clone)]
-pub struct Unsettled(pub std::sync::Arc<dyn Fn(&Results, u32) -> Vec<PointId> + Send + Sync>);
+pub struct Unsettled(pub std::sync::Arc<Judge>);
+
+/// The reading [`Unsettled`] holds: the results so far and `max_repetitions` in, points out.
+pub type Judge = dyn Fn(&Results, u32) -> Vec<PointId> + Send + Sync;
 
 impl std::fmt::Debug for Unsettled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

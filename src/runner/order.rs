@@ -106,10 +106,17 @@ pub(super) fn serve_more(
         }
     }
     let mut steps = schedule.len();
-    let mut total = paired_points(ctx) * schedule.iter().map(|&(r, _)| r).max().unwrap_or(0) as usize;
+    let mut total =
+        paired_points(ctx) * schedule.iter().map(|&(r, _)| r).max().unwrap_or(0) as usize;
     loop {
         // A resumed run goes on from the last repetition it has.
-        let repetition = results.runs.iter().map(|r| r.id.repetition).max().unwrap_or(0) + 1;
+        let repetition = results
+            .runs
+            .iter()
+            .map(|r| r.id.repetition)
+            .max()
+            .unwrap_or(0)
+            + 1;
         if ctx.cancel.is_cancelled() || repetition > max || contenders.is_empty() {
             return Ok(());
         }
@@ -117,7 +124,10 @@ pub(super) fn serve_more(
         if only.is_empty() {
             return Ok(());
         }
-        let labels: Vec<String> = only.iter().map(|p| format!("{} [{}]", p.scenario, p.label())).collect();
+        let labels: Vec<String> = only
+            .iter()
+            .map(|p| format!("{} [{}]", p.scenario, p.label()))
+            .collect();
         rep.more_repetitions(repetition, &labels);
         total += only.len();
         rep.paired_points(total);

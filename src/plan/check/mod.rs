@@ -63,7 +63,11 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
     };
     if let (Some(max), Some(p)) = (paired.max_repetitions, &raw.paired) {
         if max < repetitions {
-            let at = p.get_ref().max_repetitions.as_ref().expect("set when given");
+            let at = p
+                .get_ref()
+                .max_repetitions
+                .as_ref()
+                .expect("set when given");
             return Err(c.at(
                 at,
                 format!("`paired.max_repetitions` ({max}) is below `repetitions` ({repetitions}): it is the most repetitions in all, the plan's included"),
@@ -361,9 +365,7 @@ impl Checker<'_> {
                 None => None,
                 Some(m) if (2..=1000).contains(m.get_ref()) => Some(*m.get_ref() as u32),
                 Some(m) => {
-                    return Err(
-                        self.at(m, "`paired.max_repetitions` must be between 2 and 1000")
-                    )
+                    return Err(self.at(m, "`paired.max_repetitions` must be between 2 and 1000"))
                 }
             },
         })
