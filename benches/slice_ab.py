@@ -13,11 +13,12 @@ interval, the median repetitions the point got (more than the plan's with
         CPU per request (each side), of a round's log ratio, and the correlation of the two
         slices of a round
     N=8 REPETITIONS=5 SETTINGS='slice = "100ms", max_rounds = 30|' python3 benches/slice_ab.py
-    N=10 SECOND=2 SETTINGS='|max_repetitions = 10' python3 benches/slice_ab.py
+    N=10 SECOND=2 SETTINGS='|max_repetitions = 10|repetitions = 6;' python3 benches/slice_ab.py
         the second comparison +2 % dearer instead of +5 % (WORK5=µs / WORK2=µs reuse an
         amount an earlier run scaled, as calibrate.py)
 
-SETTINGS is a list of `paired = { … }` bodies separated by `|` (empty: the defaults). Uses
+SETTINGS is a list of `paired = { … }` bodies separated by `|` (empty: the defaults), each
+optionally led by `repetitions = N;` for a plan of N repetitions instead of 3. Uses
 benches/calibrate.py's plan and --work scaling (3 repetitions, one point of 4 clients, 1 s).
 """
 import os
@@ -89,9 +90,13 @@ def main():
     for i in range(N):
         for label, extra in [("A/A", 0.0), (f"+{second} % CPU", work)]:
             for s in SETTINGS:
-                c.PAIRED = s
+                reps, body = c.REPS, s
+                m = re.match(r"\s*repetitions\s*=\s*(\d+)\s*;\s*(.*)", s)
+                if m:
+                    reps, body = int(m.group(1)), m.group(2)
+                c.PAIRED = body
                 t0 = time.time()
-                results, report = c.run(c.plan("paired", extra))
+                results, report = c.run(c.plan("paired", extra, reps=reps))
                 secs = time.time() - t0
                 cell = c.cell(report, "CPU per request ×")
                 word = next(v for f, v, _ in c.words(report) if f == "CPU_per_request")

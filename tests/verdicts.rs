@@ -253,6 +253,8 @@ duration = "200ms"
     for v in &a.verdicts {
         let cpu = v.get(Figure::CpuPerRequest).unwrap();
         assert_eq!(cpu.ratio.repetitions, 2, "{cpu:?}");
+        // Its one further look of the two allowed reads at α / 2.
+        assert_eq!((cpu.split, cpu.later_split), (2, 2), "{cpu:?}");
         assert_eq!(cpu.call, Call::Inconclusive, "{cpu}");
     }
     let out = run.stdout();

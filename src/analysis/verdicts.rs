@@ -93,6 +93,13 @@ pub struct Verdict {
     pub between: Option<f64>,
     /// Where the table's medians disagree with the paired estimate: why.
     pub trim: Option<super::trim::Trim>,
+    /// Its interval is read at α = 5 % over this: 1 for the plan's repetitions; a point
+    /// repeated past them (`max_repetitions`) reads every further look at α over the most
+    /// further looks the plan allows (docs/verdicts.md, "More repetitions").
+    pub split: u32,
+    /// What a further look would read at α over: `max_repetitions` less the plan's
+    /// repetitions (0: no further looks).
+    pub later_split: u32,
 }
 
 impl std::fmt::Display for Verdict {
@@ -147,7 +154,72 @@ impl Verdict {
             held_back: false,
             between,
             trim: None,
+            split: 1,
+            later_split: 0,
         }
+    }
+
+    /// The log half-width an inconclusive verdict needs: to clear the noise band or to fit
+    /// inside the equivalence band, whichever is nearer its estimate. `None` when it sits on
+    /// a band's edge, where more data may never settle it.
+    fn needs(&self) -> Option<f64> {
+        let r = &self.ratio;
+        let e = r.ratio.ln().abs();
+        let now = (r.hi / r.lo).ln() / 2.0;
+        let to_equal = (1.0 + self.bands.equivalence).ln() - e;
+        let to_differ = e - (1.0 + self.bands.noise).ln();
+        let need = to_equal.max(to_differ);
+        (need >= 0.1 * now && need >= 0.0005).then_some(need)
+    }
+
+    /// The interval's log half-width with `n` repetitions like those it has, read at α over
+    /// `split`. Where it rests on Student's t over the repetitions (few of them) t shrinks
+    /// too — 4.3 at three, 2.8 at five — so five repetitions do more than the root of 5/3
+    /// would say; a bootstrap interval narrows as one over the root of their number.
+    fn half_width_with(&self, n: usize, split: u32) -> f64 {
+        let r = &self.ratio;
+        let now = (r.hi / r.lo).ln() / 2.0;
+        let reps = r.repetitions.max(1);
+        let (tail_now, tail) = (0.025 / f64::from(self.split), 0.025 / f64::from(split));
+        match r.student {
+            Some((se, df)) if paired::t_upper(tail_now, df) * se >= 0.99 * now => {
+                let sd = se * (reps as f64).sqrt();
+                paired::t_upper(tail, n - 1) * sd / (n as f64).sqrt()
+            }
+            _ => {
+                now * (reps as f64 / n as f64).sqrt() * paired::t_upper(tail, 1000)
+                    / paired::t_upper(tail_now, 1000)
+            }
+        }
+    }
+
+    /// The fewest repetitions like those it has — more than it has, at most [`MOST_REPETITIONS`]
+    /// — whose interval would have the half-width `need`. `sequential`: the repetitions
+    /// come one at a time, each a further look (`max_repetitions`); else all at once (a plan
+    /// asking for that many).
+    fn repetitions_for(&self, need: f64, sequential: bool) -> Option<u32> {
+        let reps = self.ratio.repetitions.max(1);
+        // The half-width falls with n: the first n that is narrow enough, by halving.
+        let split = if sequential {
+            self.later_split.max(1)
+        } else {
+            1
+        };
+        let fits = |n: usize| self.half_width_with(n, split) <= need;
+        let most = MOST_REPETITIONS as usize;
+        if reps >= most || !fits(most) {
+            return None;
+        }
+        let (mut lo, mut hi) = (reps, most);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if fits(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi as u32)
     }
 
     /// What would settle an inconclusive verdict, from the spread seen: the half-width it
@@ -163,14 +235,10 @@ impl Verdict {
         if !knows_its_error(r) {
             return Some("one round is no interval: measure at least two rounds".into());
         }
-        let e = r.ratio.ln().abs();
-        let now = (r.hi / r.lo).ln() / 2.0;
-        let to_equal = (1.0 + self.bands.equivalence).ln() - e;
-        let to_differ = e - (1.0 + self.bands.noise).ln();
-        let need = to_equal.max(to_differ);
-        if need < 0.1 * now || need < 0.0005 {
+        let Some(need) = self.needs() else {
             return Some("its estimate sits on a band's edge: more data may not settle it".into());
-        }
+        };
+        let now = (r.hi / r.lo).ln() / 2.0;
         let factor = (now / need).powi(2);
         let reps = r.repetitions.max(1);
         // The ratio rests on pairs of rounds (one run first, one second), so a repetition's
@@ -184,18 +252,20 @@ impl Verdict {
             Some(n) if max_rounds.is_none_or(|m| n <= f64::from(m)) => {
                 format!("{head}: about {n:.0} rounds per repetition")
             }
-            _ => format!(
-                "{head}: about {} repetitions of {per_rep:.0} rounds",
-                (reps as f64 * factor).ceil()
-            ),
+            _ => match self.repetitions_for(need, false) {
+                Some(n) => format!("{head}: about {n} repetitions of {per_rep:.0} rounds"),
+                None => format!(
+                    "{head}: more than {MOST_REPETITIONS} repetitions of {per_rep:.0} rounds"
+                ),
+            },
         })
     }
 
-    /// About how many repetitions like those it has would settle an inconclusive verdict,
-    /// from the spread seen — the interval narrows as one over the root of their number,
-    /// whether its spread is between rounds or between fresh starts; a verdict held back by
-    /// the report's error control, twice as many. `Some(0)`: settled. `None`: no count can
-    /// be read — one round of one repetition, or an estimate on a band's edge.
+    /// About how many repetitions like those it has, run one at a time after it (each a
+    /// further look), would settle an inconclusive verdict, from the spread seen
+    /// ([`Verdict::half_width_with`]); a verdict held back by the report's error control,
+    /// twice as many. `Some(0)`: settled. `None`: no count up to [`MOST_REPETITIONS`] would,
+    /// or none can be read — one round of one repetition, an estimate on a band's edge.
     pub fn repetitions_to_settle(&self) -> Option<u32> {
         if self.call != Call::Inconclusive {
             return Some(0);
@@ -210,16 +280,7 @@ impl Verdict {
             // as many repetitions again would give a real change.
             return Some((2.0 * reps) as u32);
         }
-        let e = r.ratio.ln().abs();
-        let now = (r.hi / r.lo).ln() / 2.0;
-        let to_equal = (1.0 + self.bands.equivalence).ln() - e;
-        let to_differ = e - (1.0 + self.bands.noise).ln();
-        let need = to_equal.max(to_differ);
-        if need < 0.1 * now || need < 0.0005 {
-            return None;
-        }
-        let want = reps * (now / need).powi(2);
-        Some(want.ceil().min(f64::from(u32::MAX)) as u32)
+        self.repetitions_for(self.needs()?, true)
     }
 }
 
@@ -249,6 +310,10 @@ pub fn unsettled(r: &Results, max: u32) -> Vec<PointId> {
     }
     out
 }
+
+/// The most repetitions an estimate of what would settle a verdict counts to (the most a
+/// plan may ask for).
+pub const MOST_REPETITIONS: u32 = 1000;
 
 /// A contender against its baseline at one point.
 #[derive(Debug, Clone, PartialEq)]
@@ -398,12 +463,18 @@ fn compare(
         .to_string()
         .bytes()
         .fold(0, |h, b| crate::rng::mix(h ^ u64::from(b)));
-    // A point repeated past the plan's repetitions (`max_repetitions`) was looked at after
-    // the plan's last and after each more: every look is read at α over their number
-    // (Bonferroni), so looking until it settles does not raise its error rate.
-    let looks = match r.paired.as_ref().and_then(|p| p.max_repetitions) {
-        Some(_) => (blocks.len() as u32).saturating_sub(r.repetitions) + 1,
-        None => 1,
+    // A point repeated past the plan's repetitions (`max_repetitions`) is looked at again
+    // after each: those further looks share one α (Bonferroni over the most there can be),
+    // so looking until it settles at most doubles the plan's error rate (docs/verdicts.md).
+    let later_split = r
+        .paired
+        .as_ref()
+        .and_then(|p| p.max_repetitions)
+        .map_or(0, |m| m.saturating_sub(r.repetitions));
+    let split = if blocks.len() as u32 > r.repetitions && later_split > 0 {
+        later_split
+    } else {
+        1
     };
     let on = |machine: Option<&str>| -> Vec<Verdict> {
         Figure::ALL
@@ -418,13 +489,15 @@ fn compare(
                     mine.iter().map(|(b, c)| rounds(b, c, figure)).collect();
                 let mut ratio = paired::ratio(&reps, seed)?;
                 let mut p = ratio.p_different(bands.noise);
-                if looks > 1 {
-                    let k = f64::from(looks);
+                if split > 1 {
+                    let k = f64::from(split);
                     ratio = paired::ratio_at(&reps, seed, 0.05 / k)?;
                     p = (p * k).min(1.0);
                 }
                 let mut v = Verdict::new(figure, ratio, bands, paired::between_share(&reps));
                 v.p = p;
+                v.split = split;
+                v.later_split = later_split;
                 // Percentiles of a whole point's merged histogram are not those of its
                 // slices; the totals (CPU, calls) are, so only those are held to agree.
                 if !matches!(figure, Figure::P50 | Figure::P99) {
@@ -689,6 +762,22 @@ mod tests {
         let mut edge = v(Figure::CpuPerRequest, 1.01, 0.99, 1.03);
         edge.bands.equivalence = 0.01;
         assert_eq!(edge.repetitions_to_settle(), None);
+        // Resting on Student's t over three repetitions (se 1 %: ±4.4 %), t shrinks as
+        // repetitions come: ±2 % at six run at once — or at ten run one at a time after it
+        // with seven further looks allowed, each at α/7.
+        let h = 4.303 * 0.01f64;
+        let mut few = x.clone();
+        few.ratio.lo = (-h).exp();
+        few.ratio.hi = h.exp();
+        few.ratio.student = Some((0.01, 2));
+        assert_eq!(few.repetitions_to_settle(), Some(6));
+        few.later_split = 7;
+        assert_eq!(few.repetitions_to_settle(), Some(10));
+        assert!(
+            few.settle(Some(4)).unwrap().contains("about 6 repetitions"),
+            "{:?}",
+            few.settle(Some(4))
+        );
         let mut held = v(Figure::CpuPerRequest, 1.03, 1.011, 1.05);
         held.call = Call::Inconclusive;
         held.held_back = true;

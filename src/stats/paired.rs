@@ -572,16 +572,23 @@ pub fn student_sf(t: f64, df: usize) -> f64 {
 }
 
 /// The point of Student's t with `df` degrees of freedom that `tail` of it lies above:
-/// [`t975`] at 2.5 %, else [`student_sf`] inverted by bisection.
+/// [`t975`] at 2.5 %; else [`student_sf`] inverted by bisection up to 30 degrees of freedom,
+/// and the Cornish-Fisher expansion around the normal's quantile past them.
 pub fn t_upper(tail: f64, df: usize) -> f64 {
     if (tail - 0.025).abs() < 1e-12 || df == 0 {
         return t975(df);
+    }
+    if df > 30 {
+        let (z, n) = (normal_quantile(1.0 - tail), df as f64);
+        return z
+            + (z.powi(3) + z) / (4.0 * n)
+            + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n);
     }
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
     while student_sf(hi, df) > tail && hi < 1e9 {
         hi *= 2.0;
     }
-    for _ in 0..100 {
+    for _ in 0..60 {
         let mid = (lo + hi) / 2.0;
         if student_sf(mid, df) > tail {
             lo = mid;
@@ -1082,6 +1089,17 @@ mod tests {
             t_upper(0.005, 9)
         );
         assert_eq!(t_upper(0.025, 4), t975(4));
+        // t.isf(0.005, 40) = 2.704, t.isf(0.001, 200) = 3.131.
+        assert!(
+            (t_upper(0.005, 40) - 2.704).abs() < 2e-3,
+            "{}",
+            t_upper(0.005, 40)
+        );
+        assert!(
+            (t_upper(0.001, 200) - 3.131).abs() < 2e-3,
+            "{}",
+            t_upper(0.001, 200)
+        );
     }
 
     #[test]
