@@ -197,20 +197,17 @@ duration = "2s"
 }
 
 #[test]
-fn an_inconclusive_point_gets_more_repetitions_while_they_could_settle_it() {
+fn inconclusive_points_get_more_repetitions_only_where_they_could_settle() {
     let dir = TempDir::new("verdicts-more");
     let exe = env!("CARGO_BIN_EXE_bakeoff");
-    // Bands no A/A result can settle: never 99 % apart, never within ±0.01 %. After the one
-    // planned repetition both points are inconclusive, and one fresh start says nothing of
-    // the spread between starts, so both get a second; after it the spread seen says no
-    // count of repetitions would settle them (the estimate sits between the bands), so
-    // there is no third, though `max_repetitions` allows one.
-    let plan = format!(
-        r#"
+    // Bands no A/A result can settle: never 99 % apart, never within ±0.01 %.
+    let plan = |repetitions: u32, max: u32| {
+        format!(
+            r#"
 name = "more"
-repetitions = 1
+repetitions = {repetitions}
 baseline = "a"
-paired = {{ noise = "99%", equivalence = "0.01%", max_repetitions = 3, max_rounds = 4 }}
+paired = {{ noise = "99%", equivalence = "0.01%", max_repetitions = {max}, max_rounds = 4 }}
 {}
 {}
 [[scenario]]
@@ -219,42 +216,42 @@ http = "GET /block/{{rand:0..10000}}"
 clients = [1, 2]
 duration = "200ms"
 "#,
-        demo_contender(exe, "a", ""),
-        demo_contender(exe, "b", "")
-    );
-    let run = run_plan(dir.path(), &plan, &[]);
+            demo_contender(exe, "a", ""),
+            demo_contender(exe, "b", "")
+        )
+    };
+    let reps = |r: &Results| -> Vec<(String, u32, usize)> {
+        r.runs
+            .iter()
+            .map(|x| (x.id.contender.clone(), x.id.repetition, x.points.len()))
+            .collect()
+    };
+    // One planned repetition says nothing of the spread between fresh starts: both points
+    // get the most allowed, run as a second stage without a look in between.
+    let one = dir.path().join("one");
+    std::fs::create_dir_all(&one).unwrap();
+    let run = run_plan(&one, &plan(1, 3), &[]);
     assert!(run.output.status.success(), "{}", run.stderr());
     let err = run.stderr();
-    assert!(
-        err.contains("repetition 2: 2 points still inconclusive, run again: block [clients=1], block [clients=2]"),
-        "{err}"
-    );
-    assert!(!err.contains("repetition 3:"), "{err}");
+    for k in [2, 3] {
+        assert!(
+            err.contains(&format!("repetition {k}: 2 points still inconclusive, run again: block [clients=1], block [clients=2]")),
+            "{err}"
+        );
+    }
+    assert!(!err.contains("repetition 4:"), "{err}");
     let r = Results::load(&run.out_dir).unwrap();
     assert_eq!(r.paired.as_ref().unwrap().max_repetitions, Some(3));
-    let reps: Vec<(String, u32, usize)> = r
-        .runs
-        .iter()
-        .map(|x| (x.id.contender.clone(), x.id.repetition, x.points.len()))
+    let want: Vec<(String, u32, usize)> = (1..=3)
+        .flat_map(|k| [("a".to_string(), k, 2), ("b".to_string(), k, 2)])
         .collect();
-    assert_eq!(
-        reps,
-        [
-            ("a".to_string(), 1, 2),
-            ("b".to_string(), 1, 2),
-            ("a".to_string(), 2, 2),
-            ("b".to_string(), 2, 2)
-        ]
-    );
-    // Side by side again: the extra repetition is a block of its own.
+    assert_eq!(reps(&r), want);
+    // Side by side again: each further repetition is a block of its own.
     assert_eq!(r.runs[2].block, r.runs[3].block);
     assert_ne!(r.runs[0].block, r.runs[2].block);
-    let a = Analysis::of(&r);
-    for v in &a.verdicts {
+    for v in &Analysis::of(&r).verdicts {
         let cpu = v.get(Figure::CpuPerRequest).unwrap();
-        assert_eq!(cpu.ratio.repetitions, 2, "{cpu:?}");
-        // Its one further look of the two allowed reads at α / 2.
-        assert_eq!((cpu.split, cpu.later_split), (2, 2), "{cpu:?}");
+        assert_eq!(cpu.ratio.repetitions, 3, "{cpu:?}");
         assert_eq!(cpu.call, Call::Inconclusive, "{cpu}");
     }
     let out = run.stdout();
@@ -262,6 +259,19 @@ duration = "200ms"
         out.contains("inconclusive points repeated up to 3 times"),
         "{out}"
     );
+    // Two repetitions show the spread, and its estimate sits between the bands: no count
+    // of repetitions would settle it, so none more are run, though four are allowed.
+    let two = dir.path().join("two");
+    std::fs::create_dir_all(&two).unwrap();
+    let run = run_plan(&two, &plan(2, 4), &[]);
+    assert!(run.output.status.success(), "{}", run.stderr());
+    assert!(
+        !run.stderr().contains("still inconclusive"),
+        "{}",
+        run.stderr()
+    );
+    let r = Results::load(&run.out_dir).unwrap();
+    assert_eq!(r.runs.len(), 4, "{:?}", reps(&r));
 }
 
 /// A contender running bakeoff's own demo server v2, with `extra` arguments.

@@ -93,13 +93,6 @@ pub struct Verdict {
     pub between: Option<f64>,
     /// Where the table's medians disagree with the paired estimate: why.
     pub trim: Option<super::trim::Trim>,
-    /// Its interval is read at α = 5 % over this: 1 for the plan's repetitions; a point
-    /// repeated past them (`max_repetitions`) reads every further look at α over the most
-    /// further looks the plan allows (docs/verdicts.md, "More repetitions").
-    pub split: u32,
-    /// What a further look would read at α over: `max_repetitions` less the plan's
-    /// repetitions (0: no further looks).
-    pub later_split: u32,
 }
 
 impl std::fmt::Display for Verdict {
@@ -154,8 +147,6 @@ impl Verdict {
             held_back: false,
             between,
             trim: None,
-            split: 1,
-            later_split: 0,
         }
     }
 
@@ -172,44 +163,33 @@ impl Verdict {
         (need >= 0.1 * now && need >= 0.0005).then_some(need)
     }
 
-    /// The interval's log half-width with `n` repetitions like those it has, read at α over
-    /// `split`. Where it rests on Student's t over the repetitions (few of them) t shrinks
-    /// too — 4.3 at three, 2.8 at five — so five repetitions do more than the root of 5/3
-    /// would say; a bootstrap interval narrows as one over the root of their number.
-    fn half_width_with(&self, n: usize, split: u32) -> f64 {
+    /// The interval's log half-width with `n` repetitions like those it has. Where it rests
+    /// on Student's t over the repetitions (few of them) t shrinks too — 4.3 at three, 2.6
+    /// at six — so six repetitions do more than the root of 6/3 would say; a bootstrap
+    /// interval narrows as one over the root of their number.
+    fn half_width_with(&self, n: usize) -> f64 {
         let r = &self.ratio;
         let now = (r.hi / r.lo).ln() / 2.0;
         let reps = r.repetitions.max(1);
-        let (tail_now, tail) = (0.025 / f64::from(self.split), 0.025 / f64::from(split));
         match r.student {
-            Some((se, df)) if paired::t_upper(tail_now, df) * se >= 0.99 * now => {
+            Some((se, df)) if paired::t975(df) * se >= 0.99 * now => {
                 let sd = se * (reps as f64).sqrt();
-                paired::t_upper(tail, n - 1) * sd / (n as f64).sqrt()
+                paired::t975(n - 1) * sd / (n as f64).sqrt()
             }
-            _ => {
-                now * (reps as f64 / n as f64).sqrt() * paired::t_upper(tail, 1000)
-                    / paired::t_upper(tail_now, 1000)
-            }
+            _ => now * (reps as f64 / n as f64).sqrt(),
         }
     }
 
-    /// The fewest repetitions like those it has — more than it has, at most [`MOST_REPETITIONS`]
-    /// — whose interval would have the half-width `need`. `sequential`: the repetitions
-    /// come one at a time, each a further look (`max_repetitions`); else all at once (a plan
-    /// asking for that many).
-    fn repetitions_for(&self, need: f64, sequential: bool) -> Option<u32> {
+    /// The fewest repetitions like those it has — more than it has, at most
+    /// [`MOST_REPETITIONS`] — whose interval would have the half-width `need`.
+    fn repetitions_for(&self, need: f64) -> Option<u32> {
         let reps = self.ratio.repetitions.max(1);
-        // The half-width falls with n: the first n that is narrow enough, by halving.
-        let split = if sequential {
-            self.later_split.max(1)
-        } else {
-            1
-        };
-        let fits = |n: usize| self.half_width_with(n, split) <= need;
         let most = MOST_REPETITIONS as usize;
+        let fits = |n: usize| self.half_width_with(n) <= need;
         if reps >= most || !fits(most) {
             return None;
         }
+        // The half-width falls with n: the first n narrow enough, by halving.
         let (mut lo, mut hi) = (reps, most);
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
@@ -252,7 +232,7 @@ impl Verdict {
             Some(n) if max_rounds.is_none_or(|m| n <= f64::from(m)) => {
                 format!("{head}: about {n:.0} rounds per repetition")
             }
-            _ => match self.repetitions_for(need, false) {
+            _ => match self.repetitions_for(need) {
                 Some(n) => format!("{head}: about {n} repetitions of {per_rep:.0} rounds"),
                 None => format!(
                     "{head}: more than {MOST_REPETITIONS} repetitions of {per_rep:.0} rounds"
@@ -261,11 +241,11 @@ impl Verdict {
         })
     }
 
-    /// About how many repetitions like those it has, run one at a time after it (each a
-    /// further look), would settle an inconclusive verdict, from the spread seen
-    /// ([`Verdict::half_width_with`]); a verdict held back by the report's error control,
-    /// twice as many. `Some(0)`: settled. `None`: no count up to [`MOST_REPETITIONS`] would,
-    /// or none can be read — one round of one repetition, an estimate on a band's edge.
+    /// About how many repetitions like those it has would settle an inconclusive verdict,
+    /// from the spread seen ([`Verdict::half_width_with`]); a verdict held back by the
+    /// report's error control, twice as many. `Some(0)`: settled. `None`: no count up to
+    /// [`MOST_REPETITIONS`] would, or none can be read — one round of one repetition, an
+    /// estimate on a band's edge.
     pub fn repetitions_to_settle(&self) -> Option<u32> {
         if self.call != Call::Inconclusive {
             return Some(0);
@@ -274,38 +254,43 @@ impl Verdict {
         if !knows_its_error(r) {
             return None;
         }
-        let reps = r.repetitions.max(1) as f64;
         if self.held_back {
             // It cleared the noise band alone; the control asks a smaller p-value, which
             // as many repetitions again would give a real change.
-            return Some((2.0 * reps) as u32);
+            return Some(2 * r.repetitions.max(1) as u32);
         }
-        self.repetitions_for(self.needs()?, true)
+        self.repetitions_for(self.needs()?)
     }
 }
 
-/// The points of `r` worth another repetition: those where a contender's main verdict is
-/// inconclusive, it has fewer than `max` repetitions, and about `max` would settle it — or
-/// it has only one repetition, which tells nothing of the spread between fresh starts. In
-/// plan order, each once.
-pub fn unsettled(r: &Results, max: u32) -> Vec<PointId> {
-    let (all, _) = all(r);
-    let mut out: Vec<PointId> = Vec::new();
+/// The second stage of a paired run with `max_repetitions` (docs/verdicts.md, "More
+/// repetitions"): read off the plan's repetitions only, the points where a contender's main
+/// verdict is inconclusive and about `max` repetitions or fewer would settle it — or it has
+/// only one, which tells nothing of the spread between fresh starts — each with the
+/// repetitions it should have in all (the most any of its contenders wants; `max` after one
+/// repetition). In plan order.
+pub fn unsettled(r: &Results, max: u32) -> Vec<(PointId, u32)> {
+    // A resumed second stage reads the same first stage, so it plans the same.
+    let mut first = r.clone();
+    first.runs.retain(|x| x.id.repetition <= r.repetitions);
+    let (all, _) = all(&first);
+    let mut out: Vec<(PointId, u32)> = Vec::new();
     for pv in &all {
         let Some(v) = pv.main() else { continue };
-        let have = r
+        let have = first
             .point_runs(&pv.contender, &pv.point)
             .filter(|p| p.load.is_some())
             .count() as u32;
-        let worth = match v.repetitions_to_settle() {
-            Some(0) => false,
-            _ if have >= max => false,
-            _ if have <= 1 => true,
-            Some(n) => n <= max,
-            None => false,
+        let want = match v.repetitions_to_settle() {
+            Some(0) => continue,
+            _ if have >= max => continue,
+            _ if have <= 1 => max,
+            Some(n) if n <= max => n,
+            _ => continue,
         };
-        if worth && !out.contains(&pv.point) {
-            out.push(pv.point.clone());
+        match out.iter_mut().find(|(p, _)| *p == pv.point) {
+            Some((_, n)) => *n = (*n).max(want),
+            None => out.push((pv.point.clone(), want)),
         }
     }
     out
@@ -463,19 +448,6 @@ fn compare(
         .to_string()
         .bytes()
         .fold(0, |h, b| crate::rng::mix(h ^ u64::from(b)));
-    // A point repeated past the plan's repetitions (`max_repetitions`) is looked at again
-    // after each: those further looks share one α (Bonferroni over the most there can be),
-    // so looking until it settles at most doubles the plan's error rate (docs/verdicts.md).
-    let later_split = r
-        .paired
-        .as_ref()
-        .and_then(|p| p.max_repetitions)
-        .map_or(0, |m| m.saturating_sub(r.repetitions));
-    let split = if blocks.len() as u32 > r.repetitions && later_split > 0 {
-        later_split
-    } else {
-        1
-    };
     let on = |machine: Option<&str>| -> Vec<Verdict> {
         Figure::ALL
             .iter()
@@ -487,17 +459,8 @@ fn compare(
                     .collect();
                 let reps: Vec<paired::Rounds> =
                     mine.iter().map(|(b, c)| rounds(b, c, figure)).collect();
-                let mut ratio = paired::ratio(&reps, seed)?;
-                let mut p = ratio.p_different(bands.noise);
-                if split > 1 {
-                    let k = f64::from(split);
-                    ratio = paired::ratio_at(&reps, seed, 0.05 / k)?;
-                    p = (p * k).min(1.0);
-                }
+                let ratio = paired::ratio(&reps, seed)?;
                 let mut v = Verdict::new(figure, ratio, bands, paired::between_share(&reps));
-                v.p = p;
-                v.split = split;
-                v.later_split = later_split;
                 // Percentiles of a whole point's merged histogram are not those of its
                 // slices; the totals (CPU, calls) are, so only those are held to agree.
                 if !matches!(figure, Figure::P50 | Figure::P99) {
@@ -763,16 +726,14 @@ mod tests {
         edge.bands.equivalence = 0.01;
         assert_eq!(edge.repetitions_to_settle(), None);
         // Resting on Student's t over three repetitions (se 1 %: ±4.4 %), t shrinks as
-        // repetitions come: ±2 % at six run at once — or at ten run one at a time after it
-        // with seven further looks allowed, each at α/7.
+        // repetitions come: ±2 % at six (t(5) = 2.57 over √6), not the 14 the root of their
+        // number alone would say.
         let h = 4.303 * 0.01f64;
         let mut few = x.clone();
         few.ratio.lo = (-h).exp();
         few.ratio.hi = h.exp();
         few.ratio.student = Some((0.01, 2));
         assert_eq!(few.repetitions_to_settle(), Some(6));
-        few.later_split = 7;
-        assert_eq!(few.repetitions_to_settle(), Some(10));
         assert!(
             few.settle(Some(4)).unwrap().contains("about 6 repetitions"),
             "{:?}",

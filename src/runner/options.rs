@@ -36,14 +36,16 @@ pub struct RunOptions {
     pub unsettled: Option<Unsettled>,
 }
 
-/// Reads a run's results so far and names the points whose verdicts another repetition
-/// could settle, given the most repetitions a point may have. The verdicts are read above
-/// the runner (`analysis`), so the caller hands the reading in.
+/// Reads a run's first stage (its plan's repetitions) and names the points whose verdicts
+/// more repetitions could settle, each with the repetitions it should have in all, given
+/// the most it may have. The verdicts are read above the runner (`analysis`), so the caller
+/// hands the reading in.
 #[derive(Clone)]
 pub struct Unsettled(pub std::sync::Arc<Judge>);
 
-/// The reading [`Unsettled`] holds: the results so far and `max_repetitions` in, points out.
-pub type Judge = dyn Fn(&Results, u32) -> Vec<PointId> + Send + Sync;
+/// The reading [`Unsettled`] holds: the results and `max_repetitions` in; points, each with
+/// the repetitions it wants in all, out.
+pub type Judge = dyn Fn(&Results, u32) -> Vec<(PointId, u32)> + Send + Sync;
 
 impl std::fmt::Debug for Unsettled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

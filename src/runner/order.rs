@@ -6,6 +6,7 @@
 use super::ctx::Ctx;
 use super::events::Reporter;
 use super::live::Live;
+use super::options::Judge;
 use crate::plan::{Order, PointId};
 use crate::results::Results;
 
@@ -87,15 +88,17 @@ pub(super) fn serve_all(
     Ok(())
 }
 
-/// After the plan's repetitions of a paired run: another repetition, of every contender
-/// that serves but only of the points `unsettled` names, while it names any and the run has
-/// fewer than `max` repetitions (docs/verdicts.md, "More repetitions"). `schedule` is the
-/// planned one: its contenders, and the steps counted so far.
+/// After the plan's repetitions of a paired run, its second stage (docs/verdicts.md, "More
+/// repetitions"): `unsettled` reads the first and names the points still inconclusive, each
+/// with the repetitions it should have in all (at most `max`); then one more repetition at a
+/// time — every contender that serves, started afresh, side by side — of the points that
+/// want it, without reading the verdicts again in between. `schedule` is the planned one:
+/// its contenders, and the steps counted so far.
 pub(super) fn serve_more(
     ctx: &Ctx,
     schedule: &[(u32, usize)],
     max: u32,
-    unsettled: &dyn Fn(&Results, u32) -> Vec<PointId>,
+    unsettled: &Judge,
     results: &mut Results,
     rep: &mut dyn Reporter,
 ) -> anyhow::Result<()> {
@@ -105,25 +108,28 @@ pub(super) fn serve_more(
             contenders.push(ci);
         }
     }
+    let wanted = unsettled(results, max);
+    let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0).min(max);
+    // A resumed run goes on from the last repetition it has.
+    let from = results
+        .runs
+        .iter()
+        .map(|r| r.id.repetition)
+        .max()
+        .unwrap_or(0)
+        + 1;
     let mut steps = schedule.len();
     let mut total =
         paired_points(ctx) * schedule.iter().map(|&(r, _)| r).max().unwrap_or(0) as usize;
-    loop {
-        // A resumed run goes on from the last repetition it has.
-        let repetition = results
-            .runs
+    for repetition in from..=last {
+        if ctx.cancel.is_cancelled() || contenders.is_empty() {
+            break;
+        }
+        let only: Vec<PointId> = wanted
             .iter()
-            .map(|r| r.id.repetition)
-            .max()
-            .unwrap_or(0)
-            + 1;
-        if ctx.cancel.is_cancelled() || repetition > max || contenders.is_empty() {
-            return Ok(());
-        }
-        let only = unsettled(results, max);
-        if only.is_empty() {
-            return Ok(());
-        }
+            .filter(|(_, n)| *n >= repetition)
+            .map(|(p, _)| p.clone())
+            .collect();
         let labels: Vec<String> = only
             .iter()
             .map(|p| format!("{} [{}]", p.scenario, p.label()))
@@ -145,6 +151,7 @@ pub(super) fn serve_more(
         };
         serve_block(ctx, &b, steps, results, rep)?;
     }
+    Ok(())
 }
 
 /// The points a paired block serves in rounds: capacity searches and ramps follow each

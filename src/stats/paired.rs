@@ -196,16 +196,9 @@ fn log_ratios(reps: &[Rounds], at_least: usize) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The pooled ratio contender / baseline over `reps` (each a repetition's rounds), with its
-/// 95 % interval; `None` when no round has two positive figures.
+/// The pooled ratio contender / baseline over `reps` (each a repetition's rounds); `None`
+/// when no round has two positive figures.
 pub fn ratio(reps: &[Rounds], seed: u64) -> Option<Ratio> {
-    ratio_at(reps, seed, 0.05)
-}
-
-/// [`ratio`] with a 1 − `alpha` interval: a point looked at after each of several
-/// repetitions (`max_repetitions`) is read at α over the number of looks (Bonferroni), so
-/// looking until it settles does not raise its error rate.
-pub fn ratio_at(reps: &[Rounds], seed: u64, alpha: f64) -> Option<Ratio> {
     let logs = log_ratios(reps, 1);
     if logs.is_empty() {
         return None;
@@ -227,7 +220,7 @@ pub fn ratio_at(reps: &[Rounds], seed: u64, alpha: f64) -> Option<Ratio> {
     }
     draws.sort_by(f64::total_cmp);
     let at = |q: f64| draws[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
-    let (mut lo, mut hi) = (at(alpha / 2.0).min(point), at(1.0 - alpha / 2.0).max(point));
+    let (mut lo, mut hi) = (at(0.025).min(point), at(0.975).max(point));
     // Few repetitions: the bootstrap cannot see how much fresh starts differ (resampling 2
     // or 3 of them, it takes their spread for smaller than it is), so the interval is at
     // least Student's t over the repetitions' own estimates — exact for normal repetition
@@ -238,7 +231,7 @@ pub fn ratio_at(reps: &[Rounds], seed: u64, alpha: f64) -> Option<Ratio> {
         let means: Vec<f64> = logs.iter().map(|r| trimmed_mean(r)).collect();
         let sd = (means.iter().map(|m| (m - point).powi(2)).sum::<f64>() / (j - 1) as f64).sqrt();
         let se = sd / (j as f64).sqrt();
-        let half = t_upper(alpha / 2.0, j - 1) * se;
+        let half = t975(j - 1) * se;
         lo = lo.min(point - half);
         hi = hi.max(point + half);
         student = Some((se, j - 1));
@@ -571,34 +564,6 @@ pub fn student_sf(t: f64, df: usize) -> f64 {
     ((1.0 - a) / 2.0).clamp(0.0, 0.5)
 }
 
-/// The point of Student's t with `df` degrees of freedom that `tail` of it lies above:
-/// [`t975`] at 2.5 %; else [`student_sf`] inverted by bisection up to 30 degrees of freedom,
-/// and the Cornish-Fisher expansion around the normal's quantile past them.
-pub fn t_upper(tail: f64, df: usize) -> f64 {
-    if (tail - 0.025).abs() < 1e-12 || df == 0 {
-        return t975(df);
-    }
-    if df > 30 {
-        let (z, n) = (normal_quantile(1.0 - tail), df as f64);
-        return z
-            + (z.powi(3) + z) / (4.0 * n)
-            + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n);
-    }
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while student_sf(hi, df) > tail && hi < 1e9 {
-        hi *= 2.0;
-    }
-    for _ in 0..60 {
-        let mid = (lo + hi) / 2.0;
-        if student_sf(mid, df) > tail {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    (lo + hi) / 2.0
-}
-
 /// The 97.5 % point of Student's t with `df` degrees of freedom (tables to 30, then the
 /// Cornish-Fisher expansion around the normal's 1.96; both within 0.1 %).
 pub fn t975(df: usize) -> f64 {
@@ -783,28 +748,6 @@ mod tests {
         let r = ratio(&[rep(1.05), rep(1.05), rep(1.05)], 1).unwrap();
         assert!(r.precision() < 0.005, "{r:?}");
         assert_eq!(r.call(BANDS), Call::Higher);
-    }
-
-    #[test]
-    fn a_point_looked_at_more_often_reads_a_wider_interval() {
-        // Three starts at +3 %, +4 %, +5 %: t(2) over them at 95 %, and at α / 3 for three
-        // looks (t(2) at 0.83 % in each tail: 7.65 rather than 4.30).
-        let rep = |level: f64| -> Rounds {
-            (0..20)
-                .map(|k| (1.0, level * (1.0 + 0.001 * (k % 3) as f64)))
-                .collect()
-        };
-        let reps = [rep(1.03), rep(1.04), rep(1.05)];
-        let once = ratio(&reps, 1).unwrap();
-        let thrice = ratio_at(&reps, 1, 0.05 / 3.0).unwrap();
-        assert_eq!(once.ratio, thrice.ratio);
-        let width = |r: &Ratio| (r.hi / r.lo).ln();
-        let k = width(&thrice) / width(&once);
-        assert!(
-            (k - t_upper(0.05 / 6.0, 2) / t975(2)).abs() < 0.01,
-            "{k} {once:?} {thrice:?}"
-        );
-        assert!(k > 1.7, "{k}");
     }
 
     #[test]
@@ -1077,29 +1020,6 @@ mod tests {
             assert!((student_sf(-t, df) - (1.0 - want)).abs() < 1e-9);
         }
         assert!((student_sf(t975(4), 4) - 0.025).abs() < 1e-4);
-        // Other tails, inverted: SciPy's t.isf(0.0125, 2) = 6.205, t.isf(0.005, 9) = 3.250.
-        assert!(
-            (t_upper(0.0125, 2) - 6.205).abs() < 1e-3,
-            "{}",
-            t_upper(0.0125, 2)
-        );
-        assert!(
-            (t_upper(0.005, 9) - 3.250).abs() < 1e-3,
-            "{}",
-            t_upper(0.005, 9)
-        );
-        assert_eq!(t_upper(0.025, 4), t975(4));
-        // t.isf(0.005, 40) = 2.704, t.isf(0.001, 200) = 3.131.
-        assert!(
-            (t_upper(0.005, 40) - 2.704).abs() < 2e-3,
-            "{}",
-            t_upper(0.005, 40)
-        );
-        assert!(
-            (t_upper(0.001, 200) - 3.131).abs() < 2e-3,
-            "{}",
-            t_upper(0.001, 200)
-        );
     }
 
     #[test]
