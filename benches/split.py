@@ -44,8 +44,9 @@ def run(cmd):
 p.run = run
 
 
-def perf_top(label, fn, d):
-    """The largest symbols of one run of fn, sampled on the generator's CPU."""
+def perf_top(label, comms, fn, d):
+    """The largest symbols of one run of fn, sampled on the generator's CPU, among the
+    samples of the threads named `comms` (not the idle loop's)."""
     data = os.path.join(d, "perf.data")
     rec = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "2999", "-C", p.GEN_CPU,
                             "-o", data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -54,9 +55,10 @@ def perf_top(label, fn, d):
     finally:
         rec.terminate()
         rec.wait()
-    rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "comm,sym",
-                          "--percent-limit", "2"], capture_output=True, text=True)
-    print(f"\n{label}: symbols over 2 % of CPU 0's samples (`[k]` kernel, `[.]` user)\n")
+    rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "sym",
+                          "--comms", comms, "--percentage", "relative", "--percent-limit", "1.5"],
+                         capture_output=True, text=True)
+    print(f"\n{label}: symbols over 1.5 % of its own samples on CPU 0 (`[k]` kernel, `[.]` user)\n")
     print("```")
     for line in rep.stdout.splitlines():
         if line.strip() and not line.startswith("#"):
@@ -92,8 +94,8 @@ def main():
                 print(f"| {proto} | {c} | {bu:.2f} | {bs:.2f} | {peer} | {pu:.2f} | {ps:.2f} | "
                       f"{bu / pu:.2f}× | {bs / ps:.2f}× | {(bu + bs) / (pu + ps):.2f}× |")
                 if PERF:
-                    perf_top(f"bakeoff load, {proto}, {c} connections", lambda: ours(c), d)
-                    perf_top(f"{peer}, {proto}, {c} connections", lambda: theirs(c), d)
+                    perf_top(f"bakeoff load, {proto}, {c} connections", "bakeoff,bakeoff-load-0", lambda: ours(c), d)
+                    perf_top(f"{peer}, {proto}, {c} connections", peer, lambda: theirs(c), d)
     finally:
         proc.terminate()
         proc.wait()
