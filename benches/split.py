@@ -3,7 +3,8 @@
 load engine and its peer (wrk for HTTP/1.1, h2load for h2c) against the same nginx as
 benches/peers.py (pinned to CPU 1, each generator to CPU 0, one thread), alternating, ROUNDS
 runs of BENCH_DURATION seconds each. Prints, per protocol and connection count, the median
-user and system µs per request of each (getrusage of the child), and — with PERF=1 — the
+user and system µs per request of each and its voluntary context switches per request (each
+a sleep waiting for the server; getrusage of the child), and — with PERF=1 — the
 largest kernel and user symbols of one more run of each (`perf record -e cpu-clock` on CPU 0;
 hardware counters are not available on this VM).
 
@@ -38,6 +39,7 @@ def run(cmd):
         raise RuntimeError(f"{cmd[0]} failed: {out.stderr[-500:]}")
     last["user"] = after.ru_utime - before.ru_utime
     last["sys"] = after.ru_stime - before.ru_stime
+    last["sleeps"] = after.ru_nvcsw - before.ru_nvcsw
     return out.stdout, last["user"] + last["sys"]
 
 
@@ -78,8 +80,8 @@ def main():
     ]
     only = p.ONLY
     try:
-        print("| protocol | connections | bakeoff user µs/req | sys | peer | peer user µs/req | sys | bakeoff ÷ peer, user | sys | all |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| protocol | connections | bakeoff user µs/req | sys | sleeps/req | peer | peer user µs/req | sys | sleeps/req | bakeoff ÷ peer, user | sys | all |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for proto, peer, ours, theirs in rows:
             if only and proto not in only:
                 continue
@@ -88,10 +90,10 @@ def main():
                 for _ in range(ROUNDS):
                     for name, fn in [("bakeoff", ours), (peer, theirs)]:
                         n, _, _ = fn(c)
-                        got[name].append((last["user"] * 1e6 / n, last["sys"] * 1e6 / n))
-                med = {k: (statistics.median(u for u, _ in v), statistics.median(s for _, s in v)) for k, v in got.items()}
-                (bu, bs), (pu, ps) = med["bakeoff"], med[peer]
-                print(f"| {proto} | {c} | {bu:.2f} | {bs:.2f} | {peer} | {pu:.2f} | {ps:.2f} | "
+                        got[name].append((last["user"] * 1e6 / n, last["sys"] * 1e6 / n, last["sleeps"] / n))
+                med = {k: [statistics.median(x[i] for x in v) for i in range(3)] for k, v in got.items()}
+                (bu, bs, bw), (pu, ps, pw) = med["bakeoff"], med[peer]
+                print(f"| {proto} | {c} | {bu:.2f} | {bs:.2f} | {bw:.2f} | {peer} | {pu:.2f} | {ps:.2f} | {pw:.2f} | "
                       f"{bu / pu:.2f}× | {bs / ps:.2f}× | {(bu + bs) / (pu + ps):.2f}× |")
                 if PERF:
                     perf_top(f"bakeoff load, {proto}, {c} connections", "bakeoff,bakeoff-load-0", lambda: ours(c), d)

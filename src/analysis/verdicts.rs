@@ -113,6 +113,9 @@ impl std::fmt::Display for Verdict {
             Call::Inconclusive if !knows_its_error(&self.ratio) => {
                 write!(f, "? {span} {name} inconclusive (one round: no interval)")
             }
+            Call::Inconclusive if self.ratio.repetitions < 2 => {
+                write!(f, "? {span} {name} inconclusive (one start: no interval between starts)")
+            }
             Call::Inconclusive if self.held_back => write!(
                 f,
                 "? {span} {name} inconclusive (clears the noise band alone, not under the report's error control)"
@@ -138,12 +141,24 @@ pub fn pct(x: f64) -> String {
 
 impl Verdict {
     pub(crate) fn new(figure: Figure, ratio: Ratio, bands: Bands, between: Option<f64>) -> Verdict {
+        // One fresh start says nothing of how much another would differ: its rounds can
+        // tell these two processes apart, not the two builds (docs/verdicts.md, "Few
+        // repetitions").
+        let one_start = ratio.repetitions < 2;
         Verdict {
             figure,
             ratio,
-            call: ratio.call(bands),
+            call: if one_start {
+                Call::Inconclusive
+            } else {
+                ratio.call(bands)
+            },
             bands,
-            p: ratio.p_different(bands.noise),
+            p: if one_start {
+                1.0
+            } else {
+                ratio.p_different(bands.noise)
+            },
             held_back: false,
             between,
             trim: None,
@@ -214,6 +229,11 @@ impl Verdict {
         let r = &self.ratio;
         if !knows_its_error(r) {
             return Some("one round is no interval: measure at least two rounds".into());
+        }
+        if r.repetitions < 2 {
+            return Some(
+                "one start says nothing of the next: run three repetitions or more".into(),
+            );
         }
         let Some(need) = self.needs() else {
             return Some("its estimate sits on a band's edge: more data may not settle it".into());
@@ -700,6 +720,19 @@ mod tests {
         edge.bands.equivalence = 0.01;
         assert!(edge.settle(None).unwrap().contains("edge"), "{edge}");
         assert_eq!(v(Figure::CpuPerRequest, 1.3, 1.2, 1.4).settle(None), None);
+    }
+
+    #[test]
+    fn one_fresh_start_proves_nothing_about_the_builds() {
+        let mut r = ratio(1.5, 1.3, 1.7);
+        r.repetitions = 1;
+        let v = Verdict::new(Figure::P99, r, BANDS, None);
+        assert_eq!(v.call, Call::Inconclusive);
+        assert_eq!(v.p, 1.0);
+        assert!(v.to_string().contains("one start"), "{v}");
+        assert!(v.settle(None).unwrap().contains("three repetitions"));
+        r.repetitions = 2;
+        assert_eq!(Verdict::new(Figure::P99, r, BANDS, None).call, Call::Higher);
     }
 
     #[test]
