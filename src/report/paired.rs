@@ -50,10 +50,20 @@ pub fn summary(verdicts: &[PointVerdicts], family: Option<&Family>) -> Vec<Strin
                 parts.push(format!("{} {}", figure.name(), counts(&vs)));
             }
         }
-        if let Some(r) = mine.iter().find_map(|v| v.main()).map(|v| v.ratio) {
+        // Points repeated past the plan's (`max_repetitions`) have more: a range.
+        let reps: Vec<usize> = mine
+            .iter()
+            .filter_map(|v| v.main())
+            .map(|v| v.ratio.repetitions)
+            .collect();
+        if let (Some(lo), Some(hi)) = (reps.iter().min(), reps.iter().max()) {
+            let over = if lo == hi {
+                super::count(*lo as u64, "repetition")
+            } else {
+                format!("{lo}–{hi} repetitions")
+            };
             out.push(format!(
-                "**Serving:** {name} against {base}, paired over {}, {}: {}",
-                super::count(r.repetitions as u64, "repetition"),
+                "**Serving:** {name} against {base}, paired over {over}, {}: {}",
                 super::count(mine.len() as u64, "point"),
                 parts.join("; ")
             ));
@@ -393,6 +403,20 @@ mod tests {
             "{lines:?}"
         );
         assert!(serving[1].contains("y against x"), "{lines:?}");
+        assert!(
+            serving[0].contains("paired over 3 repetitions"),
+            "{lines:?}"
+        );
+        // A point given more repetitions (`max_repetitions`): the line says the range.
+        let mut more = v.to_vec();
+        more[2].verdicts[0].ratio.repetitions = 7;
+        let lines = summary(&more, None);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("b against a, paired over 3–7 repetitions")),
+            "{lines:?}"
+        );
     }
 
     #[test]
