@@ -198,37 +198,32 @@ fn parse_head(bytes: &[u8], head_only: bool) -> Result<Option<(Head, usize)>, Ca
     let mut framing = Framing::UntilClose;
     let mut close = resp.version == Some(0);
     for h in resp.headers.iter() {
-        // The three names that matter differ in length: most headers are passed over by it.
-        match h.name.len() {
-            14 if h.name.eq_ignore_ascii_case("content-length") => {
-                let len = std::str::from_utf8(h.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse().ok())
-                    .ok_or_else(|| CallError::Protocol("bad Content-Length".into()))?;
-                if matches!(framing, Framing::Length(other) if other != len) {
-                    // Two lengths: which one frames the body is the classic smuggling question.
-                    return Err(CallError::Protocol(
-                        "two different Content-Length headers".into(),
-                    ));
-                }
-                if !matches!(framing, Framing::Chunked) {
-                    framing = Framing::Length(len);
-                }
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let len = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .ok_or_else(|| CallError::Protocol("bad Content-Length".into()))?;
+            if matches!(framing, Framing::Length(other) if other != len) {
+                // Two lengths: which one frames the body is the classic smuggling question.
+                return Err(CallError::Protocol(
+                    "two different Content-Length headers".into(),
+                ));
             }
-            17 if h.name.eq_ignore_ascii_case("transfer-encoding")
-                && (h.value.eq_ignore_ascii_case(b"chunked")
-                    || h.value.to_ascii_lowercase().ends_with(b"chunked")) =>
+            if !matches!(framing, Framing::Chunked) {
+                framing = Framing::Length(len);
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            if h.value.eq_ignore_ascii_case(b"chunked")
+                || h.value.to_ascii_lowercase().ends_with(b"chunked")
             {
                 framing = Framing::Chunked;
             }
-            10 if h.name.eq_ignore_ascii_case("connection") => {
-                if h.value.eq_ignore_ascii_case(b"close") {
-                    close = true;
-                } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
-                    close = false;
-                }
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            if h.value.eq_ignore_ascii_case(b"close") {
+                close = true;
+            } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
+                close = false;
             }
-            _ => {}
         }
     }
     if head_only || status == 204 || status == 304 || (100..200).contains(&status) {
