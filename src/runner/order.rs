@@ -18,9 +18,9 @@ pub(super) struct Block {
     pub(super) members: Vec<(usize, usize)>,
     /// Its contenders serve side by side in rounds (the paired order).
     pub(super) paired: bool,
-    /// Only these points (a repetition past the plan's, for points still inconclusive);
-    /// `None`: every point.
-    pub(super) only: Option<Vec<PointId>>,
+    /// Only these points, each with the repetitions it is to reach (a repetition past the
+    /// plan's, for points still inconclusive); `None`: every point, to the plan's.
+    pub(super) only: Option<Vec<(PointId, u32)>>,
 }
 
 /// The blocks of a run: `schedule` is (repetition, contender) in the order they run; `done`
@@ -125,14 +125,14 @@ pub(super) fn serve_more(
         if ctx.cancel.is_cancelled() || contenders.is_empty() {
             break;
         }
-        let only: Vec<PointId> = wanted
+        let only: Vec<(PointId, u32)> = wanted
             .iter()
             .filter(|(_, n)| *n >= repetition)
-            .map(|(p, _)| p.clone())
+            .map(|(p, n)| (p.clone(), (*n).min(max)))
             .collect();
         let labels: Vec<String> = only
             .iter()
-            .map(|p| format!("{} [{}]", p.scenario, p.label()))
+            .map(|(p, _)| format!("{} [{}]", p.scenario, p.label()))
             .collect();
         rep.more_repetitions(repetition, &labels);
         total += only.len();
@@ -226,10 +226,20 @@ fn serve_points(
             if ctx.cancel.is_cancelled() || lives.is_empty() {
                 return Ok(());
             }
-            if b.only.as_ref().is_some_and(|only| !only.contains(p)) {
-                continue;
-            }
-            super::point::serve(ctx, lives, b.paired, b.repetition, s, p, results, rep)?;
+            // The repetitions the point's rounds aim their interval over: the plan's, or
+            // in a second stage as many as the point was found to want.
+            let aim = match &b.only {
+                None => ctx.plan.repetitions,
+                Some(only) => match only.iter().find(|(q, _)| q == p) {
+                    Some(&(_, n)) => n,
+                    None => continue,
+                },
+            };
+            let at = super::point::At {
+                repetition: b.repetition,
+                aim,
+            };
+            super::point::serve(ctx, lives, b.paired, at, s, p, results, rep)?;
         }
     }
     Ok(())

@@ -12,6 +12,15 @@ use super::seam::Serving;
 use crate::plan::{PointId, Scenario};
 use crate::results::{PointRun, Results};
 
+/// Which repetition a point is served in, and how many repetitions its paired rounds aim
+/// their interval over: the plan's, or in a second stage as many as the point wants
+/// (`max_repetitions`), so each of them stops as soon as that many will settle it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct At {
+    pub(super) repetition: u32,
+    pub(super) aim: u32,
+}
+
 /// Serves point `p` of scenario `s` with every contender in `lives` that serves it; in rounds
 /// when `paired`. Records what each measured and whether it died meanwhile.
 #[allow(clippy::too_many_arguments)]
@@ -19,7 +28,7 @@ pub(super) fn serve(
     ctx: &Ctx,
     lives: &mut [Live],
     paired: bool,
-    repetition: u32,
+    at: At,
     s: &Scenario,
     p: &PointId,
     results: &mut Results,
@@ -48,7 +57,7 @@ pub(super) fn serve(
     if active.is_empty() {
         return Ok(());
     }
-    let points = in_rounds(ctx, lives, &active, repetition, s, p, rep);
+    let points = in_rounds(ctx, lives, &active, at, s, p, rep);
     for (&i, point) in active.iter().zip(points) {
         report_point(rep, lives[i].name(ctx.plan), s, p, &point);
         lives[i].add_points(vec![point], results);
@@ -84,19 +93,13 @@ fn in_rounds(
     ctx: &Ctx,
     lives: &mut [Live],
     active: &[usize],
-    repetition: u32,
+    at: At,
     s: &Scenario,
     p: &PointId,
     rep: &mut dyn Reporter,
 ) -> Vec<PointRun> {
     let paired = &ctx.plan.paired;
-    // A repetition past the plan's (`max_repetitions`) aims at an interval over as many.
-    let course = Course::of(
-        s.stop,
-        paired,
-        repetition,
-        ctx.plan.repetitions.max(repetition),
-    );
+    let course = Course::of(s.stop, paired, at.repetition, at.aim.max(at.repetition));
     let names: Vec<&str> = active.iter().map(|&i| lives[i].name(ctx.plan)).collect();
     let baselines: Vec<(usize, usize)> = (0..names.len())
         .filter_map(|k| {
