@@ -16,6 +16,11 @@ Paired rows also print how often each of the three words (different, equivalent,
 inconclusive) appears per figure, from the report's typed data, and the seconds one
 comparison took.
 
+With NEIGHBOURS=K, K neighbour processes run throughout (started before the --work scaling,
+stopped at exit): each spins the CPU for 5–50 ms and sleeps 5–50 ms, at random from a fixed
+seed — about half a core each, arriving at no time the bake-off could plan around. K = 2 on
+this 2-core machine is a busy shared host: the "with neighbours" rows.
+
 With SHARDS=K (root only) each comparison runs as K shards, each in its own network and UTS
 namespace (scripts/simulate-shards.sh: K simulated machines, REPETITIONS/K repetitions each),
 merged with `bakeoff merge`: the verdicts are then the combined ones across machines
@@ -46,6 +51,44 @@ PAIRED = os.environ.get("PAIRED", "")
 SHARDS = int(os.environ.get("SHARDS", "1"))
 POINTS = int(os.environ.get("POINTS", "1"))
 FIGURES = ["CPU_per_request", "throughput", "p99"]
+NEIGHBOURS = int(os.environ.get("NEIGHBOURS", "0"))
+
+NEIGHBOUR = """
+import random, sys, time
+r = random.Random(int(sys.argv[1]))
+while True:
+    end = time.perf_counter() + r.uniform(0.005, 0.05)
+    while time.perf_counter() < end:
+        pass
+    time.sleep(r.uniform(0.005, 0.05))
+"""
+
+
+def start_neighbours(k=NEIGHBOURS):
+    """K bursty CPU neighbours (NEIGHBOURS), stopped when this script exits, however it
+    exits (killed too: each asks the kernel for SIGKILL when its parent dies)."""
+    import atexit
+    import ctypes
+    import signal
+
+    def orphan_dies():
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+    procs = [
+        subprocess.Popen([sys.executable, "-c", NEIGHBOUR, str(1000 + i)], preexec_fn=orphan_dies)
+        for i in range(k)
+    ]
+
+    def stop(*_):
+        for p in procs:
+            p.kill()
+            p.wait()
+
+    atexit.register(stop)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    if k:
+        print(f"{k} neighbours running (pids {', '.join(str(p.pid) for p in procs)})", file=sys.stderr)
+    return procs
 
 
 def contender(name, work_us):
@@ -160,13 +203,13 @@ def base_cost():
 def work_for(target, guess):
     """The --work (µs) that makes b cost `target` more per request than a, as measured: the
     counted loop is calibrated on its own, but inside a request it costs more (cold caches),
-    so the amount is scaled by what one longer paired comparison of a few repetitions
-    measures, twice."""
+    so the amount is scaled by the median of three paired comparisons of six repetitions
+    each (as many seconds as three, a narrower interval: BENCHMARKS.md 18:30 UTC), twice."""
     work = guess
     for _ in range(2):
         measured = []
         for _ in range(3):
-            _, report = run(plan("paired", work))
+            _, report = run(plan("paired", work, reps=6))
             measured.append(ratio_of(cell(report, "CPU per request ×")) - 1)
         got = sorted(measured)[1]
         if got <= 0:
@@ -178,6 +221,7 @@ def work_for(target, guess):
 def main():
     if not os.path.exists(B):
         sys.exit("build first: cargo build --release")
+    start_neighbours()
     cost = base_cost()
     print(f"demo-server v2 at {CLIENTS} clients: {cost:.2f} µs of CPU per request here", file=sys.stderr)
     rows_wanted = [(label, extra) for label, extra in [("A/A", 0.0), ("+5 % CPU", 0.05), ("+2 % CPU", 0.02)] if label in ROWS]

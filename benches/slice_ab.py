@@ -17,7 +17,7 @@ interval, the median repetitions the point got (more than the plan's with
         the second comparison +2 % dearer instead of +5 % (WORK5=µs / WORK2=µs reuse an
         amount an earlier run scaled, as calibrate.py)
 
-SETTINGS is a list of `paired = { … }` bodies separated by `|` (empty: the defaults), each
+NEIGHBOURS=K runs K bursty CPU neighbours throughout (calibrate.py). SETTINGS is a list of `paired = { … }` bodies separated by `|` (empty: the defaults), each
 optionally led by `repetitions = N;` for a plan of N repetitions instead of 3. Uses
 benches/calibrate.py's plan and --work scaling (3 repetitions, one point of 4 clients, 1 s).
 """
@@ -81,6 +81,7 @@ def main():
     if os.environ.get("SLICE_SD"):
         return slice_sd(os.environ["SLICE_SD"].split())
     started = time.time()
+    c.start_neighbours()
     cost = c.base_cost()
     second = int(os.environ.get("SECOND", "5"))
     given = os.environ.get(f"WORK{second}")
@@ -101,12 +102,12 @@ def main():
                 cell = c.cell(report, "CPU per request ×")
                 word = next(v for f, v, _ in c.words(report) if f == "CPU_per_request")
                 reps = sum(1 for r in results["runs"] if r["contender"] == "b" and r["points"])
-                rows.setdefault((s, label), []).append((word, half_width(cell), secs, reps))
+                rows.setdefault((s, label), []).append((word, half_width(cell), secs, reps, c.ratio_of(cell)))
                 print(f"#{i + 1} {label} [{s or 'defaults'}] {secs:.0f} s, {reps} repetitions: {cell}", file=sys.stderr)
     minutes = (time.time() - started) / 60
-    print(f"\n{N} comparisons per row, alternating settings; {c.REPS} repetitions, one point, {c.CLIENTS} clients, {c.DURATION}; {minutes:.0f} min in all\n")
-    print("| paired | comparison | different | equivalent (±2 %) | inconclusive | median ± | median repetitions | median s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"\n{N} comparisons per row, alternating settings; {c.REPS} repetitions, one point, {c.CLIENTS} clients, {c.DURATION}; {c.NEIGHBOURS} neighbours; --work {work:.3f} µs; {minutes:.0f} min in all\n")
+    print("| paired | comparison | different | equivalent (±2 %) | inconclusive | median ratio | median ± | median repetitions | median s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for (s, label), xs in rows.items():
         n = len(xs)
         count = lambda w: f"{sum(1 for x in xs if x[0] == w)}/{n}"
@@ -114,7 +115,8 @@ def main():
         secs = sorted(x[2] for x in xs)
         med = f"±{hw[len(hw) // 2] * 100:.1f}%" if hw else "—"
         reps = sorted(x[3] for x in xs)
-        print(f"| `{s or 'defaults'}` | {label} | {count('different')} | {count('equivalent')} | {count('inconclusive')} | {med} | {reps[len(reps) // 2]} | {secs[len(secs) // 2]:.0f} |")
+        ratios = sorted(x[4] for x in xs)
+        print(f"| `{s or 'defaults'}` | {label} | {count('different')} | {count('equivalent')} | {count('inconclusive')} | {ratios[n // 2]:.3f}× | {med} | {reps[len(reps) // 2]} | {secs[len(secs) // 2]:.0f} |")
 
 
 if __name__ == "__main__":
