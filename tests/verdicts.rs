@@ -87,6 +87,12 @@ duration = "2s"
         err.contains("not equivalent: b against a at index"),
         "{err}"
     );
+    // No point is different (above), so they could not tell: the gate says what would let
+    // them settle, since the plan gave no `max_repetitions`.
+    assert!(
+        err.contains("of these could not tell (inconclusive); with `repetitions = 6` and `paired = { max_repetitions = 12 }` in the plan"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -54,6 +54,39 @@ pub fn not_equivalent(verdicts: &[PointVerdicts], band: f64) -> Vec<String> {
     out
 }
 
+/// For the equivalence gate: when some comparisons it names could not tell (their main
+/// figure *inconclusive* against `band`, not shown to differ) in a paired run on one machine
+/// whose plan gave no `paired.max_repetitions`, a line saying what would let them settle.
+/// Three starts proved two identical builds equal within ±2 % 3 times in 20 here; six and a
+/// second stage of up to twelve, 17 in 20 (BENCHMARKS.md, docs/verdicts.md).
+pub fn settle_hint(r: &Results, verdicts: &[PointVerdicts], band: f64) -> Option<String> {
+    let paired = r.paired.as_ref()?;
+    if paired.max_repetitions.is_some() || r.shards.is_some() {
+        return None;
+    }
+    let bands = |noise| Bands {
+        noise,
+        equivalence: band,
+    };
+    let n = verdicts
+        .iter()
+        .filter_map(PointVerdicts::main)
+        .filter(|x| x.ratio.call(bands(x.bands.noise)) == Call::Inconclusive)
+        .count();
+    // Six repetitions cost what three do (each one's rounds stop sooner); then twice the
+    // plan's at most.
+    let setting = match r.repetitions {
+        0..=5 => "`repetitions = 6` and `paired = { max_repetitions = 12 }`".to_string(),
+        n => format!("`paired = {{ max_repetitions = {} }}`", (2 * n).min(1000)),
+    };
+    (n > 0).then(|| {
+        format!(
+            "{} of these could not tell (inconclusive); with {setting} in the plan, such points get more fresh starts, as many as their spread says would settle them (docs/verdicts.md, \"More repetitions\")",
+            crate::units::count(n as u64, "comparison")
+        )
+    })
+}
+
 /// Compared contenders without a single paired verdict against their baseline (not run,
 /// failed every point, or a run that was not paired), each as a sentence.
 pub fn unverdicted(r: &Results, verdicts: &[PointVerdicts]) -> Vec<String> {
@@ -211,6 +244,45 @@ mod tests {
         assert!(out[0].contains("clients=8") && out[0].contains("not within ±2%"));
         // A wider band of the gate's own admits it.
         assert!(not_equivalent(&[equal], 0.005).len() == 1);
+    }
+
+    #[test]
+    fn the_equivalence_gate_names_the_second_stage_where_points_could_not_tell() {
+        let results = |repetitions: u32, max: Option<u32>| -> Results {
+            serde_json::from_value(serde_json::json!({
+                "schema_version": 2, "tool": "t", "name": "n", "plan_path": "p",
+                "status": "complete", "smoke": false, "started_at": "", "finished_at": null,
+                "environment": crate::results::env::Environment::detect(),
+                "baseline": "v1", "repetitions": repetitions, "order": "paired",
+                "paired": {
+                    "rounds": "auto", "noise": 0.01, "equivalence": 0.02, "fdr": 0.05,
+                    "max_repetitions": max
+                },
+                "contenders": [], "scenarios": [], "runs": [], "warnings": []
+            }))
+            .unwrap()
+        };
+        let wide = at(8, vec![v(Figure::CpuPerRequest, 1.0, 0.95, 1.05)]);
+        let apart = at(1, vec![v(Figure::CpuPerRequest, 1.10, 1.07, 1.13)]);
+        let hint = settle_hint(&results(3, None), &[wide.clone(), apart.clone()], 0.02)
+            .expect("one comparison could not tell");
+        assert!(
+            hint.starts_with("1 comparison of these could not tell"),
+            "{hint}"
+        );
+        assert!(
+            hint.contains("with `repetitions = 6` and `paired = { max_repetitions = 12 }` in"),
+            "{hint}"
+        );
+        // A plan of six or more already: twice its repetitions.
+        let more = settle_hint(&results(8, None), std::slice::from_ref(&wide), 0.02).unwrap();
+        assert!(
+            more.contains("with `paired = { max_repetitions = 16 }` in"),
+            "{more}"
+        );
+        // The setting given already, or nothing inconclusive: nothing to say.
+        assert_eq!(settle_hint(&results(3, Some(10)), &[wide], 0.02), None);
+        assert_eq!(settle_hint(&results(3, None), &[apart], 0.02), None);
     }
 
     #[test]

@@ -375,6 +375,11 @@ pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Resul
     for u in &unequal {
         eprintln!("not equivalent: {u}");
     }
+    if let Some(hint) = gates.equivalent.and_then(|pct| {
+        crate::analysis::gates::settle_hint(&done.results, &analysis.verdicts, pct / 100.0)
+    }) {
+        eprintln!("hint: {hint}");
+    }
     Ok(if failed {
         2
     } else if differs {
