@@ -169,6 +169,16 @@ def words(report):
     return out
 
 
+def estimate(report, figure="CPU_per_request"):
+    """Contender b's ratio on `figure` at full precision, from the serving table's typed data
+    (the cells round to three digits)."""
+    t = next(t for t in report["tables"] if t["id"].startswith("serving-"))
+    d = t["data"]
+    head = d["head"]
+    row = next(r for r in d["rows"] if r[head.index("contender")] == "b")
+    return row[head.index(figure + "_ratio")]
+
+
 def cell(report, column):
     """The cell of contender b in the serving table's `column`."""
     t = next(t for t in report["tables"] if t["id"].startswith("serving-"))

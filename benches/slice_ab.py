@@ -102,7 +102,7 @@ def main():
                 cell = c.cell(report, "CPU per request ×")
                 word = next(v for f, v, _ in c.words(report) if f == "CPU_per_request")
                 reps = sum(1 for r in results["runs"] if r["contender"] == "b" and r["points"])
-                rows.setdefault((s, label), []).append((word, half_width(cell), secs, reps, c.ratio_of(cell)))
+                rows.setdefault((s, label), []).append((word, half_width(cell), secs, reps, c.estimate(report)))
                 print(f"#{i + 1} {label} [{s or 'defaults'}] {secs:.0f} s, {reps} repetitions: {cell}", file=sys.stderr)
     minutes = (time.time() - started) / 60
     print(f"\n{N} comparisons per row, alternating settings; {c.REPS} repetitions, one point, {c.CLIENTS} clients, {c.DURATION}; {c.NEIGHBOURS} neighbours; --work {work:.3f} µs; {minutes:.0f} min in all\n")
@@ -117,6 +117,9 @@ def main():
         reps = sorted(x[3] for x in xs)
         ratios = sorted(x[4] for x in xs)
         print(f"| `{s or 'defaults'}` | {label} | {count('different')} | {count('equivalent')} | {count('inconclusive')} | {ratios[n // 2]:.3f}× | {med} | {reps[len(reps) // 2]} | {secs[len(secs) // 2]:.0f} |")
+    for label in dict.fromkeys(lab for _, lab in rows):
+        pooled = sorted(x[4] for (_, lab), xs in rows.items() if lab == label for x in xs)
+        print(f"\n{label}: median estimate over all {len(pooled)} comparisons {pooled[len(pooled) // 2]:.4f}×")
 
 
 if __name__ == "__main__":
