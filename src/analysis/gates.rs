@@ -2,7 +2,7 @@
 //! `--fail-unless-equivalent` (docs/verdicts.md, "The gates"), and the findings drawn from
 //! verdicts — a machine that disagrees, rounds that trimming left out.
 
-use super::verdicts::{pct, Figure, PointVerdicts};
+use super::verdicts::{pct, Figure, PointVerdicts, Verdict};
 use crate::results::Results;
 use crate::stats::paired::{self, Bands, Call, Ratio};
 
@@ -56,9 +56,11 @@ pub fn not_equivalent(verdicts: &[PointVerdicts], band: f64) -> Vec<String> {
 
 /// For the equivalence gate: when some comparisons it names could not tell (their main
 /// figure *inconclusive* against `band`, not shown to differ) in a paired run on one machine
-/// whose plan gave no `paired.max_repetitions`, a line saying what would let them settle.
-/// Three starts proved two identical builds equal within ±2 % 3 times in 20 here; six and a
-/// second stage of up to twelve, 17 in 20 (BENCHMARKS.md, docs/verdicts.md).
+/// whose plan gave no `paired.max_repetitions`, a line saying what would let them settle —
+/// read off the spread each showed, since what settles one plan does not settle another.
+/// On one point, three starts proved two identical builds equal within ±2 % 3 times in 20
+/// here and six with a second stage of up to twelve 17 in 20; on 24 short points whose
+/// rounds hit `max_rounds`, the second stage settled few (BENCHMARKS.md, docs/verdicts.md).
 pub fn settle_hint(r: &Results, verdicts: &[PointVerdicts], band: f64) -> Option<String> {
     let paired = r.paired.as_ref()?;
     if paired.max_repetitions.is_some() || r.shards.is_some() {
@@ -68,21 +70,44 @@ pub fn settle_hint(r: &Results, verdicts: &[PointVerdicts], band: f64) -> Option
         noise,
         equivalence: band,
     };
-    let n = verdicts
+    let open: Vec<_> = verdicts
         .iter()
         .filter_map(PointVerdicts::main)
         .filter(|x| x.ratio.call(bands(x.bands.noise)) == Call::Inconclusive)
-        .count();
+        .collect();
+    if open.is_empty() {
+        return None;
+    }
     // Six repetitions cost what three do (each one's rounds stop sooner); then twice the
     // plan's at most.
-    let setting = match r.repetitions {
-        0..=5 => "`repetitions = 6` and `paired = { max_repetitions = 12 }`".to_string(),
-        n => format!("`paired = {{ max_repetitions = {} }}`", (2 * n).min(1000)),
+    let (setting, most) = match r.repetitions {
+        0..=5 => (
+            "`repetitions = 6` and `paired = { max_repetitions = 12 }`".to_string(),
+            12,
+        ),
+        n => {
+            let most = (2 * n).min(1000);
+            (format!("`paired = {{ max_repetitions = {most} }}`"), most)
+        }
     };
-    (n > 0).then(|| {
+    // How many repetitions each would want against the gate's band, from its spread.
+    let settles = open
+        .iter()
+        .filter(|x| {
+            let at_gate = Verdict::new(x.figure, x.ratio, bands(x.bands.noise), x.between);
+            at_gate
+                .repetitions_to_settle()
+                .is_some_and(|n| n > 0 && n <= most)
+        })
+        .count();
+    let could = crate::units::count(open.len() as u64, "comparison");
+    Some(if settles == 0 {
         format!(
-            "{} of these could not tell (inconclusive); with {setting} in the plan, such points get more fresh starts, as many as their spread says would settle them (docs/verdicts.md, \"More repetitions\")",
-            crate::units::count(n as u64, "comparison")
+            "{could} of these could not tell (inconclusive), and by the spread seen none would settle within {most} repetitions: the summary's *Not settled* lines say what each needs — more rounds per repetition (`paired.max_rounds`) where the spread is within a start, else more repetitions (docs/verdicts.md, \"More repetitions\")"
+        )
+    } else {
+        format!(
+            "{could} of these could not tell (inconclusive), and by the spread seen {settles} would settle within {most} repetitions: with {setting} in the plan, such points get more fresh starts, as many as their spread says would settle them (docs/verdicts.md, \"More repetitions\")"
         )
     })
 }
@@ -262,23 +287,42 @@ mod tests {
             }))
             .unwrap()
         };
+        // ±2.5 % at three repetitions: about five would fit it inside ±2 %; ±5 %, about
+        // nineteen (the interval narrows as one over the root of their number).
+        let near = at(4, vec![v(Figure::CpuPerRequest, 1.0, 0.975, 1.025)]);
         let wide = at(8, vec![v(Figure::CpuPerRequest, 1.0, 0.95, 1.05)]);
         let apart = at(1, vec![v(Figure::CpuPerRequest, 1.10, 1.07, 1.13)]);
-        let hint = settle_hint(&results(3, None), &[wide.clone(), apart.clone()], 0.02)
-            .expect("one comparison could not tell");
+        let hint = settle_hint(
+            &results(3, None),
+            &[near.clone(), wide.clone(), apart.clone()],
+            0.02,
+        )
+        .expect("two comparisons could not tell");
         assert!(
-            hint.starts_with("1 comparison of these could not tell"),
-            "{hint}"
-        );
-        assert!(
-            hint.contains("with `repetitions = 6` and `paired = { max_repetitions = 12 }` in"),
+            hint.starts_with(
+                "2 comparisons of these could not tell (inconclusive), and by the spread seen 1 would settle within 12 repetitions: with `repetitions = 6` and `paired = { max_repetitions = 12 }` in"
+            ),
             "{hint}"
         );
         // A plan of six or more already: twice its repetitions.
-        let more = settle_hint(&results(8, None), std::slice::from_ref(&wide), 0.02).unwrap();
+        let more = settle_hint(&results(8, None), std::slice::from_ref(&near), 0.02).unwrap();
         assert!(
-            more.contains("with `paired = { max_repetitions = 16 }` in"),
+            more.contains(
+                "1 would settle within 16 repetitions: with `paired = { max_repetitions = 16 }` in"
+            ),
             "{more}"
+        );
+        // None that the setting would settle: the hint says so, and where to look instead.
+        let none = settle_hint(&results(3, None), std::slice::from_ref(&wide), 0.02).unwrap();
+        assert!(
+            none.contains("none would settle within 12 repetitions: the summary's *Not settled*"),
+            "{none}"
+        );
+        assert!(!none.contains("max_repetitions"), "{none}");
+        // The gate's own band counts, not the plan's: inside ±10 % the wide one is settled.
+        assert_eq!(
+            settle_hint(&results(3, None), std::slice::from_ref(&wide), 0.10),
+            None
         );
         // The setting given already, or nothing inconclusive: nothing to say.
         assert_eq!(settle_hint(&results(3, Some(10)), &[wide], 0.02), None);
