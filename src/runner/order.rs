@@ -23,6 +23,18 @@ pub(super) struct Block {
     pub(super) only: Option<Vec<(PointId, u32)>>,
 }
 
+impl Block {
+    /// The repetitions point `p`'s rounds aim their interval over in this block: the plan's
+    /// (`planned`), or in a second stage as many as the point was found to want; `None`
+    /// when the block does not serve it.
+    pub(super) fn aim(&self, p: &PointId, planned: u32) -> Option<u32> {
+        match &self.only {
+            None => Some(planned),
+            Some(only) => only.iter().find(|(q, _)| q == p).map(|&(_, n)| n),
+        }
+    }
+}
+
 /// The blocks of a run: `schedule` is (repetition, contender) in the order they run; `done`
 /// says which a resumed run has already.
 pub(super) fn blocks(
@@ -108,8 +120,11 @@ pub(super) fn serve_more(
             contenders.push(ci);
         }
     }
-    let wanted = unsettled(results, max);
-    let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0).min(max);
+    let wanted: Vec<(PointId, u32)> = unsettled(results, max)
+        .into_iter()
+        .map(|(p, n)| (p, n.min(max)))
+        .collect();
+    let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0);
     // A resumed run goes on from the last repetition it has.
     let from = results
         .runs
@@ -128,7 +143,7 @@ pub(super) fn serve_more(
         let only: Vec<(PointId, u32)> = wanted
             .iter()
             .filter(|(_, n)| *n >= repetition)
-            .map(|(p, n)| (p.clone(), (*n).min(max)))
+            .cloned()
             .collect();
         let labels: Vec<String> = only
             .iter()
@@ -226,14 +241,8 @@ fn serve_points(
             if ctx.cancel.is_cancelled() || lives.is_empty() {
                 return Ok(());
             }
-            // The repetitions the point's rounds aim their interval over: the plan's, or
-            // in a second stage as many as the point was found to want.
-            let aim = match &b.only {
-                None => ctx.plan.repetitions,
-                Some(only) => match only.iter().find(|(q, _)| q == p) {
-                    Some(&(_, n)) => n,
-                    None => continue,
-                },
+            let Some(aim) = b.aim(p, ctx.plan.repetitions) else {
+                continue;
             };
             let at = super::point::At {
                 repetition: b.repetition,
@@ -295,5 +304,27 @@ mod tests {
         );
         let all = blocks(Order::Paired, &SCHEDULE, &|_, _| false);
         assert_eq!(all[0].members, [(0, 1), (1, 2), (2, 3)]);
+    }
+
+    #[test]
+    fn a_second_stage_block_aims_each_point_at_the_repetitions_it_wants() {
+        let point = |clients| PointId {
+            scenario: "s".into(),
+            vars: crate::results::Vars(Vec::new()),
+            clients,
+            target: None,
+            rate: None,
+            stage: None,
+        };
+        let mut b = blocks(Order::Paired, &SCHEDULE, &|_, _| false).remove(0);
+        // The plan's repetitions: every point, aimed at the plan's count.
+        assert_eq!(b.aim(&point(1), 3), Some(3));
+        // Repetition 4 of a second stage: a point wanting 8 aims at 8, not at 4 or 3; a
+        // point not named is not served.
+        b.repetition = 4;
+        b.only = Some(vec![(point(1), 8), (point(4), 5)]);
+        assert_eq!(b.aim(&point(1), 3), Some(8));
+        assert_eq!(b.aim(&point(4), 3), Some(5));
+        assert_eq!(b.aim(&point(2), 3), None);
     }
 }
