@@ -44,6 +44,13 @@ if ! python3 -c 'import grpc, grpc_reflection, grpc_tools' >/dev/null 2>&1; then
     python3 -m pip install -q grpcio==1.85.3 grpcio-reflection==1.85.1 grpcio-tools==1.85.1
 fi
 
+# The lean HTTP/2 client's corner-case server (tests/fixtures/h2_quirks.py) is built on the
+# Python `h2` library.
+if ! python3 -c 'import h2' >/dev/null 2>&1; then
+    echo "installing from PyPI: h2"
+    python3 -m pip install -q h2==4.1.0
+fi
+
 # The scale-out test reads the generated Kubernetes Job back with the Kubernetes project's
 # own client (its models check required fields and types offline), and workflows with PyYAML.
 if ! python3 -c 'import kubernetes, yaml' >/dev/null 2>&1; then

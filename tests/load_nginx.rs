@@ -104,6 +104,64 @@ fn http2_cleartext_works() {
     assert_eq!(u(&v, "bytes"), 300 * INDEX.len() as u64);
 }
 
+/// The lean HTTP/2 client (`protocol::lean2`) against a server that takes the protocol's
+/// corners on every connection (tests/fixtures/h2_quirks.py): PINGs before answers, Huffman
+/// headers entered in and evicted from the client's table, a 40 kB header past the whole
+/// table cut into CONTINUATION frames, padded DATA, a 150 kB request body past the server's
+/// window and a 4.5 MB answer past the client's, a GOAWAY while a call is in flight, and
+/// (second run) a header table of 0 for the client's requests and requests never answered.
+#[test]
+fn the_lean_http2_client_takes_the_protocols_corners() {
+    let dir = TempDir::new("h2quirks");
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'x'; 150_000]).unwrap();
+    let body = body.to_str().unwrap();
+    let answer = 30 * 150_000 + 100;
+
+    let Some((_server, port)) = start_h2_quirks(&["4096", "0", "23"]) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let args = [
+        "load", "--h2", "-n", "50", "-c", "2", "-m", "POST", "-D", body, &url,
+    ];
+    let v = bakeoff_json(&args);
+    assert_eq!(outcomes(&v), [("HTTP 200".to_string(), 50)], "{v}");
+    assert_eq!(u(&v, "bytes"), 50 * answer);
+    // Each connection's 23rd call saw the GOAWAY and the next call opened another.
+    assert!(u(&v, "reconnects") >= 1, "{v}");
+
+    let Some((_server, port)) = start_h2_quirks(&["0", "5", "0"]) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/x?y=1");
+    let v = bakeoff_json(&[
+        "load",
+        "--h2",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--timeout",
+        "300ms",
+        "-m",
+        "POST",
+        "-H",
+        "x-token: abc",
+        "-D",
+        body,
+        &url,
+    ]);
+    // Every fifth call on a connection is never answered: it times out, and the client
+    // starts again on a new connection, so four of each five are answered.
+    assert_eq!(
+        outcomes(&v),
+        [("HTTP 200".to_string(), 16), ("timeout".to_string(), 4)],
+        "{v}"
+    );
+    assert_eq!(u(&v, "bytes"), 16 * answer);
+}
+
 #[test]
 fn a_duration_bounds_the_run_and_warmup_is_excluded() {
     let Some(ng) = start_nginx() else { return };

@@ -10,7 +10,11 @@ use bytes::{Bytes, BytesMut};
 use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 
-use super::http2::{exchange, h2_error, next_data, open, send_request, trailers, H2Conn};
+use super::hpack::Head;
+use super::http2::{
+    exchange, h2_error, next_data, open, open_lean, send_request, trailers, H2Conn,
+};
+use super::lean2::Lean;
 use super::target::Endpoint;
 use super::template::Template;
 use super::{CallError, Class, GrpcCode, Protocol, Reply};
@@ -276,6 +280,9 @@ pub struct Grpc {
     /// With `keep_body`: every message as it arrives, so a call cut short by its timeout
     /// still shows what came (`bakeoff call` on a stream that never ends).
     arrived: Option<std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>>,
+    /// The lean client's request head: calls that send one message and keep nothing of the
+    /// answer (the load engine's unary and server-streaming calls); `None` for the others.
+    lean: Option<Head>,
 }
 
 /// Splits a JSON array written as template text into its elements' texts, without parsing
@@ -411,6 +418,19 @@ impl Grpc {
         let uri = super::http2::uri(&endpoint, &path)
             .map_err(|e| GrpcSetupError::Proto(e.to_string()))?;
         let headers = metadata_headers(&shape.metadata)?;
+        let lean =
+            (!keep_body && !method.is_client_streaming() && !super::lean2::disabled()).then(|| {
+                let mut fields = vec![
+                    (":method", "POST"),
+                    (":scheme", endpoint.scheme()),
+                    (":authority", endpoint.authority.as_str()),
+                    (":path", path.as_str()),
+                ];
+                for (k, v) in &headers {
+                    fields.push((k.as_str(), v.to_str().unwrap_or_default()));
+                }
+                Head::new(&fields)
+            });
         Ok(Grpc {
             endpoint,
             method,
@@ -422,6 +442,7 @@ impl Grpc {
             seed,
             keep_body,
             arrived: keep_body.then(Default::default),
+            lean,
         })
     }
 
@@ -721,11 +742,68 @@ impl Grpc {
     }
 }
 
+impl Grpc {
+    /// A call that sends one message through the lean client; the answer's messages are
+    /// counted as they arrive, none kept.
+    async fn call_lean(
+        &self,
+        lean: &mut Lean,
+        head: &Head,
+        message: &[u8],
+        so_far: &mut u64,
+    ) -> Result<Reply, CallError> {
+        let mut frames = Deframer::default();
+        let answer = lean
+            .call(head, &[], message, &mut |data| {
+                frames.push(data)?;
+                *so_far = frames.items;
+                Ok(())
+            })
+            .await?;
+        if answer.status != 200 {
+            return Ok(Reply {
+                class: Class::Http(answer.status),
+                items: 0,
+                bytes: 0,
+                body: None,
+                detail: Some("gRPC call answered with a non-200 HTTP status".into()),
+                trailers: Vec::new(),
+            });
+        }
+        let code = answer
+            .grpc_status
+            .ok_or_else(|| CallError::Protocol("gRPC response without grpc-status".into()))?;
+        if !frames.is_clean() {
+            return Err(CallError::Protocol(
+                "gRPC stream ended inside a message".into(),
+            ));
+        }
+        Ok(Reply {
+            class: Class::Grpc(GrpcCode::from_i64(code)),
+            items: frames.items,
+            bytes: answer.bytes,
+            body: None,
+            detail: answer
+                .grpc_message
+                .map(|m| percent_decode(&m))
+                .filter(|m| !m.is_empty()),
+            trailers: Vec::new(),
+        })
+    }
+}
+
 impl Protocol for Grpc {
     type Conn = H2Conn;
 
     async fn connect(&self) -> Result<H2Conn, CallError> {
-        open(&self.endpoint).await
+        match self.lean {
+            Some(_) => open_lean(&self.endpoint).await,
+            None => open(&self.endpoint).await,
+        }
+    }
+
+    fn reusable(&self, conn: &H2Conn) -> bool {
+        conn.reusable()
     }
 
     async fn call(&self, conn: &mut H2Conn, seq: u64) -> Result<Reply, CallError> {
@@ -738,6 +816,9 @@ impl Protocol for Grpc {
             }
         };
         conn.items = 0;
+        if let (Some(head), (Some(lean), items)) = (&self.lean, conn.lean_items()) {
+            return self.call_lean(lean, head, &frames[0], items).await;
+        }
         if !self.method.is_client_streaming() {
             let (head, stream) = exchange(conn, self.head(), Some(frames[0].clone())).await?;
             return self.receive(head, stream, &mut conn.items).await;

@@ -1,6 +1,8 @@
-//! HTTP/2, one connection per client and one stream at a time on it, using the `h2` crate:
-//! over cleartext with prior knowledge ("h2c") for `http://`, over TLS negotiated by ALPN
-//! (`h2`) for `https://`. gRPC rides on the same exchange.
+//! HTTP/2, one connection per client and one stream at a time on it: over cleartext with
+//! prior knowledge ("h2c") for `http://`, over TLS negotiated by ALPN (`h2`) for `https://`.
+//! gRPC rides on the same exchange. Calls that send one body and keep nothing of the answer
+//! (the load engine's) go through the lean client (`lean2`); the others through the `h2`
+//! crate.
 
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -10,16 +12,65 @@ use h2::client::SendRequest;
 use h2::RecvStream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::hpack::{self, Head};
 use super::http1::Http1Request;
+use super::lean2::Lean;
 use super::target::{connect, Endpoint};
 use super::tls::Stream;
 use super::{CallError, Class, Protocol, Reply};
 
 pub struct H2Conn {
-    send: SendRequest<Bytes>,
+    way: Way,
     /// Messages the call in flight has received so far (gRPC streams): what a call cut
     /// short by its timeout still delivered.
     pub(crate) items: u64,
+}
+
+enum Way {
+    Full(SendRequest<Bytes>),
+    Lean(Box<Lean>),
+}
+
+impl H2Conn {
+    /// The lean client, when the connection is one.
+    pub(crate) fn lean(&mut self) -> Option<&mut Lean> {
+        match &mut self.way {
+            Way::Lean(l) => Some(l),
+            Way::Full(_) => None,
+        }
+    }
+
+    /// The lean client, when the connection is one, and the count of messages received.
+    pub(crate) fn lean_items(&mut self) -> (Option<&mut Lean>, &mut u64) {
+        match &mut self.way {
+            Way::Lean(l) => (Some(l), &mut self.items),
+            Way::Full(_) => (None, &mut self.items),
+        }
+    }
+
+    fn full(&self) -> Result<&SendRequest<Bytes>, CallError> {
+        match &self.way {
+            Way::Full(send) => Ok(send),
+            Way::Lean(_) => Err(CallError::Protocol(
+                "a lean HTTP/2 connection was given a call it does not make".into(),
+            )),
+        }
+    }
+
+    pub fn reusable(&self) -> bool {
+        match &self.way {
+            Way::Full(_) => true,
+            Way::Lean(l) => l.reusable(),
+        }
+    }
+}
+
+/// Opens a connection for the lean client.
+pub async fn open_lean(endpoint: &Endpoint) -> Result<H2Conn, CallError> {
+    Ok(H2Conn {
+        way: Way::Lean(Box::new(Lean::open(endpoint).await?)),
+        items: 0,
+    })
 }
 
 /// Writes made while the connection is polled go out together: the frames h2 writes are
@@ -163,7 +214,10 @@ pub async fn open(endpoint: &Endpoint) -> Result<H2Conn, CallError> {
     tokio::task::spawn_local(async move {
         let _ = connection.await;
     });
-    Ok(H2Conn { send, items: 0 })
+    Ok(H2Conn {
+        way: Way::Full(send),
+        items: 0,
+    })
 }
 
 pub fn h2_error(e: h2::Error) -> CallError {
@@ -185,7 +239,7 @@ pub async fn exchange(
     request: http::Request<()>,
     body: Option<Bytes>,
 ) -> Result<(http::response::Parts, RecvStream), CallError> {
-    let mut send = conn.send.clone().ready().await.map_err(h2_error)?;
+    let mut send = conn.full()?.clone().ready().await.map_err(h2_error)?;
     let (response, mut stream) = send
         .send_request(request, body.is_none())
         .map_err(h2_error)?;
@@ -201,7 +255,7 @@ pub async fn send_request(
     conn: &mut H2Conn,
     request: http::Request<()>,
 ) -> Result<(h2::client::ResponseFuture, h2::SendStream<Bytes>), CallError> {
-    let mut send = conn.send.clone().ready().await.map_err(h2_error)?;
+    let mut send = conn.full()?.clone().ready().await.map_err(h2_error)?;
     send.send_request(request, false).map_err(h2_error)
 }
 
@@ -231,6 +285,23 @@ pub struct Http2 {
     headers: http::HeaderMap,
     seed: u64,
     keep_body: bool,
+    /// The lean client's request head (every field but a `:path` that changes), and the
+    /// body when it never changes; `None` when calls go through `h2`.
+    lean: Option<Head>,
+    fixed_body: Option<Vec<u8>>,
+}
+
+/// HTTP/2 refuses connection-specific header fields (RFC 9113 §8.2.2).
+fn connection_specific(name: &str) -> bool {
+    [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
 }
 
 /// `scheme://authority/path` as a URI.
@@ -255,6 +326,9 @@ impl Http2 {
             if k.eq_ignore_ascii_case("host") {
                 continue;
             }
+            if connection_specific(k) {
+                return Err(format!("header `{k}` is not allowed in HTTP/2"));
+            }
             let name = http::HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| format!("`{k}` is not a valid header name"))?;
             let value = http::HeaderValue::from_str(v)
@@ -267,6 +341,25 @@ impl Http2 {
             ),
             false => None,
         };
+        let lean = (!keep_body && !super::lean2::disabled()).then(|| {
+            let path = uri
+                .as_ref()
+                .map(|u| u.path_and_query().map_or("/", |p| p.as_str()));
+            let mut fields = vec![
+                (":method", method.as_str()),
+                (":scheme", endpoint.scheme()),
+                (":authority", endpoint.authority.as_str()),
+            ];
+            fields.extend(path.map(|p| (":path", p)));
+            for (k, v) in &headers {
+                fields.push((k.as_str(), v.to_str().unwrap_or_default()));
+            }
+            Head::new(&fields)
+        });
+        let fixed_body = match &request.body {
+            Some(b) if b.is_static() => Some(b.render_string(0, seed).into_bytes()),
+            _ => None,
+        };
         Ok(Http2 {
             endpoint,
             request,
@@ -275,6 +368,8 @@ impl Http2 {
             headers,
             seed,
             keep_body,
+            lean,
+            fixed_body,
         })
     }
 
@@ -297,16 +392,50 @@ impl Http2 {
             .map(|b| Bytes::from(b.render_string(seq, self.seed)));
         Ok((req, body))
     }
+
+    async fn call_lean(&self, lean: &mut Lean, head: &Head, seq: u64) -> Result<Reply, CallError> {
+        let mut path = Vec::new();
+        if self.uri.is_none() {
+            let p = self.request.path.render_string(seq, self.seed);
+            http::uri::PathAndQuery::try_from(p.as_str())
+                .map_err(|e| CallError::Request(format!("bad request path `{p}`: {e}")))?;
+            hpack::put_literal(&mut path, ":path", p.as_bytes());
+        }
+        let rendered;
+        let body: &[u8] = match (&self.fixed_body, &self.request.body) {
+            (Some(b), _) => b,
+            (None, Some(t)) => {
+                rendered = t.render_string(seq, self.seed);
+                rendered.as_bytes()
+            }
+            (None, None) => &[],
+        };
+        let answer = lean.call(head, &path, body, &mut |_| Ok(())).await?;
+        Ok(Reply {
+            class: Class::Http(answer.status),
+            items: 1,
+            bytes: answer.bytes,
+            body: None,
+            detail: None,
+            trailers: Vec::new(),
+        })
+    }
 }
 
 impl Protocol for Http2 {
     type Conn = H2Conn;
 
     async fn connect(&self) -> Result<H2Conn, CallError> {
-        open(&self.endpoint).await
+        match self.lean {
+            Some(_) => open_lean(&self.endpoint).await,
+            None => open(&self.endpoint).await,
+        }
     }
 
     async fn call(&self, conn: &mut H2Conn, seq: u64) -> Result<Reply, CallError> {
+        if let (Some(head), Some(lean)) = (&self.lean, conn.lean()) {
+            return self.call_lean(lean, head, seq).await;
+        }
         let (req, body) = self.build(seq)?;
         let (head, mut stream) = exchange(conn, req, body).await?;
         let mut kept = self.keep_body.then(Vec::new);
@@ -326,6 +455,10 @@ impl Protocol for Http2 {
             detail: None,
             trailers: Vec::new(),
         })
+    }
+
+    fn reusable(&self, conn: &H2Conn) -> bool {
+        conn.reusable()
     }
 
     fn describe(&self) -> String {

@@ -4,9 +4,11 @@
 //! plaintext or over TLS (`tls`).
 
 pub mod grpc;
+pub mod hpack;
 pub mod http1;
 pub mod http2;
 pub mod jsonrpc;
+pub mod lean2;
 pub mod outcome;
 pub mod reflection;
 pub mod roundrobin;

@@ -906,3 +906,40 @@ ready = {{ tcp = "127.0.0.1:{{port:back}}", timeout = "30s" }}
 "#
     )
 }
+
+/// tests/fixtures/h2_quirks.py (Python `h2`) started with `args`; its port, and the process
+/// (killed when dropped).
+pub fn start_h2_quirks(args: &[&str]) -> Option<(Proc, u16)> {
+    let has = Command::new("python3")
+        .args(["-c", "import h2"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has {
+        let msg = "Python h2 is not installed (run scripts/install-test-deps.sh)";
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{msg}; in CI a missing server is a failure");
+        }
+        eprintln!("SKIPPED: {msg}");
+        return None;
+    }
+    let mut child = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/h2_quirks.py"
+        ))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 starts");
+    let stdout = child.stdout.take().unwrap();
+    let proc = Proc(child);
+    let mut line = String::new();
+    use std::io::BufRead as _;
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("the fixture prints its port");
+    let port = line.trim().parse().expect("a port number");
+    Some((proc, port))
+}
