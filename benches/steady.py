@@ -32,6 +32,9 @@ KNOB_PCT = float(os.environ.get("KNOB_PCT", "3"))
 CONNS = [int(c) for c in os.environ.get("BENCH_CONNS", "1,16,64").split(",")]
 ONLY = [p for p in os.environ.get("BENCH_ONLY", "HTTP/1.1,h2c,gRPC unary").split(",") if p]
 SEED = int(os.environ.get("SEED", "1"))
+# VS_H2=1: a fourth generator in the h2c and gRPC rows, bakeoff with BAKEOFF_HTTP2_CLIENT=h2
+# (the `h2` crate instead of the lean client), and a second table: lean ÷ h2 crate.
+VS_H2 = os.environ.get("VS_H2") == "1"
 peers.DURATION = SLICE
 
 
@@ -42,14 +45,18 @@ def interval(logs, rng, n=4000):
     return math.exp(statistics.fmean(logs)), math.exp(lo), math.exp(hi)
 
 
-def with_knob(fn, ns):
+def with_env(fn, key, value):
     def run(c):
-        os.environ["BAKEOFF_LOAD_BURN_NS"] = str(ns)
+        os.environ[key] = value
         try:
             return fn(c)
         finally:
-            del os.environ["BAKEOFF_LOAD_BURN_NS"]
+            del os.environ[key]
     return run
+
+
+def with_knob(fn, ns):
+    return with_env(fn, "BAKEOFF_LOAD_BURN_NS", str(ns))
 
 
 def main():
@@ -74,7 +81,7 @@ def main():
         cells["gRPC unary"] = ("h2load",
                                lambda c: peers.tool_h2load(f"{etcd_url}/etcdserverpb.KV/Range", c, extra=frame),
                                lambda c: peers.tool_bakeoff(None, c, extra=grpc))
-    rows, raw = [], []
+    rows, raw, variants = [], [], []
     try:
         for name in [p for p in ONLY if p in cells]:
             peer_name, peer, ours = cells[name]
@@ -84,6 +91,8 @@ def main():
                 ns = int(base * 1000 * KNOB_PCT / 100)
                 peer(c)
                 gens = {"peer": peer, "bakeoff": ours, "slowed": with_knob(ours, ns)}
+                if VS_H2 and name != "HTTP/1.1":
+                    gens["h2 crate"] = with_env(ours, "BAKEOFF_HTTP2_CLIENT", "h2")
                 per = {g: [] for g in gens}
                 for r in range(ROUNDS):
                     order = list(gens)
@@ -96,6 +105,9 @@ def main():
                 raw.append({"protocol": name, "connections": c, "knob_ns": ns, **per})
                 vs_peer = [math.log(a / b) for a, b in zip(per["bakeoff"], per["peer"])]
                 knob = [math.log(a / b) for a, b in zip(per["slowed"], per["bakeoff"])]
+                if "h2 crate" in per:
+                    lean = [math.log(a / b) for a, b in zip(per["bakeoff"], per["h2 crate"])]
+                    variants.append((name, c, statistics.median(per["h2 crate"]), interval(lean, rng)))
                 rows.append((name, c, peer_name, statistics.median(per["bakeoff"]),
                              statistics.median(per["peer"]), interval(vs_peer, rng),
                              statistics.stdev(vs_peer), ns, base, interval(knob, rng)))
@@ -116,6 +128,12 @@ def main():
         found = "yes" if klo > 1 else "no"
         print(f"| {name} | {c} | {ours:.2f} | {peer_name} {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) | "
               f"±{sd * 100:.1f} % | {km:.3f}× ({klo:.3f}–{khi:.3f}), {ns} ns of {base:.2f} µs | {found} |")
+    if variants:
+        print()
+        print("| protocol | connections | `h2` crate µs CPU/request | lean ÷ `h2` crate (95 % interval) |")
+        print("|---|---|---|---|")
+        for name, c, theirs, (m, lo, hi) in variants:
+            print(f"| {name} | {c} | {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) |")
 
 
 if __name__ == "__main__":

@@ -40,10 +40,14 @@ impl Default for Decoder {
 }
 
 impl Decoder {
-    /// Decodes one whole header block, calling `field` with each name and value in order.
+    /// Decodes one whole header block, calling `field` with each name and value in order —
+    /// except fields sent without indexing whose name `wanted` refuses: their values are
+    /// skipped undecoded (nginx sends its `date`, `etag`, `last-modified` so with every
+    /// answer, Huffman-coded).
     pub fn decode(
         &mut self,
         mut block: &[u8],
+        wanted: impl Fn(&[u8]) -> bool,
         mut field: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), String> {
         while let Some(&b) = block.first() {
@@ -74,6 +78,10 @@ impl Decoder {
                 match i {
                     0 => string(&mut block, name)?,
                     i => name.extend_from_slice(lookup(entries, i)?.0),
+                }
+                if !indexing && !wanted(name) {
+                    skip_string(&mut block)?;
+                    continue;
                 }
                 string(&mut block, value)?;
                 field(name, value);
@@ -148,6 +156,15 @@ fn integer(block: &mut &[u8], n: u8) -> Result<usize, String> {
             return Err("a number in a header block is too large".into());
         }
     }
+}
+
+/// Passes over a string literal without decoding it.
+fn skip_string(block: &mut &[u8]) -> Result<(), String> {
+    let len = integer(block, 7)?;
+    *block = block
+        .get(len..)
+        .ok_or_else(|| "a header block ends inside a string".to_string())?;
+    Ok(())
 }
 
 /// A string literal (RFC 7541 §5.2), Huffman-coded or not, into `out`.
@@ -712,12 +729,16 @@ mod tests {
 
     fn fields(d: &mut Decoder, block: &[u8]) -> Result<Vec<(String, String)>, String> {
         let mut out = Vec::new();
-        d.decode(block, |n, v| {
-            out.push((
-                String::from_utf8_lossy(n).into_owned(),
-                String::from_utf8_lossy(v).into_owned(),
-            ))
-        })?;
+        d.decode(
+            block,
+            |_| true,
+            |n, v| {
+                out.push((
+                    String::from_utf8_lossy(n).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
+                ))
+            },
+        )?;
         Ok(out)
     }
 
@@ -774,7 +795,7 @@ mod tests {
         let block = hex("4081f3ffc803ffc7fffd8fffffe2fffffe3fffffe4fffffe5fffffe6fffffe7fffffe8ffffeafffffff3fffffa7fffffabffffffdfffffebfffffecfffffedfffffeefffffefffffff0ffffff1ffffff2fffffffbfffffcffffffd3fffffd7fffffdbfffffdffffffe3fffffe7fffffebfffffed4fe3f9ffaffcabf1febfafefe7fdfd2cbb00089969b71d79fb9f7fff20ffbff3ff50ddbd7f061c58f265cd9f469d5af66dddbf871e5f9cff7ff7fffc3ff9ffe45fff4719242cb34e6e9d68a6a3d7dac426defe3cfaf7fffbfe7ffbffdffffffcfffe6ffff4bfff9ffffa3fffd3ffff53fffd5ffffb3fffeb7fffdaffffb7ffff73fffeeffffdeffffebffffbfffffd9ffffdbfffebffffe0ffffeeffffc3ffff8bffff1ffffe4fffee7fffb1ffff97fffd9ffffcdffff9fffffbffffdafffeeffff4ffffb7fffee7fffe8ffffd3fffdeffffd5fffeeffffbdffffe1fffdfffff7fffff5ffffecffff07fff87fffe0ffff17fffedffff87ffff77fffeffffeaffff8bfffe3ffff93ffff87fffcbffff37ffff1fffff83ffffe1fffebfffe3ffff3fffff2ffffa3ffffd9fffff17ffffc7fffff27ffffdefffffbffffff2fffff8fffffb7fff97fff8fffffe6fffffc1fffff87ffffe7fffffc5ffffe5fffe4ffff2fffffd1fffff4ffffffefffffe3fffffc9fffff97fffb3ffffcffffb7fffcdffff4ffff9ffffd1ffffcffffeaffffafffffddffffeffffff4fffff5fffffabffffa7ffffd7fffff9bffffecfffffb7fffff3fffffe8fffffd3fffffabfffff5fffffff7ffffecfffffdbfffffbbfffff7ffffff0fffffbbf");
         let mut got = Vec::new();
         Decoder::default()
-            .decode(&block, |n, v| got.push((n.to_vec(), v.to_vec())))
+            .decode(&block, |_| true, |n, v| got.push((n.to_vec(), v.to_vec())))
             .unwrap();
         assert_eq!(got, vec![(b"x".to_vec(), (0..=255u8).collect::<Vec<_>>())]);
         // "a" is 00011 (5 bits): three one bits of padding are right, zeros or a whole
@@ -784,6 +805,21 @@ mod tests {
         assert_eq!(out, b"a");
         assert!(huffman_decode(&[0b0001_1000], &mut out).is_err());
         assert!(huffman_decode(&[0b0001_1111, 0xff], &mut out).is_err());
+    }
+
+    #[test]
+    fn values_not_wanted_are_skipped_undecoded() {
+        // :status 200 (indexed), then `date` (static name 33) without indexing, its value one
+        // Huffman byte that is not valid (zero bits of padding).
+        let block = [0x88, 0x0f, 0x12, 0x81, 0x00];
+        let mut seen = Vec::new();
+        Decoder::default()
+            .decode(&block, |n| n == b":status", |n, _| seen.push(n.to_vec()))
+            .unwrap();
+        assert_eq!(seen, [b":status".to_vec()]);
+        assert!(Decoder::default()
+            .decode(&block, |_| true, |_, _| {})
+            .is_err());
     }
 
     #[test]
@@ -797,7 +833,9 @@ mod tests {
             &[0xff, 0xff, 0xff, 0xff, 0xff, 0x0f], // a number too large
         ] {
             assert!(
-                Decoder::default().decode(block, |_, _| {}).is_err(),
+                Decoder::default()
+                    .decode(block, |_| true, |_, _| {})
+                    .is_err(),
                 "{block:02x?}"
             );
         }

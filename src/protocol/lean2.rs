@@ -497,10 +497,10 @@ impl Lean {
                     _ => {}
                 };
                 let decoded = if self.block.is_empty() {
-                    self.hpack.decode(fragment, &mut field)
+                    self.hpack.decode(fragment, read, &mut field)
                 } else {
                     self.block.extend_from_slice(fragment);
-                    let r = self.hpack.decode(&self.block, &mut field);
+                    let r = self.hpack.decode(&self.block, read, &mut field);
                     self.block.clear();
                     r
                 };
@@ -623,6 +623,11 @@ impl Lean {
             _ => Ok(false),
         }
     }
+}
+
+/// The fields a call reads; the values of others sent without indexing are not decoded.
+fn read(name: &[u8]) -> bool {
+    matches!(name, b":status" | b"grpc-status" | b"grpc-message")
 }
 
 /// An HTTP/2 error code's name (RFC 9113 §7).
