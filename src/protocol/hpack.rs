@@ -14,12 +14,52 @@ pub const DEFAULT_TABLE: usize = 4096;
 /// anything is allocated for it.
 const MAX_STRING: usize = 64 * 1024;
 
-/// A dynamic table entry: a name and its value.
-type Entry = (Box<[u8]>, Box<[u8]>);
+/// The dynamic table: every entry's name and value in one buffer, oldest first, so entering
+/// a field allocates nothing once the buffer has grown (nginx enters five with every answer).
+#[derive(Default)]
+struct Table {
+    bytes: Vec<u8>,
+    /// Newest first (dynamic index 62 is `entries[0]`): where its bytes start, the name's
+    /// length and the value's.
+    entries: VecDeque<(usize, usize, usize)>,
+}
+
+impl Table {
+    fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        let &(at, n, v) = self.entries.get(i)?;
+        Some((&self.bytes[at..at + n], &self.bytes[at + n..at + n + v]))
+    }
+
+    fn push_front(&mut self, name: &[u8], value: &[u8]) {
+        // The bytes before the oldest entry are dead: dropped once they outgrow the table a
+        // few times over, so the buffer stays within a few table sizes.
+        let dead = self.entries.back().map_or(self.bytes.len(), |e| e.0);
+        if dead > 4 * DEFAULT_TABLE {
+            self.bytes.drain(..dead);
+            for e in &mut self.entries {
+                e.0 -= dead;
+            }
+        }
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(name);
+        self.bytes.extend_from_slice(value);
+        self.entries.push_front((at, name.len(), value.len()));
+    }
+
+    /// Drops the oldest entry; its size as the table counts it.
+    fn pop_back(&mut self) -> Option<usize> {
+        let (_, n, v) = self.entries.pop_back()?;
+        Some(n + v + 32)
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes.clear();
+    }
+}
 
 pub struct Decoder {
-    /// Newest first: dynamic index 62 is `entries[0]`.
-    entries: VecDeque<Entry>,
+    table: Table,
     size: usize,
     /// The size the server's encoder last set, at most [`DEFAULT_TABLE`].
     max: usize,
@@ -30,7 +70,7 @@ pub struct Decoder {
 impl Default for Decoder {
     fn default() -> Decoder {
         Decoder {
-            entries: VecDeque::new(),
+            table: Table::default(),
             size: 0,
             max: DEFAULT_TABLE,
             name: Vec::new(),
@@ -53,7 +93,7 @@ impl Decoder {
         while let Some(&b) = block.first() {
             if b & 0x80 != 0 {
                 let i = integer(&mut block, 7)?;
-                let (n, v) = lookup(&self.entries, i)?;
+                let (n, v) = lookup(&self.table, i)?;
                 field(n, v);
             } else if b & 0xe0 == 0x20 {
                 let size = integer(&mut block, 5)?;
@@ -69,15 +109,12 @@ impl Decoder {
                 let indexing = b & 0xc0 == 0x40;
                 let i = integer(&mut block, if indexing { 6 } else { 4 })?;
                 let Decoder {
-                    entries,
-                    name,
-                    value,
-                    ..
+                    table, name, value, ..
                 } = self;
                 name.clear();
                 match i {
                     0 => string(&mut block, name)?,
-                    i => name.extend_from_slice(lookup(entries, i)?.0),
+                    i => name.extend_from_slice(lookup(table, i)?.0),
                 }
                 if !indexing && !wanted(name) {
                     skip_string(&mut block)?;
@@ -98,37 +135,35 @@ impl Decoder {
     fn insert(&mut self) {
         let size = self.name.len() + self.value.len() + 32;
         if size > self.max {
-            self.entries.clear();
+            self.table.clear();
             self.size = 0;
             return;
         }
         self.evict(size);
-        self.entries
-            .push_front((self.name.as_slice().into(), self.value.as_slice().into()));
+        self.table.push_front(&self.name, &self.value);
         self.size += size;
     }
 
     /// Drops the oldest entries until `room` more bytes fit.
     fn evict(&mut self, room: usize) {
         while self.size + room > self.max {
-            let Some((n, v)) = self.entries.pop_back() else {
+            let Some(size) = self.table.pop_back() else {
                 break;
             };
-            self.size -= n.len() + v.len() + 32;
+            self.size -= size;
         }
     }
 }
 
-fn lookup(entries: &VecDeque<Entry>, i: usize) -> Result<(&[u8], &[u8]), String> {
+fn lookup(table: &Table, i: usize) -> Result<(&[u8], &[u8]), String> {
     match i {
         0 => Err("header index 0".into()),
         1..=61 => {
             let (n, v) = STATIC[i - 1];
             Ok((n.as_bytes(), v.as_bytes()))
         }
-        _ => entries
+        _ => table
             .get(i - 62)
-            .map(|(n, v)| (&n[..], &v[..]))
             .ok_or_else(|| format!("header index {i} is past the table's end")),
     }
 }
@@ -199,9 +234,10 @@ const NONE: u16 = 256;
 const FAIL: u16 = 257;
 
 struct Machine {
-    steps: Vec<[Step; 16]>,
+    /// 256 internal nodes for 257 symbols: a `u8` names every one, so no index is checked.
+    steps: [[Step; 16]; 256],
     /// Whether ending at this node leaves only padding: fewer than 8 one bits (§5.2).
-    ends: Vec<bool>,
+    ends: [bool; 256],
 }
 
 /// The decoder's state machine, built once from the code table: 256 internal nodes, each
@@ -228,38 +264,36 @@ fn machine() -> &'static Machine {
                 }
             }
         }
-        let mut ends = vec![false; children.len()];
+        assert_eq!(children.len(), 256, "a full tree of 257 leaves");
+        let mut ends = [false; 256];
         let mut node = 0usize;
         for _ in 0..8 {
             ends[node] = true;
             node = children[node][1] as usize;
         }
-        let steps = (0..children.len())
-            .map(|start| {
-                let mut row = [Step::default(); 16];
-                for (nibble, step) in row.iter_mut().enumerate() {
-                    let (mut node, mut sym) = (start, NONE);
-                    for bit in (0..4).rev() {
-                        let c = children[node][(nibble >> bit) & 1];
-                        if c & LEAF != 0 {
-                            sym = match c & !LEAF {
-                                256 => FAIL,
-                                s if sym == NONE => s,
-                                _ => FAIL,
-                            };
-                            node = 0;
-                        } else {
-                            node = c as usize;
-                        }
+        let mut steps = [[Step::default(); 16]; 256];
+        for (start, row) in steps.iter_mut().enumerate() {
+            for (nibble, step) in row.iter_mut().enumerate() {
+                let (mut node, mut sym) = (start, NONE);
+                for bit in (0..4).rev() {
+                    let c = children[node][(nibble >> bit) & 1];
+                    if c & LEAF != 0 {
+                        sym = match c & !LEAF {
+                            256 => FAIL,
+                            s if sym == NONE => s,
+                            _ => FAIL,
+                        };
+                        node = 0;
+                    } else {
+                        node = c as usize;
                     }
-                    *step = Step {
-                        next: node as u8,
-                        sym,
-                    };
                 }
-                row
-            })
-            .collect();
+                *step = Step {
+                    next: node as u8,
+                    sym,
+                };
+            }
+        }
         Machine { steps, ends }
     })
 }
@@ -267,6 +301,9 @@ fn machine() -> &'static Machine {
 fn huffman_decode(raw: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     let m = machine();
     let bad = || "a header's Huffman code is not valid".to_string();
+    // At most 8/5 symbols a byte (no code is shorter than 5 bits), and the block holding
+    // `raw` is bounded: this reserve is the only allocation, and it is bounded too.
+    out.reserve(raw.len() * 8 / 5 + 1);
     let mut node = 0u8;
     for &b in raw {
         for nibble in [b >> 4, b & 0xf] {
@@ -274,15 +311,13 @@ fn huffman_decode(raw: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
             match step.sym {
                 NONE => {}
                 FAIL => return Err(bad()),
-                s => {
-                    if out.len() == MAX_STRING {
-                        return Err(format!("a header is longer than {MAX_STRING} bytes"));
-                    }
-                    out.push(s as u8);
-                }
+                s => out.push(s as u8),
             }
             node = step.next;
         }
+    }
+    if out.len() > MAX_STRING {
+        return Err(format!("a header is longer than {MAX_STRING} bytes"));
     }
     match m.ends[node as usize] {
         true => Ok(()),
@@ -805,6 +840,30 @@ mod tests {
         assert_eq!(out, b"a");
         assert!(huffman_decode(&[0b0001_1000], &mut out).is_err());
         assert!(huffman_decode(&[0b0001_1111, 0xff], &mut out).is_err());
+    }
+
+    #[test]
+    fn the_table_keeps_its_newest_entries_in_a_bounded_buffer() {
+        let mut d = Decoder::default();
+        let value = |k: usize| format!("{k}-{}", "v".repeat(k % 300));
+        for k in 0..5000 {
+            let mut block = vec![0x40];
+            put_string(&mut block, b"x-k");
+            put_string(&mut block, value(k).as_bytes());
+            fields(&mut d, &block).unwrap();
+            // Index 62 is the field just entered, 63 the one before.
+            let got = fields(&mut d, &[0xbe, 0xbf][..if k > 0 { 2 } else { 1 }]).unwrap();
+            assert_eq!(got[0].1, value(k));
+            if k > 0 {
+                assert_eq!(got[1].1, value(k - 1));
+            }
+            assert!(d.size <= DEFAULT_TABLE);
+            assert!(
+                d.table.bytes.len() <= 5 * DEFAULT_TABLE,
+                "{}",
+                d.table.bytes.len()
+            );
+        }
     }
 
     #[test]
