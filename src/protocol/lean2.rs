@@ -79,8 +79,9 @@ pub struct Lean {
     block: Vec<u8>,
     block_of: Option<(u32, bool)>,
     next_id: u32,
-    /// The stream of the call in flight, or of one cut short whose answer may still come.
-    open: Option<u32>,
+    /// A call is in flight — or was cut short (its future dropped at a timeout), leaving the
+    /// connection in the middle of an answer: then it takes no further call.
+    busy: bool,
     /// Send windows: the connection's, and the server's initial one for a stream.
     conn_window: i64,
     initial_window: i64,
@@ -179,7 +180,7 @@ impl Lean {
             block: Vec::new(),
             block_of: None,
             next_id: 1,
-            open: None,
+            busy: false,
             conn_window: 65_535,
             initial_window: 65_535,
             max_frame: MAX_FRAME,
@@ -212,15 +213,16 @@ impl Lean {
         if let Some(why) = &self.closed {
             return Err(CallError::Io(why.clone()));
         }
-        if let Some(old) = self.open.take() {
-            // A call cut short (its timeout): its stream is cancelled, whatever of its
-            // answer still comes is read and dropped.
-            frame_head(&mut self.out, 4, RST_STREAM, 0, old);
-            self.out.extend_from_slice(&0x8u32.to_be_bytes());
+        if self.busy {
+            // The load engine drops a connection whose call failed; a caller that did not
+            // is told so here, and gets nothing half-read.
+            let why = "the connection's last call was cut short".to_string();
+            self.closed = Some(why.clone());
+            return Err(CallError::Io(why));
         }
+        self.busy = true;
         let id = self.next_id;
         self.next_id += 2;
-        self.open = Some(id);
         self.request_head(id, head, extra, body.is_empty());
         let mut call = Call {
             id,
@@ -235,9 +237,7 @@ impl Lean {
         self.frame_body(&mut call);
         self.flush().await?;
         let result = self.answer(&mut call, data).await;
-        if call.done || result.is_err() {
-            self.open = None;
-        }
+        self.busy = false;
         result.map(|()| call.answer)
     }
 
@@ -531,7 +531,6 @@ impl Lean {
                 let code = self.rbuf[start..end]
                     .get(..4)
                     .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
-                self.open = None;
                 Err(CallError::Protocol(format!(
                     "the server reset the stream ({})",
                     code.map_or("no code".into(), reason)
@@ -594,7 +593,6 @@ impl Lean {
                 );
                 self.closed = Some(why.clone());
                 if call.id > self.last_stream {
-                    self.open = None;
                     return Err(CallError::Io(why));
                 }
                 Ok(false)
