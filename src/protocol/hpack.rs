@@ -82,7 +82,7 @@ impl Default for Decoder {
 impl Decoder {
     /// Decodes one whole header block, calling `field` with each name and value in order —
     /// except fields sent without indexing whose name `wanted` refuses: their values are
-    /// skipped undecoded (nginx sends its `date`, `etag`, `last-modified` so with every
+    /// skipped undecoded (the `date`, `etag` and the like a server may send with every
     /// answer, Huffman-coded).
     pub fn decode(
         &mut self,

@@ -9,9 +9,8 @@
 //! that keep answers (`call`, `diff`, compat) and client-streaming or bidi gRPC use `h2`.
 //! `BAKEOFF_HTTP2_CLIENT=h2` sends every call through `h2`.
 //!
-//! Frames the server sends outside a call (a PING, its SETTINGS) are answered with the next
-//! request, in the same write: a closed-loop client sends that at once, an open-loop one at
-//! its next request.
+//! Acknowledgements (of a PING, of the server's SETTINGS) wait for the next request to go in
+//! the same write, or for one more read of a call still waiting, whichever comes first.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -68,10 +67,11 @@ pub struct Lean {
     /// Bytes read and not yet taken as frames: `rbuf[rpos..]`.
     rbuf: Vec<u8>,
     rpos: usize,
-    /// Frames to write; `out[sent..]` is still to go (a call cut short mid-write leaves the
-    /// rest for the next).
+    /// Frames to write; `out[sent..]` is still to go.
     out: Vec<u8>,
     sent: usize,
+    /// Whether what waits in `out` (acknowledgements) has already waited through one read.
+    acks_waited: bool,
     hpack: Decoder,
     /// The request's header block as it is put together (kept for its allocation).
     request: Vec<u8>,
@@ -175,6 +175,7 @@ impl Lean {
             rpos: 0,
             out,
             sent: 0,
+            acks_waited: false,
             hpack: Decoder::default(),
             request: Vec::new(),
             block: Vec::new(),
@@ -317,6 +318,7 @@ impl Lean {
         }
         self.out.clear();
         self.sent = 0;
+        self.acks_waited = false;
         self.io.flush().await.map_err(io_error)
     }
 
@@ -346,8 +348,13 @@ impl Lean {
                 self.frame_body(call);
                 urgent |= self.out.len() > before;
             }
-            if urgent {
+            if urgent || (self.acks_waited && !self.out.is_empty()) {
                 self.flush().await?;
+            } else if !self.out.is_empty() {
+                // Acknowledgements wait one read for the next request to ride with (a PING
+                // gRPC-Go sends on receiving the request, answered with the next one); a
+                // call still waiting after that read sends them on their own.
+                self.acks_waited = true;
             }
             self.fill().await?;
         }
