@@ -784,6 +784,44 @@ pub struct GrpcFixture {
     pub out: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
+/// Whether a part a test needs is here: when it is not, the test is skipped with `missing`
+/// said, and under `CI=true` it fails instead.
+pub fn present_or_skip(ok: bool, missing: &str) -> bool {
+    if !ok {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{missing}; in CI a missing part is a failure");
+        }
+        eprintln!("SKIPPED: {missing}");
+    }
+    ok
+}
+
+/// Whether python3 imports `modules` (a fixture server's libraries), as [`present_or_skip`].
+fn python_has(modules: &str, what: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", &format!("import {modules}")])
+        .status()
+        .is_ok_and(|s| s.success());
+    present_or_skip(
+        ok,
+        &format!("{what} is not installed (run scripts/install-test-deps.sh)"),
+    )
+}
+
+/// A fixture server in Python: the process (killed when dropped) and its standard output.
+fn python_fixture(script: &Path, args: &[&str]) -> (Proc, std::process::ChildStdout) {
+    let mut child = Command::new("python3")
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 starts");
+    let stdout = child.stdout.take().unwrap();
+    (Proc(child), stdout)
+}
+
 pub fn grpc_fixture_script() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -792,29 +830,14 @@ pub fn grpc_fixture_script() -> PathBuf {
 }
 
 pub fn start_grpc_fixture(args: &[&str]) -> Option<GrpcFixture> {
-    let has = Command::new("python3")
-        .args(["-c", "import grpc, grpc_reflection, grpc_tools"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has {
-        let msg = "Python grpcio, grpcio-reflection and grpcio-tools are not installed (run scripts/install-test-deps.sh)";
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{msg}; in CI a missing server is a failure");
-        }
-        eprintln!("SKIPPED: {msg}");
+    if !python_has(
+        "grpc, grpc_reflection, grpc_tools",
+        "Python grpcio, grpcio-reflection and grpcio-tools",
+    ) {
         return None;
     }
-    let mut child = Command::new("python3")
-        .arg(grpc_fixture_script())
-        .args(["--port", "0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 starts");
-    let stdout = child.stdout.take().unwrap();
-    let proc = Proc(child);
+    let script = grpc_fixture_script();
+    let (proc, stdout) = python_fixture(&script, &[&["--port", "0"], args].concat());
     let (tx, rx) = std::sync::mpsc::channel();
     let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let sink = out.clone();
@@ -910,31 +933,11 @@ ready = {{ tcp = "127.0.0.1:{{port:back}}", timeout = "30s" }}
 /// tests/fixtures/h2_quirks.py (Python `h2`) started with `args`; its port, and the process
 /// (killed when dropped).
 pub fn start_h2_quirks(args: &[&str]) -> Option<(Proc, u16)> {
-    let has = Command::new("python3")
-        .args(["-c", "import h2"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has {
-        let msg = "Python h2 is not installed (run scripts/install-test-deps.sh)";
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{msg}; in CI a missing server is a failure");
-        }
-        eprintln!("SKIPPED: {msg}");
+    if !python_has("h2", "Python h2") {
         return None;
     }
-    let mut child = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/h2_quirks.py"
-        ))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 starts");
-    let stdout = child.stdout.take().unwrap();
-    let proc = Proc(child);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h2_quirks.py");
+    let (proc, stdout) = python_fixture(&script, args);
     let mut line = String::new();
     use std::io::BufRead as _;
     std::io::BufReader::new(stdout)
