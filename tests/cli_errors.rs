@@ -57,6 +57,17 @@ fn bad_urls_and_flags_are_named() {
         &["--cpus", "4096"],
     );
     fails_with(&["load"], &["URL"]);
+    // HTTP/2 has no connection-specific headers: said before any connection is tried.
+    fails_with(
+        &[
+            "load",
+            "--h2",
+            "-H",
+            "Connection: close",
+            "http://127.0.0.1:1/",
+        ],
+        &["header `Connection` is not allowed in HTTP/2"],
+    );
 }
 
 #[test]
