@@ -593,14 +593,7 @@ pub(crate) mod fixtures {
 
     pub fn at(clients: usize, verdicts: Vec<Verdict>) -> PointVerdicts {
         PointVerdicts {
-            point: crate::results::PointId {
-                scenario: "s".into(),
-                vars: crate::results::Vars(Vec::new()),
-                clients,
-                target: None,
-                rate: None,
-                stage: None,
-            },
+            point: crate::results::PointId::at(clients),
             contender: "v2".into(),
             baseline: "v1".into(),
             round_limit: None,

@@ -80,6 +80,22 @@ pub struct PointId {
     pub stage: Option<u32>,
 }
 
+#[cfg(test)]
+impl PointId {
+    /// A point of scenario `s` with no variables, at `clients` clients: what unit tests
+    /// need of one.
+    pub(crate) fn at(clients: usize) -> PointId {
+        PointId {
+            scenario: "s".into(),
+            vars: Vars(Vec::new()),
+            clients,
+            target: None,
+            rate: None,
+            stage: None,
+        }
+    }
+}
+
 impl PointId {
     /// The members load goes to.
     pub fn spread(&self) -> Spread {

@@ -629,6 +629,18 @@ pub(super) fn status_of(headers: &http::HeaderMap) -> Option<(GrpcCode, Option<S
     Some((GrpcCode::from_i64(code), message))
 }
 
+/// The outcome of a gRPC call the server answered with an HTTP status other than 200.
+fn not_grpc(status: u16) -> Reply {
+    Reply {
+        class: Class::Http(status),
+        items: 0,
+        bytes: 0,
+        body: None,
+        detail: Some("gRPC call answered with a non-200 HTTP status".into()),
+        trailers: Vec::new(),
+    }
+}
+
 /// The trailers worth comparing: everything but the status, which is the outcome itself.
 fn kept_trailers(t: &http::HeaderMap) -> Vec<(String, String)> {
     t.iter()
@@ -670,14 +682,7 @@ impl Grpc {
         so_far: &mut u64,
     ) -> Result<Reply, CallError> {
         if head.status != http::StatusCode::OK {
-            return Ok(Reply {
-                class: Class::Http(head.status.as_u16()),
-                items: 0,
-                bytes: 0,
-                body: None,
-                detail: Some("gRPC call answered with a non-200 HTTP status".into()),
-                trailers: Vec::new(),
-            });
+            return Ok(not_grpc(head.status.as_u16()));
         }
         let mut frames = Deframer {
             kept: self.keep_body.then(Vec::new),
@@ -761,14 +766,7 @@ impl Grpc {
             })
             .await?;
         if answer.status != 200 {
-            return Ok(Reply {
-                class: Class::Http(answer.status),
-                items: 0,
-                bytes: 0,
-                body: None,
-                detail: Some("gRPC call answered with a non-200 HTTP status".into()),
-                trailers: Vec::new(),
-            });
+            return Ok(not_grpc(answer.status));
         }
         let code = answer
             .grpc_status

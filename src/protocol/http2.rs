@@ -32,14 +32,6 @@ enum Way {
 }
 
 impl H2Conn {
-    /// The lean client, when the connection is one.
-    pub(crate) fn lean(&mut self) -> Option<&mut Lean> {
-        match &mut self.way {
-            Way::Lean(l) => Some(l),
-            Way::Full(_) => None,
-        }
-    }
-
     /// The lean client, when the connection is one, and the count of messages received.
     pub(crate) fn lean_items(&mut self) -> (Option<&mut Lean>, &mut u64) {
         match &mut self.way {
@@ -433,7 +425,7 @@ impl Protocol for Http2 {
     }
 
     async fn call(&self, conn: &mut H2Conn, seq: u64) -> Result<Reply, CallError> {
-        if let (Some(head), Some(lean)) = (&self.lean, conn.lean()) {
+        if let (Some(head), (Some(lean), _)) = (&self.lean, conn.lean_items()) {
             return self.call_lean(lean, head, seq).await;
         }
         let (req, body) = self.build(seq)?;

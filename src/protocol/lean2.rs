@@ -95,8 +95,6 @@ pub struct Lean {
     unacked: u32,
     /// Why no further call can be made: the server's GOAWAY, or the connection's end.
     closed: Option<String>,
-    /// The streams the server said it would still answer after a GOAWAY.
-    last_stream: u32,
 }
 
 /// A frame found whole in the read buffer: its type, flags, stream, and where its payload
@@ -190,7 +188,6 @@ impl Lean {
             head_in_table: None,
             unacked: 0,
             closed: None,
-            last_stream: u32::MAX,
         };
         lean.flush().await?;
         Ok(lean)
@@ -569,8 +566,9 @@ impl Lean {
                         _ => {}
                     }
                 }
+                // A window it opened is used by the read loop's framing of the body.
                 frame_head(&mut self.out, 0, SETTINGS, ACK, 0);
-                Ok(call.framed < call.body.len())
+                Ok(false)
             }
             PING if flags & ACK == 0 => {
                 if len != 8 {
@@ -592,14 +590,15 @@ impl Lean {
                         "a GOAWAY frame of a bad length".into(),
                     ));
                 }
-                self.last_stream = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
+                let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
                 let code = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
                 let why = format!(
                     "the server is closing the connection (GOAWAY, {})",
                     reason(code)
                 );
                 self.closed = Some(why.clone());
-                if call.id > self.last_stream {
+                // The call in flight is answered only if the server says it will be.
+                if call.id > last {
                     return Err(CallError::Io(why));
                 }
                 Ok(false)

@@ -346,7 +346,7 @@ fn rounds(r: &Results, contender: &str, id: &PointId, limit: Option<u32>) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{PointId, Vars};
+    use crate::results::PointId;
     use crate::stats::paired::{Bands, Ratio};
 
     const BANDS: Bands = Bands {
@@ -364,14 +364,7 @@ mod tests {
             student: None,
         };
         PointVerdicts {
-            point: PointId {
-                scenario: "s".into(),
-                vars: Vars(Vec::new()),
-                clients,
-                target: None,
-                rate: None,
-                stage: None,
-            },
+            point: PointId::at(clients),
             contender: contender.into(),
             baseline: if contender == "b" { "a" } else { "x" }.into(),
             verdicts: vec![Verdict::new(Figure::CpuPerRequest, ratio, BANDS, Some(0.0))],

@@ -308,14 +308,7 @@ mod tests {
 
     #[test]
     fn a_second_stage_block_aims_each_point_at_the_repetitions_it_wants() {
-        let point = |clients| PointId {
-            scenario: "s".into(),
-            vars: crate::results::Vars(Vec::new()),
-            clients,
-            target: None,
-            rate: None,
-            stage: None,
-        };
+        let point = PointId::at;
         let mut b = blocks(Order::Paired, &SCHEDULE, &|_, _| false).remove(0);
         // The plan's repetitions: every point, aimed at the plan's count.
         assert_eq!(b.aim(&point(1), 3), Some(3));

@@ -97,14 +97,7 @@ impl Serving for Fake {
 }
 
 fn id() -> PointId {
-    PointId {
-        scenario: "s".into(),
-        vars: Default::default(),
-        clients: 1,
-        target: None,
-        rate: None,
-        stage: None,
-    }
+    PointId::at(1)
 }
 
 fn course(min: u32, max: u32, precision: Option<f64>) -> Course {
