@@ -313,3 +313,98 @@ fn the_readmes_load_output_is_what_load_prints() {
         ]
     );
 }
+
+/// `bakeoff load … --json` with the load threads waiting through the engine's own ring (the
+/// default for a closed loop of fixed HTTP/1.1 calls) or through the runtime (`epoll`).
+fn load_waiting_by(io: Option<&str>, args: &[&str]) -> serde_json::Value {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+    cmd.args(args)
+        .arg("--json")
+        .stdin(std::process::Stdio::null());
+    match io {
+        Some(way) => cmd.env("BAKEOFF_LOAD_IO", way),
+        None => cmd.env_remove("BAKEOFF_LOAD_IO"),
+    };
+    let out = cmd.output().expect("bakeoff runs");
+    assert!(
+        out.status.success(),
+        "bakeoff {args:?} ({io:?}) failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn the_ring_and_the_runtime_read_http1s_corners_alike() {
+    // Of every nine requests the fixture answers seven (by length in pieces, chunked, after
+    // a 100 Continue, then closing, HTTP/1.0 until close, a 300 kB body, a 100 kB header),
+    // never answers one and closes on one unanswered.
+    let nine_bytes = 6 * 37 + 300_000;
+    for io in [None, Some("epoll")] {
+        let (_server, port) = start_http1_quirks(None);
+        let url = format!("http://127.0.0.1:{port}/");
+        let v = load_waiting_by(
+            io,
+            &["load", "-n", "90", "-c", "3", "--timeout", "300ms", &url],
+        );
+        let way = v["generator"]["io"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if io.is_none()
+            && !present_or_skip(
+                way == "io_uring",
+                "io_uring: the kernel refused a ring, so the load went through the runtime",
+            )
+        {
+            continue;
+        }
+        assert_eq!(way, io.unwrap_or("io_uring"), "{v}");
+        assert_eq!(
+            outcomes(&v),
+            [
+                ("HTTP 200".to_string(), 70),
+                ("timeout".to_string(), 10),
+                ("connection error".to_string(), 10)
+            ],
+            "{way}: {v}"
+        );
+        assert_eq!(u(&v, "bytes"), 10 * nine_bytes, "{way}: {v}");
+        // Every close and every failed call made the client's next call open a connection,
+        // except where it was that client's last call.
+        let reconnects = u(&v, "reconnects");
+        assert!((37..=40).contains(&reconnects), "{way}: {v}");
+        let detail = v["outcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["label"] == "connection error")
+            .map(|o| o.to_string())
+            .unwrap_or_default();
+        assert!(
+            detail.contains("closed before a response"),
+            "{way}: {detail}"
+        );
+    }
+}
+
+#[test]
+fn a_refused_connection_is_counted_and_followed_by_a_pause_both_ways() {
+    // The fixture accepts two connections, then refuses: each client's first close (way 3
+    // at the latest) sends it to connections refused, each followed by a 10 ms pause, so
+    // a 500 ms run counts at most some fifty a client — not thousands.
+    for io in [None, Some("epoll")] {
+        let (_server, port) = start_http1_quirks(Some(2));
+        let url = format!("http://127.0.0.1:{port}/");
+        let v = load_waiting_by(
+            io,
+            &["load", "-z", "500ms", "-c", "2", "--timeout", "300ms", &url],
+        );
+        let refused = outcomes(&v)
+            .iter()
+            .find(|(label, _)| label == "connect error")
+            .map_or(0, |(_, n)| *n);
+        assert!((1..=130).contains(&refused), "{io:?}: {v}");
+        assert!(u(&v, "requests") <= 150, "{io:?}: {v}");
+    }
+}

@@ -5,6 +5,7 @@
 pub mod pacing;
 pub mod recorder;
 pub mod result;
+mod ring;
 mod session;
 pub mod stall;
 mod worker;
@@ -204,6 +205,8 @@ pub(super) struct WorkerOut {
     pub(super) stolen: Option<Duration>,
     /// From the start signal to the last call, warm-up included (as `cpu` and `wait` are).
     pub(super) wall: Duration,
+    /// `io_uring` or `epoll` (`result::Generator::io`).
+    pub(super) io: &'static str,
 }
 
 /// What the load threads used, summed over them.
@@ -213,6 +216,7 @@ pub(super) struct Usage {
     pub(super) wait: Option<Duration>,
     pub(super) stolen: Option<Duration>,
     pub(super) wall: Duration,
+    pub(super) io: Option<&'static str>,
 }
 
 /// Runs one load and returns its measurements. Fails before measuring when not one
@@ -312,6 +316,7 @@ pub(super) fn summarize<P: Protocol>(
             window_cpu_s: None,
             window_cpu_wait_s: None,
             window_cpu_us_per_request: None,
+            io: usage.io.map(str::to_string),
         },
     }
 }

@@ -277,6 +277,11 @@ pub struct Generator {
     pub window_cpu_wait_s: Option<f64>,
     #[serde(default)]
     pub window_cpu_us_per_request: Option<f64>,
+    /// How the load threads waited for the network: `io_uring` (the engine's own ring, for
+    /// fixed HTTP/1.1 calls in a closed loop) or `epoll` (the runtime); `None` in results
+    /// written before this was recorded.
+    #[serde(default)]
+    pub io: Option<String>,
 }
 
 #[cfg(test)]
@@ -356,6 +361,7 @@ pub(crate) mod tests {
                 window_cpu_s: Some(0.25),
                 window_cpu_wait_s: Some(0.0),
                 window_cpu_us_per_request: None,
+                io: Some("epoll".into()),
             },
         }
     }

@@ -8,6 +8,7 @@ use std::sync::{mpsc, Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::recorder::Recorder;
+use super::ring;
 use super::{Dispenser, Ready, WorkerOut};
 use crate::protocol::{CallError, Protocol, Reply};
 use crate::sys;
@@ -28,14 +29,24 @@ pub(super) struct Job<P> {
 }
 
 impl<P: Protocol> Job<P> {
-    fn setup(&self) -> Result<tokio::runtime::Runtime, String> {
+    fn setup(&self) -> Result<Option<tokio::runtime::Runtime>, String> {
         if let Some(cpu) = self.pin {
             sys::pin_current_thread(&[cpu]).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
+        }
+        if self.ringed() {
+            return Ok(None);
         }
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
+            .map(Some)
             .map_err(|e| format!("cannot start a runtime: {e}"))
+    }
+
+    /// Whether the calls may go through the engine's own ring (`ring`): a closed loop of
+    /// fixed calls.
+    fn ringed(&self) -> bool {
+        !self.open_loop && self.proto.fixed().is_some()
     }
 
     /// Sets up, connects every client, reports ready, then runs each order it is given on
@@ -46,17 +57,31 @@ impl<P: Protocol> Job<P> {
         orders: mpsc::Receiver<RunOrder>,
         outs: mpsc::Sender<Result<WorkerOut, String>>,
     ) {
+        let setup_failed = |e: String| {
+            let _ = ready.send(Ready {
+                tid: sys::thread_id(),
+                connected: 0,
+                first_error: None,
+                setup_error: Some(e),
+            });
+        };
         let rt = match self.setup() {
-            Ok(rt) => rt,
-            Err(e) => {
-                let _ = ready.send(Ready {
-                    tid: sys::thread_id(),
-                    connected: 0,
-                    first_error: None,
-                    setup_error: Some(e),
-                });
-                return;
+            Ok(Some(rt)) => rt,
+            Ok(None) => {
+                let fixed = self.proto.fixed().expect("ringed");
+                match ring::open(self.clients) {
+                    Some(ring) => return self.work_ring(ring, fixed, ready, orders, outs),
+                    // No ring from this kernel: the runtime drives the calls.
+                    None => match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(rt) => rt,
+                        Err(e) => return setup_failed(format!("cannot start a runtime: {e}")),
+                    },
+                }
             }
+            Err(e) => return setup_failed(e),
         };
         let local = tokio::task::LocalSet::new();
         let conns: Vec<Result<P::Conn, CallError>> = local.block_on(&rt, async {
@@ -88,14 +113,52 @@ impl<P: Protocol> Job<P> {
         }
     }
 
-    /// One run on `conns`; each client's connection comes back for the next run (or `None`
-    /// when it broke).
-    fn run_once(
+    /// `work` with the engine's own ring driving the calls.
+    fn work_ring(
         &self,
-        rt: &tokio::runtime::Runtime,
-        local: &tokio::task::LocalSet,
-        conns: &mut Vec<Option<P::Conn>>,
-        order: RunOrder,
+        ring: io_uring::IoUring,
+        fixed: crate::protocol::Fixed<'_>,
+        ready: mpsc::Sender<Ready>,
+        orders: mpsc::Receiver<RunOrder>,
+        outs: mpsc::Sender<Result<WorkerOut, String>>,
+    ) {
+        let conns = ring::connect(fixed.addr, self.clients, self.timeout);
+        let first_error = conns.iter().find_map(|c| c.as_ref().err().cloned());
+        let connected = conns.iter().filter(|c| c.is_ok()).count();
+        let _ = ready.send(Ready {
+            tid: sys::thread_id(),
+            connected,
+            first_error,
+            setup_error: None,
+        });
+        let mut driver = ring::Driver::new(ring, fixed, conns);
+        while let Ok(order) = orders.recv() {
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.measured("io_uring", || {
+                    let mut rec = Recorder::new(order.dispenser.measure_start(), false);
+                    driver.run(&mut ring::Run {
+                        dispenser: &order.dispenser,
+                        rec: &mut rec,
+                        counter: &order.counter,
+                        timeout: self.timeout,
+                    })?;
+                    Ok(rec)
+                })
+            }))
+            .unwrap_or_else(|_| Err("a worker thread panicked".into()));
+            let failed = out.is_err();
+            if outs.send(out).is_err() || failed {
+                return;
+            }
+        }
+    }
+
+    /// What `body` (one run) used of this thread: its CPU, its waits for the CPU, what the
+    /// hypervisor took, its wall-clock time; with the recorder it returns.
+    fn measured(
+        &self,
+        io: &'static str,
+        body: impl FnOnce() -> Result<Recorder, String>,
     ) -> Result<WorkerOut, String> {
         let (cpu0, wait0, ticks0, wall0) = (
             sys::thread_cpu_time(),
@@ -103,46 +166,7 @@ impl<P: Protocol> Job<P> {
             self.pin.map(|_| sys::cpu_ticks()),
             Instant::now(),
         );
-        let rec = Rc::new(RefCell::new(Recorder::new(
-            order.dispenser.measure_start(),
-            self.open_loop,
-        )));
-        let mut panicked: Option<String> = None;
-        *conns = local.block_on(rt, async {
-            let mut tasks = Vec::with_capacity(conns.len());
-            for conn in conns.drain(..) {
-                tasks.push(tokio::task::spawn_local(client(
-                    self.proto.clone(),
-                    order.dispenser.clone(),
-                    rec.clone(),
-                    conn,
-                    self.timeout,
-                    order.counter.clone(),
-                )));
-            }
-            let mut back = Vec::with_capacity(tasks.len());
-            for t in tasks {
-                match t.await {
-                    Ok(conn) => back.push(conn),
-                    Err(e) if e.is_panic() => {
-                        let p = e.into_panic();
-                        let msg = p
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| p.downcast_ref::<String>().cloned())
-                            .unwrap_or_default();
-                        panicked.get_or_insert(msg);
-                        back.push(None);
-                    }
-                    Err(_) => back.push(None),
-                }
-            }
-            back
-        });
-        // A client that panicked made the counts meaningless: the run fails, loudly.
-        if let Some(msg) = panicked {
-            return Err(format!("a load client panicked: {msg}"));
-        }
+        let recorder = body()?;
         let cpu = sys::thread_cpu_time().since(cpu0);
         let wall = wall0.elapsed();
         // The kernel adds a wait when the thread gets its CPU: this thread is running, so
@@ -154,15 +178,69 @@ impl<P: Protocol> Job<P> {
             .pin
             .zip(ticks0)
             .and_then(|(cpu, t0)| sys::stolen_from(&t0, &sys::cpu_ticks(), cpu));
-        let recorder = Rc::try_unwrap(rec)
-            .map_err(|_| "recorder still shared".to_string())?
-            .into_inner();
         Ok(WorkerOut {
             recorder,
             cpu,
             wait,
             stolen,
             wall,
+            io,
+        })
+    }
+
+    /// One run on `conns`; each client's connection comes back for the next run (or `None`
+    /// when it broke).
+    fn run_once(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        local: &tokio::task::LocalSet,
+        conns: &mut Vec<Option<P::Conn>>,
+        order: RunOrder,
+    ) -> Result<WorkerOut, String> {
+        self.measured("epoll", || {
+            let rec = Rc::new(RefCell::new(Recorder::new(
+                order.dispenser.measure_start(),
+                self.open_loop,
+            )));
+            let mut panicked: Option<String> = None;
+            *conns = local.block_on(rt, async {
+                let mut tasks = Vec::with_capacity(conns.len());
+                for conn in conns.drain(..) {
+                    tasks.push(tokio::task::spawn_local(client(
+                        self.proto.clone(),
+                        order.dispenser.clone(),
+                        rec.clone(),
+                        conn,
+                        self.timeout,
+                        order.counter.clone(),
+                    )));
+                }
+                let mut back = Vec::with_capacity(tasks.len());
+                for t in tasks {
+                    match t.await {
+                        Ok(conn) => back.push(conn),
+                        Err(e) if e.is_panic() => {
+                            let p = e.into_panic();
+                            let msg = p
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| p.downcast_ref::<String>().cloned())
+                                .unwrap_or_default();
+                            panicked.get_or_insert(msg);
+                            back.push(None);
+                        }
+                        Err(_) => back.push(None),
+                    }
+                }
+                back
+            });
+            // A client that panicked made the counts meaningless: the run fails, loudly.
+            if let Some(msg) = panicked {
+                return Err(format!("a load client panicked: {msg}"));
+            }
+            Rc::try_unwrap(rec)
+                .map_err(|_| "recorder still shared".to_string())
+                .map(RefCell::into_inner)
         })
     }
 }
@@ -244,7 +322,7 @@ async fn client<P: Protocol>(
 /// own CPU after each measured response, a slowdown of known size that `benches/steady.py`
 /// must tell from none. Unset (always, outside that benchmark) it costs one load of a
 /// static per response; at most 1 ms, so a duration still ends near its time.
-fn burn() {
+pub(super) fn burn() {
     static NS: OnceLock<u64> = OnceLock::new();
     let ns = *NS.get_or_init(|| {
         std::env::var("BAKEOFF_LOAD_BURN_NS")

@@ -7,11 +7,12 @@ use std::net::SocketAddr;
 use super::target::{connect, Endpoint};
 use super::template::Template;
 use super::tls::Stream;
-use super::{CallError, Class, Protocol, Reply};
+use super::{Answer, CallError, Class, Fed, Fixed, Inbox, Protocol, Reply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const READ_BUF: usize = 64 * 1024;
-const MAX_HEAD: usize = 1024 * 1024;
+/// The longest request the load engine sends itself (`Protocol::fixed`): one that fits a
+/// socket's send buffer, so a send never waits for the server to read.
+const FIXED_MAX: usize = 16 * 1024;
 
 /// How to build each request.
 #[derive(Debug, Clone)]
@@ -33,9 +34,8 @@ pub struct Http1 {
 
 pub struct Http1Conn {
     stream: Stream,
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
+    inbox: Inbox,
+    answer: Http1Answer,
     reusable: bool,
     scratch: Vec<u8>,
 }
@@ -61,6 +61,10 @@ impl Http1 {
 
     pub fn addr(&self) -> SocketAddr {
         self.endpoint.addr
+    }
+
+    fn head_only(&self) -> bool {
+        self.request.method.eq_ignore_ascii_case("HEAD")
     }
 
     fn encode(&self, seq: u64, out: &mut Vec<u8>) {
@@ -105,8 +109,7 @@ impl Http1 {
             .write_all(request)
             .await
             .map_err(super::tls::call_error)?;
-        let head_only = self.request.method.eq_ignore_ascii_case("HEAD");
-        read_response(c, head_only, self.keep_body).await
+        read_response(c).await
     }
 }
 
@@ -116,9 +119,8 @@ impl Protocol for Http1 {
     async fn connect(&self) -> Result<Http1Conn, CallError> {
         Ok(Http1Conn {
             stream: connect(&self.endpoint).await?,
-            buf: vec![0; READ_BUF],
-            start: 0,
-            end: 0,
+            inbox: Inbox::new(),
+            answer: Http1Answer::new(self.head_only(), self.keep_body),
             reusable: true,
             scratch: Vec::new(),
         })
@@ -139,32 +141,26 @@ impl Protocol for Http1 {
     fn tls(&self) -> Option<String> {
         self.endpoint.tls.as_ref()?.negotiated().map(str::to_string)
     }
+
+    fn fixed(&self) -> Option<Fixed<'_>> {
+        let request = self.encoded.as_deref()?;
+        if self.endpoint.secure || self.keep_body || request.len() > FIXED_MAX {
+            return None;
+        }
+        let head_only = self.head_only();
+        Some(Fixed {
+            addr: self.endpoint.addr,
+            request,
+            reader: Box::new(move || Box::new(Http1Answer::new(head_only, false))),
+        })
+    }
 }
 
-/// Reads more bytes into the connection buffer; `Ok(0)` is end of stream.
+/// Reads more bytes into the connection's inbox; `Ok(0)` is end of stream.
 async fn fill(c: &mut Http1Conn) -> Result<usize, CallError> {
-    if c.start == c.end {
-        c.start = 0;
-        c.end = 0;
-    } else if c.end == c.buf.len() {
-        if c.start > 0 {
-            c.buf.copy_within(c.start..c.end, 0);
-            c.end -= c.start;
-            c.start = 0;
-        } else if c.buf.len() < MAX_HEAD {
-            c.buf.resize(c.buf.len() * 2, 0);
-        } else {
-            return Err(CallError::Protocol(
-                "response head larger than 1 MiB".into(),
-            ));
-        }
-    }
-    let n = c
-        .stream
-        .read(&mut c.buf[c.end..])
-        .await
-        .map_err(super::tls::call_error)?;
-    c.end += n;
+    let space = c.inbox.space()?;
+    let n = c.stream.read(space).await.map_err(super::tls::call_error)?;
+    c.inbox.filled(n);
     Ok(n)
 }
 
@@ -239,93 +235,155 @@ fn parse_head(bytes: &[u8], head_only: bool) -> Result<Option<(Head, usize)>, Ca
     )))
 }
 
-async fn read_response(
-    c: &mut Http1Conn,
-    head_only: bool,
-    keep_body: bool,
-) -> Result<Reply, CallError> {
-    let head = loop {
-        if let Some((head, n)) = parse_head(&c.buf[c.start..c.end], head_only)? {
-            c.start += n;
-            if (100..200).contains(&head.status) && head.status != 101 {
-                continue; // an interim response: the real one follows
+async fn read_response(c: &mut Http1Conn) -> Result<Reply, CallError> {
+    let mut eof = false;
+    loop {
+        match c.answer.feed(c.inbox.unread(), eof)? {
+            Fed::Done {
+                used,
+                reply,
+                reusable,
+            } => {
+                c.inbox.used(used);
+                c.reusable &= reusable;
+                return Ok(reply);
             }
-            break head;
-        }
-        if fill(c).await? == 0 {
-            return Err(CallError::Io("connection closed before a response".into()));
-        }
-    };
-    let mut body = keep_body.then(Vec::new);
-    let mut total: u64 = 0;
-    match head.framing {
-        Framing::Length(mut left) => loop {
-            let avail = ((c.end - c.start) as u64).min(left) as usize;
-            take(c, avail, &mut body, &mut total)?;
-            left -= avail as u64;
-            if left == 0 {
-                break;
+            Fed::More(used) => {
+                c.inbox.used(used);
+                eof = fill(c).await? == 0;
             }
-            if fill(c).await? == 0 {
-                return Err(CallError::Io(
-                    "connection closed inside a response body".into(),
-                ));
-            }
-        },
-        Framing::Chunked => {
-            let mut chunks = Chunked::default();
-            loop {
-                let used = chunks
-                    .feed(&c.buf[c.start..c.end], &mut body, &mut total)
-                    .map_err(|e| CallError::Protocol(e.into()))?;
-                c.start += used;
-                super::kept_within(body.as_ref().map_or(0, Vec::len))?;
-                if chunks.done() {
-                    break;
-                }
-                if fill(c).await? == 0 {
-                    return Err(CallError::Io(
-                        "connection closed inside a chunked body".into(),
-                    ));
-                }
-            }
-        }
-        Framing::UntilClose => {
-            loop {
-                let avail = c.end - c.start;
-                take(c, avail, &mut body, &mut total)?;
-                if fill(c).await? == 0 {
-                    break;
-                }
-            }
-            c.reusable = false;
         }
     }
-    if head.close {
-        c.reusable = false;
-    }
-    Ok(Reply {
-        class: Class::Http(head.status),
-        items: 1,
-        bytes: total,
-        body: body.map(|b| vec![b]),
-        detail: None,
-        trailers: Vec::new(),
-    })
 }
 
-fn take(
-    c: &mut Http1Conn,
-    n: usize,
-    body: &mut Option<Vec<u8>>,
-    total: &mut u64,
-) -> Result<(), CallError> {
-    if let Some(b) = body {
-        super::kept_within(b.len() + n)?;
-        b.extend_from_slice(&c.buf[c.start..c.start + n]);
+/// One connection's answers, read as their bytes arrive, whoever reads them: the call's own
+/// read loop above, or the load engine's ring (`Protocol::fixed`).
+pub struct Http1Answer {
+    head_only: bool,
+    keep_body: bool,
+    stage: Stage,
+    status: u16,
+    close: bool,
+    total: u64,
+    body: Option<Vec<u8>>,
+}
+
+enum Stage {
+    Head,
+    Length(u64),
+    Chunked(Chunked),
+    UntilClose,
+}
+
+impl Http1Answer {
+    pub fn new(head_only: bool, keep_body: bool) -> Http1Answer {
+        Http1Answer {
+            head_only,
+            keep_body,
+            stage: Stage::Head,
+            status: 0,
+            close: false,
+            total: 0,
+            body: None,
+        }
     }
-    c.start += n;
-    *total += n as u64;
+
+    /// The answer is whole: its reply, and this reader ready for the next one.
+    fn finish(&mut self, used: usize, framed: bool) -> Fed {
+        let reply = Reply {
+            class: Class::Http(self.status),
+            items: 1,
+            bytes: self.total,
+            body: self.body.take().map(|b| vec![b]),
+            detail: None,
+            trailers: Vec::new(),
+        };
+        self.stage = Stage::Head;
+        self.total = 0;
+        Fed::Done {
+            used,
+            reply,
+            reusable: framed && !self.close,
+        }
+    }
+}
+
+impl Answer for Http1Answer {
+    fn feed(&mut self, bytes: &[u8], eof: bool) -> Result<Fed, CallError> {
+        let closed = |what: &str| Err(CallError::Io(format!("connection closed {what}")));
+        let mut used = 0;
+        loop {
+            let rest = &bytes[used..];
+            match &mut self.stage {
+                Stage::Head => {
+                    let Some((head, n)) = parse_head(rest, self.head_only)? else {
+                        return if eof {
+                            closed("before a response")
+                        } else {
+                            Ok(Fed::More(used))
+                        };
+                    };
+                    used += n;
+                    if (100..200).contains(&head.status) && head.status != 101 {
+                        continue; // an interim response: the real one follows
+                    }
+                    self.status = head.status;
+                    self.close = head.close;
+                    self.body = self.keep_body.then(Vec::new);
+                    self.stage = match head.framing {
+                        Framing::Length(n) => Stage::Length(n),
+                        Framing::Chunked => Stage::Chunked(Chunked::default()),
+                        Framing::UntilClose => Stage::UntilClose,
+                    };
+                }
+                Stage::Length(left) => {
+                    let n = (rest.len() as u64).min(*left) as usize;
+                    *left -= n as u64;
+                    let whole = *left == 0;
+                    take(&rest[..n], &mut self.body, &mut self.total)?;
+                    used += n;
+                    return if whole {
+                        Ok(self.finish(used, true))
+                    } else if eof {
+                        closed("inside a response body")
+                    } else {
+                        Ok(Fed::More(used))
+                    };
+                }
+                Stage::Chunked(chunks) => {
+                    used += chunks
+                        .feed(rest, &mut self.body, &mut self.total)
+                        .map_err(|e| CallError::Protocol(e.into()))?;
+                    let whole = chunks.done();
+                    super::kept_within(self.body.as_ref().map_or(0, Vec::len))?;
+                    return if whole {
+                        Ok(self.finish(used, true))
+                    } else if eof {
+                        closed("inside a chunked body")
+                    } else {
+                        Ok(Fed::More(used))
+                    };
+                }
+                Stage::UntilClose => {
+                    take(rest, &mut self.body, &mut self.total)?;
+                    used = bytes.len();
+                    return if eof {
+                        Ok(self.finish(used, false))
+                    } else {
+                        Ok(Fed::More(used))
+                    };
+                }
+            }
+        }
+    }
+}
+
+fn take(bytes: &[u8], body: &mut Option<Vec<u8>>, total: &mut u64) -> Result<(), CallError> {
+    if let Some(b) = body {
+        super::kept_within(b.len() + bytes.len())?;
+        b.extend_from_slice(bytes);
+    }
+    *total += bytes.len() as u64;
     Ok(())
 }
 
@@ -483,6 +541,74 @@ mod tests {
         assert!(parse_head(two, false).is_err());
         let same = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n";
         assert!(parse_head(same, false).is_ok());
+    }
+
+    /// Feeds `wire` to a fresh reader cut at `cut` (and the rest after), as an inbox would:
+    /// unused bytes are offered again with the next ones. The reply, whether the connection
+    /// is reusable, and the bytes of `wire` it left unread.
+    fn read_cut(
+        wire: &[u8],
+        cut: usize,
+        head_only: bool,
+        eof_after: bool,
+    ) -> Result<(Reply, bool, usize), CallError> {
+        let mut a = Http1Answer::new(head_only, true);
+        let mut start = 0;
+        for (end, eof) in [(cut, false), (wire.len(), eof_after)] {
+            match a.feed(&wire[start..end], eof)? {
+                Fed::Done {
+                    used,
+                    reply,
+                    reusable,
+                } => return Ok((reply, reusable, wire.len() - start - used)),
+                Fed::More(used) => start += used,
+            }
+        }
+        panic!("no answer in {:?}", String::from_utf8_lossy(wire))
+    }
+
+    #[test]
+    fn answers_read_alike_wherever_their_bytes_are_cut() {
+        let body = |r: &Reply| r.body.as_ref().map(|b| b.concat()).unwrap_or_default();
+        // wire, HEAD, the server closes after it; status, body, reusable, bytes left unread
+        type Case = (&'static [u8], bool, bool, u16, &'static [u8], bool, usize);
+        let cases: [Case; 6] = [
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloNEXT", false, false, 200, b"hello", true, 4),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhe\r\n3\r\nllo\r\n0\r\n\r\n", false, false, 200, b"hello", true, 0),
+            (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok", false, false, 201, b"ok", true, 0),
+            (b"HTTP/1.0 200 OK\r\n\r\nuntil close", false, true, 200, b"until close", false, 0),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\n", true, false, 200, b"", false, 0),
+            (b"HTTP/1.1 204 No Content\r\n\r\n", false, false, 204, b"", true, 0),
+        ];
+        for (wire, head_only, eof, status, want, reusable, left) in cases {
+            for cut in 0..=wire.len() {
+                let (r, re, l) = read_cut(wire, cut, head_only, eof).unwrap();
+                let what = format!("{} cut at {cut}", String::from_utf8_lossy(wire));
+                assert_eq!(r.class, Class::Http(status), "{what}");
+                assert_eq!(
+                    (body(&r).as_slice(), r.bytes),
+                    (want, want.len() as u64),
+                    "{what}"
+                );
+                assert_eq!((re, l), (reusable, left), "{what}");
+            }
+        }
+        // The server closing early is an error, named by where it closed.
+        let early: [(&[u8], &str); 3] = [
+            (b"HTTP/1.1 200 OK\r\nContent-Le", "before a response"),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nhel",
+                "inside a response body",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhe",
+                "inside a chunked body",
+            ),
+        ];
+        for (wire, said) in early {
+            let e = read_cut(wire, wire.len() / 2, false, true).unwrap_err();
+            assert!(e.to_string().contains(said), "{e}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{CallError, Protocol, Reply};
+use super::{CallError, Fixed, Protocol, Reply};
 
 pub struct RoundRobin<P> {
     parts: Vec<P>,
@@ -50,6 +50,15 @@ impl<P: Protocol> Protocol for RoundRobin<P> {
 
     fn tls(&self) -> Option<String> {
         self.parts.iter().find_map(P::tls)
+    }
+
+    /// One endpoint's fixed call (several endpoints' requests differ, by their `Host` at
+    /// least).
+    fn fixed(&self) -> Option<Fixed<'_>> {
+        match &self.parts[..] {
+            [one] => one.fixed(),
+            _ => None,
+        }
     }
 
     fn describe(&self) -> String {

@@ -936,7 +936,23 @@ pub fn start_h2_quirks(args: &[&str]) -> Option<(Proc, u16)> {
     if !python_has("h2", "Python h2") {
         return None;
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h2_quirks.py");
+    Some(port_fixture("h2_quirks.py", args))
+}
+
+/// tests/fixtures/http1_quirks.py (sockets only) on a free port, refusing connections after
+/// `accepts` of them when given: its port, and the process (killed when dropped).
+pub fn start_http1_quirks(accepts: Option<u32>) -> (Proc, u16) {
+    let accepts = accepts.map(|n| n.to_string());
+    let mut args = vec!["0"];
+    args.extend(accepts.as_deref());
+    port_fixture("http1_quirks.py", &args)
+}
+
+/// A fixture under tests/fixtures that prints its port first.
+fn port_fixture(name: &str, args: &[&str]) -> (Proc, u16) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     let (proc, stdout) = python_fixture(&script, args);
     let mut line = String::new();
     use std::io::BufRead as _;
@@ -944,5 +960,5 @@ pub fn start_h2_quirks(args: &[&str]) -> Option<(Proc, u16)> {
         .read_line(&mut line)
         .expect("the fixture prints its port");
     let port = line.trim().parse().expect("a port number");
-    Some((proc, port))
+    (proc, port)
 }

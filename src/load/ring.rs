@@ -1,0 +1,655 @@
+//! The load engine's own way to drive calls whose bytes never change (`Protocol::fixed`:
+//! HTTP/1.1 without placeholders or TLS): one io_uring a worker thread, each call a send
+//! linked to a receive, every connection's calls submitted and their answers reaped with one
+//! system call a wait — where the runtime makes a write, a read and a readiness wait of its
+//! own. The calls, their outcomes and what is recorded are `worker::client`'s, step for step:
+//! a duration's grace, timeouts, reconnects, a pause after a refused connection.
+//!
+//! A closed loop only (an open loop's due times stay with the runtime's timers). A kernel
+//! without io_uring, or that refuses it (a container's seccomp filter), leaves the calls to
+//! the runtime, as does `BAKEOFF_LOAD_IO=epoll`.
+
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use super::recorder::Recorder;
+use super::Dispenser;
+use crate::protocol::{Answer, CallError, Fed, Fixed, Inbox, Reply};
+
+/// How long a client waits after a refused connection before it tries again (as the
+/// runtime's clients do).
+const REFUSED_PAUSE: Duration = Duration::from_millis(10);
+
+/// The kinds of operation, in the low byte of each one's `user_data`.
+const CONNECT: u64 = 1;
+const SEND: u64 = 2;
+const RECV: u64 = 3;
+const PAUSE: u64 = 4;
+
+/// Opens a ring for `clients` connections, or `None` when the kernel has none to give (or
+/// `BAKEOFF_LOAD_IO=epoll` asks for the runtime).
+pub(super) fn open(clients: usize) -> Option<IoUring> {
+    if std::env::var_os("BAKEOFF_LOAD_IO").is_some_and(|v| v == "epoll") {
+        return None;
+    }
+    // At most a send and a receive a connection wait to be submitted; a receive given up at
+    // a timeout may still be in flight beside the next call's two.
+    let sq = (2 * clients + 8).next_power_of_two().min(4096) as u32;
+    let cq = (3 * clients + 8)
+        .next_power_of_two()
+        .clamp(2 * sq as usize, 65536) as u32;
+    let build = |way: u8| {
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq);
+        match way {
+            // Linux 6.1: completions run when the thread waits, not whenever they arrive.
+            0 => b.setup_single_issuer().setup_defer_taskrun(),
+            1 => b.setup_coop_taskrun(),
+            _ => &mut b,
+        };
+        b.build(sq).ok()
+    };
+    let ring = build(0).or_else(|| build(1)).or_else(|| build(2))?;
+    // Waits bounded by a timeout of their own (5.11); completions never dropped (5.5).
+    (ring.params().is_feature_ext_arg() && ring.params().is_feature_nodrop()).then_some(ring)
+}
+
+/// Connects `clients` connections for the ring, blocking (the worker has nothing else to
+/// do yet); each `Err` is what its connection failed with.
+pub(super) fn connect(addr: SocketAddr, clients: usize, timeout: Duration) -> Vec<Conn> {
+    (0..clients)
+        .map(|_| {
+            TcpStream::connect_timeout(&addr, timeout)
+                .and_then(|s| {
+                    s.set_nodelay(true)?;
+                    Ok(OwnedFd::from(s))
+                })
+                .map_err(|e| connect_error(addr, e, timeout))
+        })
+        .collect()
+}
+
+pub(super) type Conn = Result<OwnedFd, CallError>;
+
+fn connect_error(addr: SocketAddr, e: std::io::Error, limit: Duration) -> CallError {
+    if e.kind() == std::io::ErrorKind::TimedOut {
+        return CallError::Timeout(limit);
+    }
+    CallError::Connect {
+        addr: addr.to_string(),
+        reason: e.to_string(),
+    }
+}
+
+fn os_error(res: i32) -> std::io::Error {
+    std::io::Error::from_raw_os_error(-res)
+}
+
+fn tag(slot: usize, gen: u32, kind: u64) -> u64 {
+    ((slot as u64) << 32) | (u64::from(gen & 0xFF_FFFF) << 8) | kind
+}
+
+fn untag(t: u64) -> (usize, u32, u64) {
+    ((t >> 32) as usize, ((t >> 8) & 0xFF_FFFF) as u32, t & 0xFF)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between calls.
+    Idle,
+    Connecting,
+    /// The request sent (or on its way) and its answer being read.
+    Exchanging,
+    /// After a refused connection, until the pause ends.
+    Paused,
+    /// The dispenser gave no more calls.
+    Finished,
+}
+
+/// One call in flight on a slot.
+#[derive(Clone, Copy)]
+struct Call {
+    warmup: bool,
+    sent: Instant,
+    limit: Duration,
+    deadline: Instant,
+    /// Its limit is what was left of a duration's grace.
+    graced: bool,
+    /// It opened the slot's connection.
+    reconnect: bool,
+}
+
+/// One client: its connection, what arrived on it, and its call.
+struct Slot {
+    fd: Option<OwnedFd>,
+    inbox: Inbox,
+    answer: Box<dyn Answer>,
+    /// Counts the slot's calls: completions of an earlier one are recognised and passed over.
+    gen: u32,
+    state: State,
+    call: Call,
+    /// The `user_data` of its receive in flight, whose buffer is the inbox.
+    recv: Option<u64>,
+    /// Not yet stamped with a send time (it goes out with the next submission).
+    unstamped: bool,
+}
+
+/// The ring, its clients, and what a run needs to run them.
+pub(super) struct Driver<'a> {
+    ring: IoUring,
+    fixed: Fixed<'a>,
+    addr: (libc::sockaddr_storage, libc::socklen_t),
+    slots: Vec<Slot>,
+    pause: types::Timespec,
+    go: Going,
+}
+
+impl Drop for Driver<'_> {
+    /// A run that ended early (a panic, a failed wait) may leave operations in flight: the
+    /// connections are shut down so they end, and waited for a little; buffers the kernel
+    /// may still write into are then left to it rather than freed.
+    fn drop(&mut self) {
+        if self.go.in_flight == 0 {
+            return;
+        }
+        for s in &self.slots {
+            if let Some(fd) = &s.fd {
+                // SAFETY: shutdown(2) on a descriptor the slot owns.
+                unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+        }
+        let ts = types::Timespec::from(Duration::from_millis(10));
+        for _ in 0..100 {
+            let args = types::SubmitArgs::new().timespec(&ts);
+            let _ = self.ring.submitter().submit_with_args(1, &args);
+            let mut cq = self.ring.completion();
+            cq.sync();
+            self.go.in_flight = self.go.in_flight.saturating_sub(cq.count());
+            if self.go.in_flight == 0 {
+                return;
+            }
+        }
+        for s in &mut self.slots {
+            std::mem::forget(std::mem::take(&mut s.inbox));
+        }
+        for (_, inbox) in self.go.draining.drain(..) {
+            std::mem::forget(inbox);
+        }
+    }
+}
+
+/// What one run is told, as `worker::client` is.
+pub(super) struct Run<'r> {
+    pub(super) dispenser: &'r Dispenser,
+    pub(super) rec: &'r mut Recorder,
+    pub(super) counter: &'r AtomicU64,
+    pub(super) timeout: Duration,
+}
+
+impl<'a> Driver<'a> {
+    pub(super) fn new(ring: IoUring, fixed: Fixed<'a>, conns: Vec<Conn>) -> Driver<'a> {
+        let slots = conns
+            .into_iter()
+            .map(|c| Slot {
+                fd: c.ok(),
+                inbox: Inbox::new(),
+                answer: (fixed.reader)(),
+                gen: 0,
+                state: State::Idle,
+                call: Call {
+                    warmup: true,
+                    sent: Instant::now(),
+                    limit: Duration::ZERO,
+                    deadline: Instant::now(),
+                    graced: false,
+                    reconnect: false,
+                },
+                recv: None,
+                unstamped: false,
+            })
+            .collect();
+        Driver {
+            addr: sockaddr(fixed.addr),
+            ring,
+            fixed,
+            slots,
+            pause: types::Timespec::from(REFUSED_PAUSE),
+            go: Going {
+                cqes: Vec::new(),
+                in_flight: 0,
+                draining: Vec::new(),
+                next_check: None,
+                pending: Vec::new(),
+                clock: Instant::now(),
+            },
+        }
+    }
+
+    /// One run: every client calls until the dispenser gives no more, and every operation
+    /// the ring was given has come back (the kernel writes into the slots' buffers until
+    /// then). The connections stay open for the next run.
+    pub(super) fn run(&mut self, run: &mut Run<'_>) -> Result<(), String> {
+        self.go.next_check = None;
+        self.go.pending.clear();
+        self.go.clock = Instant::now();
+        for s in &mut self.slots {
+            s.state = State::Idle;
+        }
+        let now = Instant::now();
+        for i in 0..self.slots.len() {
+            self.start(i, now, run)?;
+        }
+        loop {
+            if !self.go.pending.is_empty() {
+                self.stamp(run);
+            }
+            if self.go.in_flight == 0 {
+                // Every live slot has an operation in flight: none left means all finished.
+                return Ok(());
+            }
+            self.wait()?;
+            let now = Instant::now();
+            self.go.clock = now;
+            // Calls past their limit first, while every operation on their connections was
+            // submitted by the wait: closed, a connection's number can go to another.
+            if self.go.next_check.is_some_and(|t| t <= now) && self.ring.submission().is_empty() {
+                self.expire(now, run)?;
+            }
+            let mut cqes = std::mem::take(&mut self.go.cqes);
+            {
+                let mut cq = self.ring.completion();
+                cq.sync();
+                cqes.extend(cq.map(|c| (c.user_data(), c.result())));
+            }
+            for (ud, res) in cqes.drain(..) {
+                self.go.in_flight -= 1;
+                self.complete(ud, res, now, run)?;
+            }
+            self.go.cqes = cqes;
+        }
+    }
+
+    /// Submits what is queued and waits for one completion, at most until the earliest
+    /// limit of a call in flight.
+    fn wait(&mut self) -> Result<(), String> {
+        // From the last clock reading (the stamp before this submission, or the last wait's
+        // end): a wait may end a little after its limit, never before.
+        let ts = self.go.next_check.map(|t| {
+            types::Timespec::from(
+                t.saturating_duration_since(self.go.clock)
+                    .max(Duration::from_micros(1)),
+            )
+        });
+        let args = types::SubmitArgs::new();
+        let args = match &ts {
+            Some(ts) => args.timespec(ts),
+            None => args,
+        };
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(format!("io_uring wait failed: {e}")),
+        }
+    }
+
+    fn push(&mut self, entry: squeue::Entry) -> Result<(), String> {
+        self.go.in_flight += 1;
+        // SAFETY: every buffer an entry points to — the fixed request, a slot's inbox, the
+        // address and the pause — lives until its completion is reaped: the request and the
+        // address for the driver's life, an inbox in its slot or in `draining`, and a run
+        // returns only when nothing is in flight.
+        unsafe {
+            while self.ring.submission().push(&entry).is_err() {
+                self.ring
+                    .submit()
+                    .map_err(|e| format!("io_uring submit failed: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives slot `i` its next call (or marks it finished).
+    fn start(&mut self, i: usize, now: Instant, run: &mut Run<'_>) -> Result<(), String> {
+        let Some(ticket) = run.dispenser.next_at(now) else {
+            self.slots[i].state = State::Finished;
+            return Ok(());
+        };
+        let s = &mut self.slots[i];
+        s.call = Call {
+            warmup: ticket.warmup,
+            sent: now,
+            limit: run.timeout,
+            deadline: now + run.timeout,
+            graced: false,
+            reconnect: s.fd.is_none(),
+        };
+        s.unstamped = true;
+        self.go.pending.push(i);
+        if s.fd.is_some() {
+            return self.exchange(i, now, run);
+        }
+        s.state = State::Connecting;
+        let family = match self.fixed.addr {
+            SocketAddr::V4(_) => libc::AF_INET,
+            SocketAddr::V6(_) => libc::AF_INET6,
+        };
+        // SAFETY: a plain socket(2); its descriptor is owned at once.
+        let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            let e = connect_error(
+                self.fixed.addr,
+                std::io::Error::last_os_error(),
+                run.timeout,
+            );
+            return self.settle(i, Err(e), false, now, run);
+        }
+        // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let one: libc::c_int = 1;
+        // SAFETY: setsockopt with a pointer to an int that outlives the call.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        let entry = opcode::Connect::new(
+            types::Fd(fd.as_raw_fd()),
+            (&self.addr.0 as *const libc::sockaddr_storage).cast(),
+            self.addr.1,
+        )
+        .build()
+        .user_data(tag(i, s.gen, CONNECT));
+        s.fd = Some(fd);
+        self.push(entry)
+    }
+
+    /// Sends the request on slot `i`'s connection and reads its answer.
+    fn exchange(&mut self, i: usize, now: Instant, run: &mut Run<'_>) -> Result<(), String> {
+        let s = &mut self.slots[i];
+        // Room for the answer first: nothing may be queued on a connection the call then drops.
+        if let Err(e) = s.inbox.space() {
+            return self.settle(i, Err(e), false, now, run);
+        }
+        s.state = State::Exchanging;
+        let fd = types::Fd(s.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd));
+        let req = self.fixed.request;
+        let send = opcode::Send::new(fd, req.as_ptr(), req.len() as u32)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .flags(squeue::Flags::IO_LINK)
+            .user_data(tag(i, s.gen, SEND));
+        self.push(send)?;
+        self.receive(i)
+    }
+
+    /// Reads more of slot `i`'s answer into its inbox, whose room the caller made sure of.
+    fn receive(&mut self, i: usize) -> Result<(), String> {
+        let s = &mut self.slots[i];
+        let fd = types::Fd(s.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd));
+        let space = s
+            .inbox
+            .space()
+            .map_err(|e| format!("a receive without room: {e}"))?;
+        let len = space.len().min(u32::MAX as usize) as u32;
+        let t = tag(i, s.gen, RECV);
+        let entry = opcode::Recv::new(fd, space.as_mut_ptr(), len)
+            .build()
+            .user_data(t);
+        s.recv = Some(t);
+        self.push(entry)
+    }
+
+    /// Stamps the calls just started with the time they go out (one clock reading for all
+    /// of a submission) and their limits.
+    fn stamp(&mut self, run: &Run<'_>) {
+        let t = Instant::now();
+        self.go.clock = t;
+        // Past a duration's end, a call in flight has at most the grace left.
+        let grace = run
+            .dispenser
+            .deadline()
+            .map(|d| (d + super::GRACE).saturating_duration_since(t))
+            .filter(|g| *g < run.timeout);
+        for i in self.go.pending.drain(..) {
+            let s = &mut self.slots[i];
+            if !s.unstamped {
+                continue;
+            }
+            s.unstamped = false;
+            s.call.sent = t;
+            s.call.graced = grace.is_some();
+            s.call.limit = grace.unwrap_or(run.timeout);
+            s.call.deadline = t + s.call.limit;
+            self.go.next_check = Some(
+                self.go
+                    .next_check
+                    .map_or(s.call.deadline, |c| c.min(s.call.deadline)),
+            );
+        }
+    }
+
+    /// Ends the calls past their limit as timeouts; sets the next check at the earliest
+    /// limit left.
+    fn expire(&mut self, now: Instant, run: &mut Run<'_>) -> Result<(), String> {
+        self.go.next_check = None;
+        for i in 0..self.slots.len() {
+            let s = &mut self.slots[i];
+            if !matches!(s.state, State::Connecting | State::Exchanging) || s.unstamped {
+                continue;
+            }
+            if s.call.deadline > now {
+                self.go.next_check = Some(
+                    self.go
+                        .next_check
+                        .map_or(s.call.deadline, |c| c.min(s.call.deadline)),
+                );
+                continue;
+            }
+            // Shut down, its operations end at once; closed, its number may be reused,
+            // which the kernel's own reference to the socket allows.
+            if let Some(fd) = s.fd.take() {
+                // SAFETY: shutdown(2) on a descriptor this slot owns.
+                unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+            let limit = s.call.limit;
+            self.settle(i, Err(CallError::Timeout(limit)), false, now, run)?;
+        }
+        Ok(())
+    }
+
+    /// One completion.
+    fn complete(
+        &mut self,
+        ud: u64,
+        res: i32,
+        now: Instant,
+        run: &mut Run<'_>,
+    ) -> Result<(), String> {
+        if let Some(k) = self.go.draining.iter().position(|(t, _)| *t == ud) {
+            self.go.draining.swap_remove(k);
+            return Ok(());
+        }
+        let (i, gen, kind) = untag(ud);
+        let s = &mut self.slots[i];
+        if kind == RECV && s.recv == Some(ud) {
+            s.recv = None;
+        }
+        if (s.gen & 0xFF_FFFF) != gen {
+            return Ok(()); // an earlier call's: it already ended
+        }
+        match kind {
+            PAUSE => self.start(i, now, run),
+            CONNECT if res < 0 => {
+                let e = connect_error(self.fixed.addr, os_error(res), self.slots[i].call.limit);
+                self.settle(i, Err(e), false, now, run)
+            }
+            CONNECT => self.exchange(i, now, run),
+            SEND if res < 0 => {
+                let e = CallError::Io(os_error(res).to_string());
+                self.settle(i, Err(e), false, now, run)
+            }
+            SEND if (res as usize) < self.fixed.request.len() => {
+                let e = CallError::Io("the request was sent only in part".into());
+                self.settle(i, Err(e), false, now, run)
+            }
+            SEND => Ok(()),
+            RECV if res == -libc::ECANCELED => {
+                // Its send failed first (whose own completion may come after this one).
+                let e = CallError::Io("the request could not be sent".into());
+                self.settle(i, Err(e), false, now, run)
+            }
+            RECV if res < 0 => {
+                let e = CallError::Io(os_error(res).to_string());
+                self.settle(i, Err(e), false, now, run)
+            }
+            RECV => {
+                let eof = res == 0;
+                s.inbox.filled(res as usize);
+                match s.answer.feed(s.inbox.unread(), eof) {
+                    Err(e) => self.settle(i, Err(e), false, now, run),
+                    Ok(Fed::Done {
+                        used,
+                        reply,
+                        reusable,
+                    }) => {
+                        s.inbox.used(used);
+                        self.settle(i, Ok(reply), reusable, now, run)
+                    }
+                    Ok(Fed::More(used)) if !eof => {
+                        s.inbox.used(used);
+                        if let Err(e) = s.inbox.space() {
+                            return self.settle(i, Err(e), false, now, run);
+                        }
+                        self.receive(i)
+                    }
+                    Ok(Fed::More(_)) => {
+                        let e = CallError::Io("connection closed before a response".into());
+                        self.settle(i, Err(e), false, now, run)
+                    }
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A call ended: what `worker::client` does after `call_once`, then the slot's next call.
+    fn settle(
+        &mut self,
+        i: usize,
+        result: Result<Reply, CallError>,
+        reusable: bool,
+        done: Instant,
+        run: &mut Run<'_>,
+    ) -> Result<(), String> {
+        let s = &mut self.slots[i];
+        s.gen = s.gen.wrapping_add(1);
+        s.unstamped = false;
+        let call = s.call;
+        let timed_out = matches!(result, Err(CallError::Timeout(_)));
+        let refused = matches!(result, Err(CallError::Connect { .. }));
+        if result.is_err() || !reusable {
+            // The connection is dropped; a receive still in flight keeps its buffer.
+            s.fd = None;
+            match s.recv.take() {
+                Some(t) => self.go.draining.push((t, std::mem::take(&mut s.inbox))),
+                None => s.inbox.clear(),
+            }
+            s.answer = (self.fixed.reader)();
+        }
+        let rec = &mut *run.rec;
+        if timed_out && !call.warmup {
+            rec.cut_short(done, 0);
+        }
+        if call.graced && timed_out && !call.warmup {
+            rec.unfinished += 1;
+        } else {
+            if call.reconnect && !call.warmup {
+                rec.reconnects += 1;
+            }
+            if call.warmup {
+                rec.warmup += 1;
+            } else {
+                rec.record(call.sent, call.sent, done, &result);
+                run.counter.fetch_add(1, Relaxed);
+                super::worker::burn();
+            }
+        }
+        if refused {
+            // Do not spin on a server that refuses connections; each attempt is counted.
+            s.state = State::Paused;
+            let entry = opcode::Timeout::new(&self.pause)
+                .build()
+                .user_data(tag(i, s.gen, PAUSE));
+            return self.push(entry);
+        }
+        s.state = State::Idle;
+        self.start(i, done, run)
+    }
+}
+
+/// A run's bookkeeping.
+struct Going {
+    /// The completions of one wait (kept: no allocation a wait).
+    cqes: Vec<(u64, i32)>,
+    /// Operations submitted (or queued) whose completion has not been reaped.
+    in_flight: usize,
+    /// Receives of calls that ended before them, with the buffers they write into.
+    draining: Vec<(u64, Inbox)>,
+    /// No call in flight ends its limit before this.
+    next_check: Option<Instant>,
+    /// Slots whose call goes out with the next submission.
+    pending: Vec<usize>,
+    /// The last clock reading.
+    clock: Instant,
+}
+
+/// `addr` as the kernel takes it.
+fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero bytes are a valid sockaddr_storage.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above, for sockaddr_in6.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
