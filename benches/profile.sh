@@ -75,7 +75,7 @@ echo "$PEER user-space instructions: $ir total, $((ir / n)) per request ($n requ
 python3 benches/callcounts.py "$dir/cg.peer" "$n"
 
 per_request() { # strace -c summary file, requests
-    awk -v n="$2" '$NF ~ /^(sendto|recvfrom|sendmsg|recvmsg|write|writev|read|readv|epoll_ctl|epoll_wait)$/ {
+    awk -v n="$2" '$NF ~ /^(sendto|recvfrom|sendmsg|recvmsg|write|writev|read|readv|epoll_ctl|epoll_wait|io_uring_enter)$/ {
         printf "  %-11s %8d calls  %.3f per request\n", $NF, $4, $4 / n }' "$1"
 }
 strace -c -f -o "$dir/st.bakeoff" "${LOAD[@]}" "$URL" >/dev/null

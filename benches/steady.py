@@ -35,6 +35,9 @@ SEED = int(os.environ.get("SEED", "1"))
 # VS_H2=1: a fourth generator in the h2c and gRPC rows, bakeoff with BAKEOFF_HTTP2_CLIENT=h2
 # (the `h2` crate instead of the lean client), and a second table: lean ÷ h2 crate.
 VS_H2 = os.environ.get("VS_H2") == "1"
+# VS_EPOLL=1: a fourth generator in the HTTP/1.1 rows, bakeoff with BAKEOFF_LOAD_IO=epoll (the
+# runtime instead of the engine's own io_uring), and a second table: io_uring ÷ epoll.
+VS_EPOLL = os.environ.get("VS_EPOLL") == "1"
 peers.DURATION = SLICE
 
 
@@ -93,6 +96,8 @@ def main():
                 gens = {"peer": peer, "bakeoff": ours, "slowed": with_knob(ours, ns)}
                 if VS_H2 and name != "HTTP/1.1":
                     gens["h2 crate"] = with_env(ours, "BAKEOFF_HTTP2_CLIENT", "h2")
+                if VS_EPOLL and name == "HTTP/1.1":
+                    gens["epoll"] = with_env(ours, "BAKEOFF_LOAD_IO", "epoll")
                 per = {g: [] for g in gens}
                 for r in range(ROUNDS):
                     order = list(gens)
@@ -105,9 +110,10 @@ def main():
                 raw.append({"protocol": name, "connections": c, "knob_ns": ns, **per})
                 vs_peer = [math.log(a / b) for a, b in zip(per["bakeoff"], per["peer"])]
                 knob = [math.log(a / b) for a, b in zip(per["slowed"], per["bakeoff"])]
-                if "h2 crate" in per:
-                    lean = [math.log(a / b) for a, b in zip(per["bakeoff"], per["h2 crate"])]
-                    variants.append((name, c, statistics.median(per["h2 crate"]), interval(lean, rng)))
+                for other in ("h2 crate", "epoll"):
+                    if other in per:
+                        vs = [math.log(a / b) for a, b in zip(per["bakeoff"], per[other])]
+                        variants.append((name, c, other, statistics.median(per[other]), interval(vs, rng)))
                 rows.append((name, c, peer_name, statistics.median(per["bakeoff"]),
                              statistics.median(per["peer"]), interval(vs_peer, rng),
                              statistics.stdev(vs_peer), ns, base, interval(knob, rng)))
@@ -130,10 +136,10 @@ def main():
               f"±{sd * 100:.1f} % | {km:.3f}× ({klo:.3f}–{khi:.3f}), {ns} ns of {base:.2f} µs | {found} |")
     if variants:
         print()
-        print("| protocol | connections | `h2` crate µs CPU/request | lean ÷ `h2` crate (95 % interval) |")
-        print("|---|---|---|---|")
-        for name, c, theirs, (m, lo, hi) in variants:
-            print(f"| {name} | {c} | {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) |")
+        print("| protocol | connections | bakeoff against | its µs CPU/request | bakeoff ÷ it (95 % interval) |")
+        print("|---|---|---|---|---|")
+        for name, c, other, theirs, (m, lo, hi) in variants:
+            print(f"| {name} | {c} | {other} | {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) |")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,11 @@ const CONNECT: u64 = 1;
 const SEND: u64 = 2;
 const RECV: u64 = 3;
 const PAUSE: u64 = 4;
+/// The run's one timer, set at the earliest limit of the calls in flight, and its removal.
+const TICK: u64 = 5;
+const UNTICK: u64 = 6;
+/// The slot number of the run's own operations.
+const RUN: usize = u32::MAX as usize;
 
 /// Opens a ring for `clients` connections, or `None` when the kernel has none to give (or
 /// `BAKEOFF_LOAD_IO=epoll` asks for the runtime).
@@ -168,7 +173,8 @@ impl Drop for Driver<'_> {
             let _ = self.ring.submitter().submit_with_args(1, &args);
             let mut cq = self.ring.completion();
             cq.sync();
-            self.go.in_flight = self.go.in_flight.saturating_sub(cq.count());
+            let ended = cq.filter(|c| untag(c.user_data()).2 != SEND).count();
+            self.go.in_flight = self.go.in_flight.saturating_sub(ended);
             if self.go.in_flight == 0 {
                 return;
             }
@@ -225,6 +231,9 @@ impl<'a> Driver<'a> {
                 next_check: None,
                 pending: Vec::new(),
                 clock: Instant::now(),
+                tick: None,
+                tick_ts: types::Timespec::new(),
+                untick: false,
             },
         }
     }
@@ -248,8 +257,33 @@ impl<'a> Driver<'a> {
                 self.stamp(run);
             }
             if self.go.in_flight == 0 {
-                // Every live slot has an operation in flight: none left means all finished.
                 return Ok(());
+            }
+            let ticking = usize::from(self.go.tick.is_some());
+            if self.go.in_flight == ticking + usize::from(self.go.untick) {
+                // Every live slot has an operation in flight: only the run's own left means
+                // all finished; the timer goes.
+                if ticking == 1 && !self.go.untick {
+                    self.go.untick = true;
+                    let entry = opcode::TimeoutRemove::new(tag(RUN, 0, TICK))
+                        .build()
+                        .user_data(tag(RUN, 0, UNTICK));
+                    self.push(entry)?;
+                }
+            } else if self.go.tick.is_none() {
+                if let Some(t) = self.go.next_check {
+                    // One timer for all the calls' limits, not one a wait: set again only
+                    // when it fires.
+                    self.go.tick = Some(t);
+                    self.go.tick_ts = types::Timespec::from(
+                        t.saturating_duration_since(self.go.clock)
+                            .max(Duration::from_micros(1)),
+                    );
+                    let entry = opcode::Timeout::new(&self.go.tick_ts)
+                        .build()
+                        .user_data(tag(RUN, 0, TICK));
+                    self.push(entry)?;
+                }
             }
             self.wait()?;
             let now = Instant::now();
@@ -266,45 +300,42 @@ impl<'a> Driver<'a> {
                 cqes.extend(cq.map(|c| (c.user_data(), c.result())));
             }
             for (ud, res) in cqes.drain(..) {
-                self.go.in_flight -= 1;
+                match untag(ud) {
+                    // A send's completion comes only when it failed, and is not counted.
+                    (_, _, SEND) => {}
+                    (RUN, _, kind) => {
+                        self.go.in_flight -= 1;
+                        if kind == TICK {
+                            self.go.tick = None;
+                        } else {
+                            self.go.untick = false;
+                        }
+                        continue;
+                    }
+                    _ => self.go.in_flight -= 1,
+                }
                 self.complete(ud, res, now, run)?;
             }
             self.go.cqes = cqes;
         }
     }
 
-    /// Submits what is queued and waits for one completion, at most until the earliest
-    /// limit of a call in flight.
+    /// Submits what is queued and waits for one completion (the timer's, at the latest).
     fn wait(&mut self) -> Result<(), String> {
-        // From the last clock reading (the stamp before this submission, or the last wait's
-        // end): a wait may end a little after its limit, never before.
-        let ts = self.go.next_check.map(|t| {
-            types::Timespec::from(
-                t.saturating_duration_since(self.go.clock)
-                    .max(Duration::from_micros(1)),
-            )
-        });
-        let args = types::SubmitArgs::new();
-        let args = match &ts {
-            Some(ts) => args.timespec(ts),
-            None => args,
-        };
-        match self.ring.submitter().submit_with_args(1, &args) {
+        match self.ring.submitter().submit_and_wait(1) {
             Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => Ok(()),
             Err(e) => Err(format!("io_uring wait failed: {e}")),
         }
     }
 
     fn push(&mut self, entry: squeue::Entry) -> Result<(), String> {
         self.go.in_flight += 1;
+        self.queue(entry)
+    }
+
+    /// Queues `entry` without counting it: a send, whose completion comes only if it fails.
+    fn queue(&mut self, entry: squeue::Entry) -> Result<(), String> {
         // SAFETY: every buffer an entry points to — the fixed request, a slot's inbox, the
         // address and the pause — lives until its completion is reaped: the request and the
         // address for the driver's life, an inbox in its slot or in `draining`, and a run
@@ -391,9 +422,9 @@ impl<'a> Driver<'a> {
         let send = opcode::Send::new(fd, req.as_ptr(), req.len() as u32)
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
             .build()
-            .flags(squeue::Flags::IO_LINK)
+            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
             .user_data(tag(i, s.gen, SEND));
-        self.push(send)?;
+        self.queue(send)?;
         self.receive(i)
     }
 
@@ -616,6 +647,11 @@ struct Going {
     pending: Vec<usize>,
     /// The last clock reading.
     clock: Instant,
+    /// When the timer in flight fires, and its time as the kernel reads it (when submitted).
+    tick: Option<Instant>,
+    tick_ts: types::Timespec,
+    /// The timer's removal is in flight (the run is over).
+    untick: bool,
 }
 
 /// `addr` as the kernel takes it.
