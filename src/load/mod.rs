@@ -10,7 +10,7 @@ mod session;
 pub mod stall;
 mod worker;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use pacing::{Dispenser, Pacing, Stop};
@@ -227,6 +227,26 @@ pub fn run<P: Protocol>(
     progress: &mut dyn FnMut(Progress) -> Flow,
 ) -> Result<LoadResult, LoadError> {
     Session::open(proto, cfg)?.run(cfg.stop, cfg.warmup, progress)
+}
+
+/// The test-only knob `BAKEOFF_LOAD_BURN_NS`: the engine spins this many nanoseconds of its
+/// own CPU after each measured response, a slowdown of known size that `benches/steady.py`
+/// must tell from none. Unset (always, outside that benchmark) it costs one load of a
+/// static per response; at most 1 ms, so a duration still ends near its time.
+fn burn() {
+    static NS: OnceLock<u64> = OnceLock::new();
+    let ns = *NS.get_or_init(|| {
+        std::env::var("BAKEOFF_LOAD_BURN_NS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(0, |ns: u64| ns.min(1_000_000))
+    });
+    if ns > 0 {
+        let until = Instant::now() + Duration::from_nanos(ns);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
 }
 
 pub(super) fn summarize<P: Protocol>(

@@ -617,7 +617,7 @@ impl<'a> Driver<'a> {
             } else {
                 rec.record(call.sent, call.sent, done, &result);
                 run.counter.fetch_add(1, Relaxed);
-                super::worker::burn();
+                super::burn();
             }
         }
         if refused {

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{mpsc, Arc, OnceLock};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::recorder::Recorder;
@@ -308,7 +308,7 @@ async fn client<P: Protocol>(
             rec.borrow_mut()
                 .record(late_from.unwrap_or(sent), sent, done, &result);
             counter.fetch_add(1, Relaxed);
-            burn();
+            super::burn();
         }
         if refused {
             // Do not spin on a server that refuses connections; each attempt is counted.
@@ -316,26 +316,6 @@ async fn client<P: Protocol>(
         }
     }
     conn
-}
-
-/// The test-only knob `BAKEOFF_LOAD_BURN_NS`: the engine spins this many nanoseconds of its
-/// own CPU after each measured response, a slowdown of known size that `benches/steady.py`
-/// must tell from none. Unset (always, outside that benchmark) it costs one load of a
-/// static per response; at most 1 ms, so a duration still ends near its time.
-pub(super) fn burn() {
-    static NS: OnceLock<u64> = OnceLock::new();
-    let ns = *NS.get_or_init(|| {
-        std::env::var("BAKEOFF_LOAD_BURN_NS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map_or(0, |ns: u64| ns.min(1_000_000))
-    });
-    if ns > 0 {
-        let until = Instant::now() + Duration::from_nanos(ns);
-        while Instant::now() < until {
-            std::hint::spin_loop();
-        }
-    }
 }
 
 async fn call_once<P: Protocol>(
