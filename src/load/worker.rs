@@ -92,25 +92,11 @@ impl<P: Protocol> Job<P> {
             }
             v
         });
-        let first_error = conns.iter().find_map(|c| c.as_ref().err().cloned());
-        let connected = conns.iter().filter(|c| c.is_ok()).count();
-        let _ = ready.send(Ready {
-            tid: sys::thread_id(),
-            connected,
-            first_error,
-            setup_error: None,
-        });
+        connected(&ready, &conns);
         let mut conns: Vec<Option<P::Conn>> = conns.into_iter().map(Result::ok).collect();
-        while let Ok(order) = orders.recv() {
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.run_once(&rt, &local, &mut conns, order)
-            }))
-            .unwrap_or_else(|_| Err("a worker thread panicked".into()));
-            let failed = out.is_err();
-            if outs.send(out).is_err() || failed {
-                return;
-            }
-        }
+        serve(orders, outs, |order| {
+            self.run_once(&rt, &local, &mut conns, order)
+        });
     }
 
     /// `work` with the engine's own ring driving the calls.
@@ -123,34 +109,20 @@ impl<P: Protocol> Job<P> {
         outs: mpsc::Sender<Result<WorkerOut, String>>,
     ) {
         let conns = ring::connect(fixed.addr, self.clients, self.timeout);
-        let first_error = conns.iter().find_map(|c| c.as_ref().err().cloned());
-        let connected = conns.iter().filter(|c| c.is_ok()).count();
-        let _ = ready.send(Ready {
-            tid: sys::thread_id(),
-            connected,
-            first_error,
-            setup_error: None,
-        });
+        connected(&ready, &conns);
         let mut driver = ring::Driver::new(ring, fixed, conns);
-        while let Ok(order) = orders.recv() {
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.measured("io_uring", || {
-                    let mut rec = Recorder::new(order.dispenser.measure_start(), false);
-                    driver.run(&mut ring::Run {
-                        dispenser: &order.dispenser,
-                        rec: &mut rec,
-                        counter: &order.counter,
-                        timeout: self.timeout,
-                    })?;
-                    Ok(rec)
-                })
-            }))
-            .unwrap_or_else(|_| Err("a worker thread panicked".into()));
-            let failed = out.is_err();
-            if outs.send(out).is_err() || failed {
-                return;
-            }
-        }
+        serve(orders, outs, |order| {
+            self.measured("io_uring", || {
+                let mut rec = Recorder::new(order.dispenser.measure_start(), false);
+                driver.run(&mut ring::Run {
+                    dispenser: &order.dispenser,
+                    rec: &mut rec,
+                    counter: &order.counter,
+                    timeout: self.timeout,
+                })?;
+                Ok(rec)
+            })
+        });
     }
 
     /// What `body` (one run) used of this thread: its CPU, its waits for the CPU, what the
@@ -242,6 +214,33 @@ impl<P: Protocol> Job<P> {
                 .map_err(|_| "recorder still shared".to_string())
                 .map(RefCell::into_inner)
         })
+    }
+}
+
+/// Reports the worker ready: how many of its clients connected, and the first failure.
+fn connected<C>(ready: &mpsc::Sender<Ready>, conns: &[Result<C, CallError>]) {
+    let _ = ready.send(Ready {
+        tid: sys::thread_id(),
+        connected: conns.iter().filter(|c| c.is_ok()).count(),
+        first_error: conns.iter().find_map(|c| c.as_ref().err().cloned()),
+        setup_error: None,
+    });
+}
+
+/// Runs each order it is given until the orders end or a run fails (a panic in a run is
+/// its failure).
+fn serve(
+    orders: mpsc::Receiver<RunOrder>,
+    outs: mpsc::Sender<Result<WorkerOut, String>>,
+    mut run: impl FnMut(RunOrder) -> Result<WorkerOut, String>,
+) {
+    while let Ok(order) = orders.recv() {
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(order)))
+            .unwrap_or_else(|_| Err("a worker thread panicked".into()));
+        let failed = out.is_err();
+        if outs.send(out).is_err() || failed {
+            return;
+        }
     }
 }
 

@@ -288,6 +288,24 @@ impl Http1Answer {
         }
     }
 
+    /// After a framed body's bytes: the answer whole, the server gone before it was (`where_`
+    /// it closed), or more to come.
+    fn framed(
+        &mut self,
+        used: usize,
+        whole: bool,
+        eof: bool,
+        where_: &str,
+    ) -> Result<Fed, CallError> {
+        if whole {
+            Ok(self.finish(used, true))
+        } else if eof {
+            Err(CallError::Io(format!("connection closed {where_}")))
+        } else {
+            Ok(Fed::More(used))
+        }
+    }
+
     /// The answer is whole: its reply, and this reader ready for the next one.
     fn finish(&mut self, used: usize, framed: bool) -> Fed {
         let reply = Reply {
@@ -310,7 +328,6 @@ impl Http1Answer {
 
 impl Answer for Http1Answer {
     fn feed(&mut self, bytes: &[u8], eof: bool) -> Result<Fed, CallError> {
-        let closed = |what: &str| Err(CallError::Io(format!("connection closed {what}")));
         let mut used = 0;
         loop {
             let rest = &bytes[used..];
@@ -318,7 +335,7 @@ impl Answer for Http1Answer {
                 Stage::Head => {
                     let Some((head, n)) = parse_head(rest, self.head_only)? else {
                         return if eof {
-                            closed("before a response")
+                            Err(CallError::Io("connection closed before a response".into()))
                         } else {
                             Ok(Fed::More(used))
                         };
@@ -341,14 +358,7 @@ impl Answer for Http1Answer {
                     *left -= n as u64;
                     let whole = *left == 0;
                     take(&rest[..n], &mut self.body, &mut self.total)?;
-                    used += n;
-                    return if whole {
-                        Ok(self.finish(used, true))
-                    } else if eof {
-                        closed("inside a response body")
-                    } else {
-                        Ok(Fed::More(used))
-                    };
+                    return self.framed(used + n, whole, eof, "inside a response body");
                 }
                 Stage::Chunked(chunks) => {
                     used += chunks
@@ -356,13 +366,7 @@ impl Answer for Http1Answer {
                         .map_err(|e| CallError::Protocol(e.into()))?;
                     let whole = chunks.done();
                     super::kept_within(self.body.as_ref().map_or(0, Vec::len))?;
-                    return if whole {
-                        Ok(self.finish(used, true))
-                    } else if eof {
-                        closed("inside a chunked body")
-                    } else {
-                        Ok(Fed::More(used))
-                    };
+                    return self.framed(used, whole, eof, "inside a chunked body");
                 }
                 Stage::UntilClose => {
                     take(rest, &mut self.body, &mut self.total)?;
