@@ -29,6 +29,9 @@ const MAX_OPEN_LOOP: Duration = Duration::from_secs(30 * 86_400);
 /// `--timeout`).
 pub const GRACE: Duration = Duration::from_secs(1);
 
+/// How long a client waits after a refused connection before it tries again.
+const REFUSED_PAUSE: Duration = Duration::from_millis(10);
+
 /// The most clients one load runs (a plan's `clients` has the same bound).
 pub const MAX_CLIENTS: usize = 100_000;
 
@@ -247,6 +250,60 @@ fn burn() {
             std::hint::spin_loop();
         }
     }
+}
+
+/// What a call's limit is when it is sent at `sent`: past a duration's end, a call in flight
+/// has at most the grace left — `Some(that)` when it is shorter than `timeout`.
+fn grace_left(dispenser: &Dispenser, sent: Instant, timeout: Duration) -> Option<Duration> {
+    dispenser
+        .deadline()
+        .map(|d| (d + GRACE).saturating_duration_since(sent))
+        .filter(|g| *g < timeout)
+}
+
+/// How one call ended, for [`tally`].
+struct Ended {
+    warmup: bool,
+    /// Its limit was what was left of a duration's grace.
+    graced: bool,
+    /// It opened its connection.
+    reconnect: bool,
+    /// When its latency starts (the due time of a late open-loop call), when it was sent,
+    /// when it ended.
+    from: Instant,
+    sent: Instant,
+    done: Instant,
+    /// Items it received before it was cut short (a stream's messages).
+    partial: u64,
+}
+
+/// Records a call that ended with `result`, the same for every way of driving calls. Returns
+/// false when it is not a request: given up at the end of a duration's grace (`unfinished`).
+fn tally(
+    rec: &mut Recorder,
+    counter: &std::sync::atomic::AtomicU64,
+    e: Ended,
+    result: &Result<crate::protocol::Reply, CallError>,
+) -> bool {
+    let timed_out = matches!(result, Err(CallError::Timeout(_)));
+    if timed_out && !e.warmup {
+        rec.cut_short(e.done, e.partial);
+        if e.graced {
+            rec.unfinished += 1;
+            return false;
+        }
+    }
+    if e.warmup {
+        rec.warmup += 1;
+        return true;
+    }
+    if e.reconnect {
+        rec.reconnects += 1;
+    }
+    rec.record(e.from, e.sent, e.done, result);
+    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    burn();
+    true
 }
 
 pub(super) fn summarize<P: Protocol>(

@@ -11,7 +11,7 @@
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
@@ -19,10 +19,6 @@ use io_uring::{opcode, squeue, types, IoUring};
 use super::recorder::Recorder;
 use super::Dispenser;
 use crate::protocol::{Answer, CallError, Fed, Fixed, Inbox, Reply};
-
-/// How long a client waits after a refused connection before it tries again (as the
-/// runtime's clients do).
-const REFUSED_PAUSE: Duration = Duration::from_millis(10);
 
 /// The kinds of operation, in the low byte of each one's `user_data`.
 const CONNECT: u64 = 1;
@@ -59,7 +55,8 @@ pub(super) fn open(clients: usize) -> Option<IoUring> {
         b.build(sq).ok()
     };
     let ring = build(0).or_else(|| build(1)).or_else(|| build(2))?;
-    // Waits bounded by a timeout of their own (5.11); completions never dropped (5.5).
+    // Waits bounded by a timeout of their own, which the drop's draining uses (5.11);
+    // completions never dropped (5.5).
     (ring.params().is_feature_ext_arg() && ring.params().is_feature_nodrop()).then_some(ring)
 }
 
@@ -104,8 +101,6 @@ fn untag(t: u64) -> (usize, u32, u64) {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Between calls.
-    Idle,
     Connecting,
     /// The request sent (or on its way) and its answer being read.
     Exchanging,
@@ -205,7 +200,7 @@ impl<'a> Driver<'a> {
                 inbox: Inbox::new(),
                 answer: (fixed.reader)(),
                 gen: 0,
-                state: State::Idle,
+                state: State::Finished,
                 call: Call {
                     warmup: true,
                     sent: Instant::now(),
@@ -223,7 +218,7 @@ impl<'a> Driver<'a> {
             ring,
             fixed,
             slots,
-            pause: types::Timespec::from(REFUSED_PAUSE),
+            pause: types::Timespec::from(super::REFUSED_PAUSE),
             go: Going {
                 cqes: Vec::new(),
                 in_flight: 0,
@@ -245,9 +240,6 @@ impl<'a> Driver<'a> {
         self.go.next_check = None;
         self.go.pending.clear();
         self.go.clock = Instant::now();
-        for s in &mut self.slots {
-            s.state = State::Idle;
-        }
         let now = Instant::now();
         for i in 0..self.slots.len() {
             self.start(i, now, run)?;
@@ -450,12 +442,7 @@ impl<'a> Driver<'a> {
     fn stamp(&mut self, run: &Run<'_>) {
         let t = Instant::now();
         self.go.clock = t;
-        // Past a duration's end, a call in flight has at most the grace left.
-        let grace = run
-            .dispenser
-            .deadline()
-            .map(|d| (d + super::GRACE).saturating_duration_since(t))
-            .filter(|g| *g < run.timeout);
+        let grace = super::grace_left(run.dispenser, t, run.timeout);
         for i in self.go.pending.drain(..) {
             let s = &mut self.slots[i];
             if !s.unstamped {
@@ -591,7 +578,6 @@ impl<'a> Driver<'a> {
         s.gen = s.gen.wrapping_add(1);
         s.unstamped = false;
         let call = s.call;
-        let timed_out = matches!(result, Err(CallError::Timeout(_)));
         let refused = matches!(result, Err(CallError::Connect { .. }));
         if result.is_err() || !reusable {
             // The connection is dropped; a receive still in flight keeps its buffer.
@@ -602,24 +588,16 @@ impl<'a> Driver<'a> {
             }
             s.answer = (self.fixed.reader)();
         }
-        let rec = &mut *run.rec;
-        if timed_out && !call.warmup {
-            rec.cut_short(done, 0);
-        }
-        if call.graced && timed_out && !call.warmup {
-            rec.unfinished += 1;
-        } else {
-            if call.reconnect && !call.warmup {
-                rec.reconnects += 1;
-            }
-            if call.warmup {
-                rec.warmup += 1;
-            } else {
-                rec.record(call.sent, call.sent, done, &result);
-                run.counter.fetch_add(1, Relaxed);
-                super::burn();
-            }
-        }
+        let ended = super::Ended {
+            warmup: call.warmup,
+            graced: call.graced,
+            reconnect: call.reconnect,
+            from: call.sent,
+            sent: call.sent,
+            done,
+            partial: 0,
+        };
+        super::tally(run.rec, run.counter, ended, &result);
         if refused {
             // Do not spin on a server that refuses connections; each attempt is counted.
             s.state = State::Paused;
@@ -628,7 +606,6 @@ impl<'a> Driver<'a> {
                 .user_data(tag(i, s.gen, PAUSE));
             return self.push(entry);
         }
-        s.state = State::Idle;
         self.start(i, done, run)
     }
 }

@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -276,42 +276,31 @@ async fn client<P: Protocol>(
             None => now,
         };
         let reconnect = conn.is_none();
-        // Past a duration's end, a call in flight has at most the grace left.
-        let grace = dispenser
-            .deadline()
-            .map(|d| (d + super::GRACE).saturating_duration_since(sent))
-            .filter(|g| *g < timeout);
+        let grace = super::grace_left(&dispenser, sent, timeout);
         let limit = grace.unwrap_or(timeout);
         let result = call_once(&*proto, &mut conn, ticket.seq, limit).await;
         let done = Instant::now();
-        let timed_out = matches!(result, Err(CallError::Timeout(_)));
-        if timed_out && !ticket.warmup {
-            let partial = conn.as_ref().map_or(0, |c| proto.partial_items(c));
-            rec.borrow_mut().cut_short(done, partial);
-        }
-        if grace.is_some() && timed_out && !ticket.warmup {
-            rec.borrow_mut().unfinished += 1;
-            conn = None;
-            continue;
-        }
+        let partial = match (&result, &conn) {
+            (Err(CallError::Timeout(_)), Some(c)) => proto.partial_items(c),
+            _ => 0,
+        };
+        let ended = super::Ended {
+            warmup: ticket.warmup,
+            graced: grace.is_some(),
+            reconnect,
+            from: late_from.unwrap_or(sent),
+            sent,
+            done,
+            partial,
+        };
+        let counted = super::tally(&mut rec.borrow_mut(), &counter, ended, &result);
         let refused = matches!(result, Err(CallError::Connect { .. }));
-        if result.is_err() || conn.as_ref().is_some_and(|c| !proto.reusable(c)) {
+        if !counted || result.is_err() || conn.as_ref().is_some_and(|c| !proto.reusable(c)) {
             conn = None;
-        }
-        if reconnect && !ticket.warmup {
-            rec.borrow_mut().reconnects += 1;
-        }
-        if ticket.warmup {
-            rec.borrow_mut().warmup += 1;
-        } else {
-            rec.borrow_mut()
-                .record(late_from.unwrap_or(sent), sent, done, &result);
-            counter.fetch_add(1, Relaxed);
-            super::burn();
         }
         if refused {
             // Do not spin on a server that refuses connections; each attempt is counted.
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(super::REFUSED_PAUSE).await;
         }
     }
     conn
