@@ -38,6 +38,9 @@ VS_H2 = os.environ.get("VS_H2") == "1"
 # VS_EPOLL=1: a fourth generator in the HTTP/1.1 rows, bakeoff with BAKEOFF_LOAD_IO=epoll (the
 # runtime instead of the engine's own io_uring), and a second table: io_uring ÷ epoll.
 VS_EPOLL = os.environ.get("VS_EPOLL") == "1"
+# VS_BIN=PATH: a further generator in every row, another build of bakeoff (say the commit before
+# a change to the engine, copied aside), and a second table: this build ÷ that one.
+VS_BIN = os.environ.get("VS_BIN")
 peers.DURATION = SLICE
 
 
@@ -55,6 +58,16 @@ def with_env(fn, key, value):
             return fn(c)
         finally:
             del os.environ[key]
+    return run
+
+
+def with_bin(fn, path):
+    def run(c):
+        ours, peers.BAKEOFF = peers.BAKEOFF, path
+        try:
+            return fn(c)
+        finally:
+            peers.BAKEOFF = ours
     return run
 
 
@@ -98,6 +111,8 @@ def main():
                     gens["h2 crate"] = with_env(ours, "BAKEOFF_HTTP2_CLIENT", "h2")
                 if VS_EPOLL and name == "HTTP/1.1":
                     gens["epoll"] = with_env(ours, "BAKEOFF_LOAD_IO", "epoll")
+                if VS_BIN:
+                    gens["other build"] = with_bin(ours, VS_BIN)
                 per = {g: [] for g in gens}
                 for r in range(ROUNDS):
                     order = list(gens)
@@ -110,7 +125,7 @@ def main():
                 raw.append({"protocol": name, "connections": c, "knob_ns": ns, **per})
                 vs_peer = [math.log(a / b) for a, b in zip(per["bakeoff"], per["peer"])]
                 knob = [math.log(a / b) for a, b in zip(per["slowed"], per["bakeoff"])]
-                for other in ("h2 crate", "epoll"):
+                for other in ("h2 crate", "epoll", "other build"):
                     if other in per:
                         vs = [math.log(a / b) for a, b in zip(per["bakeoff"], per[other])]
                         variants.append((name, c, other, statistics.median(per[other]), interval(vs, rng)))

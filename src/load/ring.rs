@@ -56,8 +56,10 @@ pub(super) fn open(clients: usize) -> Option<IoUring> {
     };
     let ring = build(0).or_else(|| build(1)).or_else(|| build(2))?;
     // Waits bounded by a timeout of their own, which the drop's draining uses (5.11);
-    // completions never dropped (5.5).
-    (ring.params().is_feature_ext_arg() && ring.params().is_feature_nodrop()).then_some(ring)
+    // completions never dropped (5.5); a send's completion posted only when it fails (5.17).
+    let p = ring.params();
+    (p.is_feature_ext_arg() && p.is_feature_nodrop() && p.is_feature_skip_cqe_on_success())
+        .then_some(ring)
 }
 
 /// Connects `clients` connections for the ring, blocking (the worker has nothing else to
@@ -417,11 +419,13 @@ impl<'a> Driver<'a> {
             .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
             .user_data(tag(i, s.gen, SEND));
         self.queue(send)?;
-        self.receive(i)
+        self.receive(i, true)
     }
 
     /// Reads more of slot `i`'s answer into its inbox, whose room the caller made sure of.
-    fn receive(&mut self, i: usize) -> Result<(), String> {
+    /// Right after its request (`first`) the answer cannot be there yet: the kernel is told to
+    /// wait for it at once rather than try a read that would find nothing.
+    fn receive(&mut self, i: usize, first: bool) -> Result<(), String> {
         let s = &mut self.slots[i];
         let fd = types::Fd(s.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd));
         let space = s
@@ -430,7 +434,10 @@ impl<'a> Driver<'a> {
             .map_err(|e| format!("a receive without room: {e}"))?;
         let len = space.len().min(u32::MAX as usize) as u32;
         let t = tag(i, s.gen, RECV);
+        // IORING_RECVSEND_POLL_FIRST (5.19; a ring with a single issuer is 6.0 or later).
+        let poll_first = u16::from(first && self.ring.params().is_setup_single_issuer());
         let entry = opcode::Recv::new(fd, space.as_mut_ptr(), len)
+            .ioprio(poll_first)
             .build()
             .user_data(t);
         s.recv = Some(t);
@@ -553,7 +560,7 @@ impl<'a> Driver<'a> {
                         if let Err(e) = s.inbox.space() {
                             return self.settle(i, Err(e), false, now, run);
                         }
-                        self.receive(i)
+                        self.receive(i, false)
                     }
                     Ok(Fed::More(_)) => {
                         let e = CallError::Io("connection closed before a response".into());
