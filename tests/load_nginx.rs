@@ -408,3 +408,46 @@ fn a_refused_connection_is_counted_and_followed_by_a_pause_both_ways() {
         assert!(u(&v, "requests") <= 150, "{io:?}: {v}");
     }
 }
+
+#[test]
+fn a_target_that_never_answers_a_connection_costs_one_timeout_not_one_a_client() {
+    // Forty clients, 300 ms each to connect, to a target whose queue is full: the
+    // connections are waited for together, so the run is refused after about one timeout
+    // — one after another they took twelve seconds. The bound is the timeout's, with room
+    // for a busy host; each way of driving the calls is held to it.
+    let (_server, port) = start_full_backlog();
+    let url = format!("http://127.0.0.1:{port}/");
+    for io in [None, Some("epoll")] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+        cmd.args([
+            "load",
+            "-n",
+            "100",
+            "-c",
+            "40",
+            "-t",
+            "1",
+            "--timeout",
+            "300ms",
+            &url,
+        ])
+        .stdin(std::process::Stdio::null());
+        match io {
+            Some(way) => cmd.env("BAKEOFF_LOAD_IO", way),
+            None => cmd.env_remove("BAKEOFF_LOAD_IO"),
+        };
+        let started = std::time::Instant::now();
+        let out = cmd.output().expect("bakeoff runs");
+        let took = started.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{io:?}: {err}");
+        assert!(
+            err.contains("300ms") || err.contains("timed out"),
+            "{io:?}: {err}"
+        );
+        assert!(
+            took < std::time::Duration::from_secs(6),
+            "{io:?}: {took:?} for 40 connections of 300 ms: {err}"
+        );
+    }
+}

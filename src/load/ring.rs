@@ -9,7 +9,7 @@
 //! without io_uring, or that refuses it (a container's seccomp filter), leaves the calls to
 //! the runtime, as does `BAKEOFF_LOAD_IO=epoll`.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
@@ -62,19 +62,151 @@ pub(super) fn open(clients: usize) -> Option<IoUring> {
         .then_some(ring)
 }
 
-/// Connects `clients` connections for the ring, blocking (the worker has nothing else to
-/// do yet); each `Err` is what its connection failed with.
+/// Connects `clients` connections for the ring, all started at once and waited for together
+/// (a target that never answers a connection costs one timeout before the run, not one a
+/// client); each `Err` is what its connection failed with. The worker has nothing else to do
+/// yet.
 pub(super) fn connect(addr: SocketAddr, clients: usize, timeout: Duration) -> Vec<Conn> {
-    (0..clients)
-        .map(|_| {
-            TcpStream::connect_timeout(&addr, timeout)
-                .and_then(|s| {
-                    s.set_nodelay(true)?;
-                    Ok(OwnedFd::from(s))
-                })
-                .map_err(|e| connect_error(addr, e, timeout))
+    let deadline = Instant::now() + timeout;
+    let (sa, len) = sockaddr(addr);
+    let fail = |e: std::io::Error| Err(connect_error(addr, e, timeout));
+    let mut out: Vec<Conn> = Vec::with_capacity(clients);
+    // The connections still on their way, by their place in `out`.
+    let mut waiting: Vec<usize> = Vec::new();
+    for i in 0..clients {
+        let fd = match socket(addr, libc::SOCK_NONBLOCK) {
+            Ok(fd) => fd,
+            Err(e) => {
+                out.push(fail(e));
+                continue;
+            }
+        };
+        // SAFETY: connect(2) on a descriptor `fd` owns, with the address and its length.
+        let r = unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                (&sa as *const libc::sockaddr_storage).cast(),
+                len,
+            )
+        };
+        let e = std::io::Error::last_os_error();
+        if r != 0 && e.raw_os_error() != Some(libc::EINPROGRESS) {
+            out.push(fail(e));
+            continue;
+        }
+        if r != 0 {
+            waiting.push(i);
+        }
+        out.push(Ok(fd));
+    }
+    let mut polls: Vec<libc::pollfd> = Vec::with_capacity(waiting.len());
+    while !waiting.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        polls.clear();
+        polls.extend(waiting.iter().map(|&i| libc::pollfd {
+            fd: out[i].as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            events: libc::POLLOUT,
+            revents: 0,
+        }));
+        // Rounded up: a wait of 0 ms would spin until the deadline.
+        let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        // SAFETY: poll(2) on `polls`, whose descriptors live in `out` throughout.
+        let n = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, ms) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            for &i in &waiting {
+                out[i] = fail(std::io::Error::from_raw_os_error(
+                    e.raw_os_error().unwrap_or(0),
+                ));
+            }
+            waiting.clear();
+            break;
+        }
+        let mut k = 0;
+        waiting.retain(|&i| {
+            let ready = polls[k].revents != 0;
+            k += 1;
+            if ready {
+                if let Some(e) = out[i].as_ref().ok().and_then(pending_error) {
+                    out[i] = fail(e);
+                }
+            }
+            !ready
+        });
+    }
+    for i in waiting {
+        out[i] = Err(CallError::Timeout(timeout));
+    }
+    // Blocking again, as a connection made on the ring is, and with Nagle's algorithm off.
+    out.into_iter()
+        .map(|c| {
+            let fd = c?;
+            // SAFETY: fcntl(2) on a descriptor `fd` owns.
+            unsafe {
+                let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+                libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+            no_delay(&fd);
+            Ok(fd)
         })
         .collect()
+}
+
+/// A TCP socket for `addr`'s family, owned, with `flags` (`SOCK_NONBLOCK`, or 0).
+fn socket(addr: SocketAddr, flags: libc::c_int) -> std::io::Result<OwnedFd> {
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: a plain socket(2).
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | flags, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Turns Nagle's algorithm off on `fd` (every request goes out whole at once).
+fn no_delay(fd: &OwnedFd) {
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt(2) with a pointer to an int that outlives the call.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// How a connection started without waiting ended, if it failed (`SO_ERROR`).
+fn pending_error(fd: &OwnedFd) -> Option<std::io::Error> {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt(2) into an int and its length, both outliving the call.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    match (r, err) {
+        (0, 0) => None,
+        (0, e) => Some(std::io::Error::from_raw_os_error(e)),
+        _ => Some(std::io::Error::last_os_error()),
+    }
 }
 
 pub(super) type Conn = Result<OwnedFd, CallError>;
@@ -365,33 +497,14 @@ impl<'a> Driver<'a> {
             return self.exchange(i, now, run);
         }
         s.state = State::Connecting;
-        let family = match self.fixed.addr {
-            SocketAddr::V4(_) => libc::AF_INET,
-            SocketAddr::V6(_) => libc::AF_INET6,
+        let fd = match socket(self.fixed.addr, 0) {
+            Ok(fd) => fd,
+            Err(e) => {
+                let e = connect_error(self.fixed.addr, e, run.timeout);
+                return self.settle(i, Err(e), false, now, run);
+            }
         };
-        // SAFETY: a plain socket(2); its descriptor is owned at once.
-        let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            let e = connect_error(
-                self.fixed.addr,
-                std::io::Error::last_os_error(),
-                run.timeout,
-            );
-            return self.settle(i, Err(e), false, now, run);
-        }
-        // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let one: libc::c_int = 1;
-        // SAFETY: setsockopt with a pointer to an int that outlives the call.
-        unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_NODELAY,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        no_delay(&fd);
         let entry = opcode::Connect::new(
             types::Fd(fd.as_raw_fd()),
             (&self.addr.0 as *const libc::sockaddr_storage).cast(),

@@ -85,10 +85,25 @@ impl<P: Protocol> Job<P> {
         };
         let local = tokio::task::LocalSet::new();
         let conns: Vec<Result<P::Conn, CallError>> = local.block_on(&rt, async {
+            // All at once: a target that never answers a connection costs one timeout before
+            // the run, not one a client.
+            let timeout = self.timeout;
+            let tasks: Vec<_> = (0..self.clients)
+                .map(|_| {
+                    let proto = self.proto.clone();
+                    tokio::task::spawn_local(async move {
+                        let c = tokio::time::timeout(timeout, proto.connect()).await;
+                        c.unwrap_or(Err(CallError::Timeout(timeout)))
+                    })
+                })
+                .collect();
             let mut v = Vec::with_capacity(self.clients);
-            for _ in 0..self.clients {
-                let c = tokio::time::timeout(self.timeout, self.proto.connect()).await;
-                v.push(c.unwrap_or(Err(CallError::Timeout(self.timeout))));
+            for t in tasks {
+                // A panic stays one; a task is cancelled only with the runtime.
+                v.push(t.await.unwrap_or_else(|e| match e.try_into_panic() {
+                    Ok(p) => std::panic::resume_unwind(p),
+                    Err(e) => Err(CallError::Io(format!("connecting was cancelled: {e}"))),
+                }));
             }
             v
         });

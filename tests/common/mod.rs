@@ -948,6 +948,12 @@ pub fn start_http1_quirks(accepts: Option<u32>) -> (Proc, u16) {
     port_fixture("http1_quirks.py", &args)
 }
 
+/// A listener whose queue is full and that never accepts: every connection to it waits for
+/// its own timeout (tests/fixtures/full_backlog.py).
+pub fn start_full_backlog() -> (Proc, u16) {
+    port_fixture("full_backlog.py", &[])
+}
+
 /// A fixture under tests/fixtures that prints its port first.
 fn port_fixture(name: &str, args: &[&str]) -> (Proc, u16) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
