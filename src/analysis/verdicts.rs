@@ -266,7 +266,23 @@ impl Verdict {
     /// report's error control, twice as many. `Some(0)`: settled. `None`: no count up to
     /// [`MOST_REPETITIONS`] would, or none can be read — one round of one repetition, an
     /// estimate on a band's edge.
+    ///
+    /// "Would settle" at even odds: the interval's half-width is aimed at the whole distance
+    /// from the estimate to the band's edge, so if the estimate is the truth the interval
+    /// lands on either side of the edge alike. [`Verdict::repetitions_to_settle_surely`]
+    /// aims at four times in five.
     pub fn repetitions_to_settle(&self) -> Option<u32> {
+        self.repetitions_aimed(1.0)
+    }
+
+    /// As [`Verdict::repetitions_to_settle`], but enough to settle it four times in five if
+    /// its estimate is the truth: the half-width aimed at [`POWER_AIM`] of the distance to
+    /// the band's edge — about twice the repetitions. What a second stage sizes itself by.
+    pub fn repetitions_to_settle_surely(&self) -> Option<u32> {
+        self.repetitions_aimed(POWER_AIM)
+    }
+
+    fn repetitions_aimed(&self, aim: f64) -> Option<u32> {
         if self.call != Call::Inconclusive {
             return Some(0);
         }
@@ -279,16 +295,23 @@ impl Verdict {
             // as many repetitions again would give a real change.
             return Some(2 * r.repetitions.max(1) as u32);
         }
-        self.repetitions_for(self.needs()?)
+        self.repetitions_for(self.needs()? * aim)
     }
 }
 
+/// The share of the distance between an estimate and a band's edge that a second stage aims
+/// its interval's half-width at: z(97.5 %) / (z(97.5 %) + z(80 %)) = 1.96 / (1.96 + 0.84), so
+/// that a change as large as its estimate settles four times in five (80 % power; Cohen
+/// 1988), not one time in two.
+pub const POWER_AIM: f64 = 0.7;
+
 /// The second stage of a paired run with `max_repetitions` (docs/verdicts.md, "More
 /// repetitions"): read off the plan's repetitions only, the points where a contender's main
-/// verdict is inconclusive and about `max` repetitions or fewer would settle it — or it has
-/// only one, which tells nothing of the spread between fresh starts — each with the
-/// repetitions it should have in all (the most any of its contenders wants; `max` after one
-/// repetition). In plan order.
+/// verdict is inconclusive and about `max` repetitions or fewer would settle it at even
+/// odds — or it has only one, which tells nothing of the spread between fresh starts — each
+/// with the repetitions it should have in all: enough to settle it four times in five, at
+/// most `max` (the most any of its contenders wants; `max` after one repetition). In plan
+/// order.
 pub fn unsettled(r: &Results, max: u32) -> Vec<(PointId, u32)> {
     // A resumed second stage reads the same first stage, so it plans the same.
     let mut first = r.clone();
@@ -305,7 +328,10 @@ pub fn unsettled(r: &Results, max: u32) -> Vec<(PointId, u32)> {
             Some(0) => continue,
             _ if have >= max => continue,
             _ if have <= 1 => max,
-            Some(n) if n <= max => n,
+            // Within reach: as many as would settle it four times in five, or all allowed.
+            Some(n) if n <= max => v
+                .repetitions_to_settle_surely()
+                .map_or(max, |surely| surely.clamp(n, max)),
             _ => continue,
         };
         match out.iter_mut().find(|(p, _)| *p == pv.point) {
@@ -769,5 +795,15 @@ mod tests {
         held.call = Call::Inconclusive;
         held.held_back = true;
         assert_eq!(held.repetitions_to_settle(), Some(6));
+        // Four times in five: the half-width aimed at 0.7 of the way to the band's edge,
+        // (ln 1.05 / (0.7 ln 1.02))² × 3 = 37.2 → 38 and (ln 1.022 / (0.7 ln 1.02))² × 3 =
+        // 7.4 → 8 — about twice the even odds; held back, the same doubling as before.
+        assert_eq!(x.repetitions_to_settle_surely(), Some(38));
+        assert_eq!(near.repetitions_to_settle_surely(), Some(8));
+        assert_eq!(held.repetitions_to_settle_surely(), Some(6));
+        assert_eq!(
+            v(Figure::CpuPerRequest, 1.3, 1.2, 1.4).repetitions_to_settle_surely(),
+            Some(0)
+        );
     }
 }
