@@ -22,7 +22,7 @@ def main():
         raise SystemExit("build first: cargo build --release")
     d = tempfile.mkdtemp()
     client = f"{d}/blocking"
-    subprocess.run(["cc", "-O2", "-D_GNU_SOURCE", "-o", client,
+    subprocess.run(["cc", "-O2", "-o", client,
                     os.path.join(peers.ROOT, "benches/blocking.c")], check=True)
     nginx, (port, _, _, _), _ = peers.start_nginx(d)
     url = f"http://127.0.0.1:{port}/index.html"

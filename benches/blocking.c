@@ -4,6 +4,9 @@
  * Prints "requests p50_us". Built and run by benches/baseline.py.
  *   cc -O2 -o blocking benches/blocking.c && ./blocking PORT /index.html SECONDS
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem, strcasestr: undeclared without it, their pointers cut to int */
+#endif
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>

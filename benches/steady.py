@@ -41,6 +41,11 @@ VS_EPOLL = os.environ.get("VS_EPOLL") == "1"
 # VS_BIN=PATH: a further generator in every row, another build of bakeoff (say the commit before
 # a change to the engine, copied aside), and a second table: this build ÷ that one.
 VS_BIN = os.environ.get("VS_BIN")
+# VS_C=1: in the HTTP/1.1 row at one connection, a further generator, the minimal blocking C
+# client of benches/baseline.py (benches/blocking.c: a write and a read a request, nothing
+# else), and a second table: bakeoff ÷ it — what one connection's CPU per request costs any
+# client that waits for each answer, the floor bakeoff is measured against there.
+VS_C = os.environ.get("VS_C") == "1"
 peers.DURATION = SLICE
 
 
@@ -68,6 +73,19 @@ def with_bin(fn, path):
             return fn(c)
         finally:
             peers.BAKEOFF = ours
+    return run
+
+
+def blocking_c(d, port):
+    """benches/blocking.c built in `d`, as a generator of one connection to nginx's `port`."""
+    client = f"{d}/blocking"
+    peers.subprocess.run(["cc", "-O2", "-o", client,
+                          os.path.join(peers.ROOT, "benches/blocking.c")], check=True)
+
+    def run(c):
+        assert c == 1, "the blocking client has one connection"
+        out, cpu = peers.run([client, str(port), "/index.html", str(SLICE)])
+        return int(out.split()[0]), None, cpu
     return run
 
 
@@ -111,6 +129,8 @@ def main():
                     gens["h2 crate"] = with_env(ours, "BAKEOFF_HTTP2_CLIENT", "h2")
                 if VS_EPOLL and name == "HTTP/1.1":
                     gens["epoll"] = with_env(ours, "BAKEOFF_LOAD_IO", "epoll")
+                if VS_C and name == "HTTP/1.1" and c == 1:
+                    gens["blocking C"] = blocking_c(d, p1)
                 if VS_BIN:
                     gens["other build"] = with_bin(ours, VS_BIN)
                 per = {g: [] for g in gens}
@@ -125,7 +145,7 @@ def main():
                 raw.append({"protocol": name, "connections": c, "knob_ns": ns, **per})
                 vs_peer = [math.log(a / b) for a, b in zip(per["bakeoff"], per["peer"])]
                 knob = [math.log(a / b) for a, b in zip(per["slowed"], per["bakeoff"])]
-                for other in ("h2 crate", "epoll", "other build"):
+                for other in ("h2 crate", "epoll", "other build", "blocking C"):
                     if other in per:
                         vs = [math.log(a / b) for a, b in zip(per["bakeoff"], per[other])]
                         variants.append((name, c, other, statistics.median(per[other]), interval(vs, rng)))
