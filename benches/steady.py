@@ -148,7 +148,9 @@ def main():
                 for other in ("h2 crate", "epoll", "other build", "blocking C"):
                     if other in per:
                         vs = [math.log(a / b) for a, b in zip(per["bakeoff"], per[other])]
-                        variants.append((name, c, other, statistics.median(per[other]), interval(vs, rng)))
+                        to_peer = [math.log(a / b) for a, b in zip(per[other], per["peer"])]
+                        variants.append((name, c, other, statistics.median(per[other]), interval(vs, rng),
+                                         peer_name, interval(to_peer, rng)))
                 rows.append((name, c, peer_name, statistics.median(per["bakeoff"]),
                              statistics.median(per["peer"]), interval(vs_peer, rng),
                              statistics.stdev(vs_peer), ns, base, interval(knob, rng)))
@@ -171,10 +173,11 @@ def main():
               f"±{sd * 100:.1f} % | {km:.3f}× ({klo:.3f}–{khi:.3f}), {ns} ns of {base:.2f} µs | {found} |")
     if variants:
         print()
-        print("| protocol | connections | bakeoff against | its µs CPU/request | bakeoff ÷ it (95 % interval) |")
-        print("|---|---|---|---|---|")
-        for name, c, other, theirs, (m, lo, hi) in variants:
-            print(f"| {name} | {c} | {other} | {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) |")
+        print("| protocol | connections | bakeoff against | its µs CPU/request | bakeoff ÷ it (95 % interval) | it ÷ the peer |")
+        print("|---|---|---|---|---|---|")
+        for name, c, other, theirs, (m, lo, hi), peer_name, (pm, plo, phi) in variants:
+            print(f"| {name} | {c} | {other} | {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) | "
+                  f"{pm:.3f}× {peer_name}'s ({plo:.3f}–{phi:.3f}) |")
 
 
 if __name__ == "__main__":
