@@ -89,12 +89,12 @@ pub(super) fn connect(addr: SocketAddr, clients: usize, timeout: Duration) -> Ve
                 len,
             )
         };
-        let e = std::io::Error::last_os_error();
-        if r != 0 && e.raw_os_error() != Some(libc::EINPROGRESS) {
-            out.push(fail(e));
-            continue;
-        }
         if r != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINPROGRESS) {
+                out.push(fail(e));
+                continue;
+            }
             waiting.push(i);
         }
         out.push(Ok(fd));
@@ -279,6 +279,9 @@ pub(super) struct Driver<'a> {
     addr: (libc::sockaddr_storage, libc::socklen_t),
     slots: Vec<Slot>,
     pause: types::Timespec,
+    /// `IORING_RECVSEND_POLL_FIRST` for a call's first receive where the kernel knows it
+    /// (5.19; a ring with a single issuer is 6.0 or later), else 0: read once, not a call.
+    poll_first: u16,
     go: Going,
 }
 
@@ -349,6 +352,7 @@ impl<'a> Driver<'a> {
             .collect();
         Driver {
             addr: sockaddr(fixed.addr),
+            poll_first: u16::from(ring.params().is_setup_single_issuer()),
             ring,
             fixed,
             slots,
@@ -547,10 +551,8 @@ impl<'a> Driver<'a> {
             .map_err(|e| format!("a receive without room: {e}"))?;
         let len = space.len().min(u32::MAX as usize) as u32;
         let t = tag(i, s.gen, RECV);
-        // IORING_RECVSEND_POLL_FIRST (5.19; a ring with a single issuer is 6.0 or later).
-        let poll_first = u16::from(first && self.ring.params().is_setup_single_issuer());
         let entry = opcode::Recv::new(fd, space.as_mut_ptr(), len)
-            .ioprio(poll_first)
+            .ioprio(if first { self.poll_first } else { 0 })
             .build()
             .user_data(t);
         s.recv = Some(t);
