@@ -17,7 +17,8 @@ interval, the median repetitions the point got (more than the plan's with
         the second comparison +2 % dearer instead of +5 % (WORK5=µs / WORK2=µs reuse an
         amount an earlier run scaled, as calibrate.py)
 
-NEIGHBOURS=K runs K bursty CPU neighbours throughout (calibrate.py). SETTINGS is a list of `paired = { … }` bodies separated by `|` (empty: the defaults), each
+NEIGHBOURS=K runs K bursty CPU neighbours throughout (calibrate.py). ROWS="+2 % CPU" (or
+"A/A") runs that comparison alone. SETTINGS is a list of `paired = { … }` bodies separated by `|` (empty: the defaults), each
 optionally led by `repetitions = N;` for a plan of N repetitions instead of 3. Uses
 benches/calibrate.py's plan and --work scaling (3 repetitions, one point of 4 clients, 1 s).
 """
@@ -90,6 +91,8 @@ def main():
     rows = {}
     for i in range(N):
         for label, extra in [("A/A", 0.0), (f"+{second} % CPU", work)]:
+            if os.environ.get("ROWS") and label not in os.environ["ROWS"].split(","):
+                continue
             for s in SETTINGS:
                 reps, body = c.REPS, s
                 m = re.match(r"\s*repetitions\s*=\s*(\d+)\s*;\s*(.*)", s)
