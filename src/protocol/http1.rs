@@ -1,10 +1,9 @@
 //! HTTP/1.1 over one keep-alive connection per client. A request without templates is encoded
-//! once and written as is; responses' heads are read in place (`http1_head`), and bodies are
+//! once and written as is; responses are parsed in place with `httparse`, and bodies are
 //! counted, not copied, unless the caller needs them (JSON-RPC, `bakeoff call`).
 
 use std::net::SocketAddr;
 
-use super::http1_head::{parse_head, Framing};
 use super::target::{connect, Endpoint};
 use super::template::Template;
 use super::tls::Stream;
@@ -163,6 +162,77 @@ async fn fill(c: &mut Http1Conn) -> Result<usize, CallError> {
     let n = c.stream.read(space).await.map_err(super::tls::call_error)?;
     c.inbox.filled(n);
     Ok(n)
+}
+
+enum Framing {
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+struct Head {
+    status: u16,
+    framing: Framing,
+    close: bool,
+}
+
+fn parse_head(bytes: &[u8], head_only: bool) -> Result<Option<(Head, usize)>, CallError> {
+    // Uninitialised: httparse writes the headers it finds, so the 2 KiB of a fresh header
+    // array is not cleared for every response.
+    let mut headers = [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; 64];
+    let mut resp = httparse::Response::new(&mut []);
+    let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut resp,
+        bytes,
+        &mut headers,
+    ) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(CallError::Protocol(format!("bad HTTP response: {e}"))),
+    };
+    let status = resp.code.unwrap_or(0);
+    let mut framing = Framing::UntilClose;
+    let mut close = resp.version == Some(0);
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let len = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .ok_or_else(|| CallError::Protocol("bad Content-Length".into()))?;
+            if matches!(framing, Framing::Length(other) if other != len) {
+                // Two lengths: which one frames the body is the classic smuggling question.
+                return Err(CallError::Protocol(
+                    "two different Content-Length headers".into(),
+                ));
+            }
+            if !matches!(framing, Framing::Chunked) {
+                framing = Framing::Length(len);
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            if h.value.eq_ignore_ascii_case(b"chunked")
+                || h.value.to_ascii_lowercase().ends_with(b"chunked")
+            {
+                framing = Framing::Chunked;
+            }
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            if h.value.eq_ignore_ascii_case(b"close") {
+                close = true;
+            } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
+                close = false;
+            }
+        }
+    }
+    if head_only || status == 204 || status == 304 || (100..200).contains(&status) {
+        framing = Framing::Length(0);
+    }
+    Ok(Some((
+        Head {
+            status,
+            framing,
+            close,
+        },
+        n,
+    )))
 }
 
 async fn read_response(c: &mut Http1Conn) -> Result<Reply, CallError> {

@@ -1,12 +1,11 @@
 //! Wire clients behind one small trait, so the load engine never knows which protocol it
-//! drives: HTTP/1.1 (pre-encoded requests, answers' heads read by `http1_head`), HTTP/2, gRPC with messages built at
+//! drives: HTTP/1.1 (pre-encoded requests, `httparse`), HTTP/2, gRPC with messages built at
 //! run time from `.proto` files or server reflection, and JSON-RPC 2.0 over HTTP/1.1; each
 //! plaintext or over TLS (`tls`).
 
 pub mod grpc;
 pub mod hpack;
 pub mod http1;
-mod http1_head;
 pub mod http2;
 pub mod jsonrpc;
 pub mod lean2;
