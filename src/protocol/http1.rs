@@ -164,12 +164,14 @@ async fn fill(c: &mut Http1Conn) -> Result<usize, CallError> {
     Ok(n)
 }
 
+#[derive(Clone, Copy)]
 enum Framing {
     Length(u64),
     Chunked,
     UntilClose,
 }
 
+#[derive(Clone, Copy)]
 struct Head {
     status: u16,
     framing: Framing,
@@ -266,6 +268,11 @@ pub struct Http1Answer {
     close: bool,
     total: u64,
     body: Option<Vec<u8>>,
+    /// The last head read, its bytes and what they said. A server's heads are most often the
+    /// same bytes answer after answer (nginx's change once a second, with their `Date`), and
+    /// the same bytes read the same: compared, not parsed again, they cost a memcmp instead
+    /// of httparse's pass and the header comparisons after it.
+    last: Option<(Vec<u8>, Head)>,
 }
 
 enum Stage {
@@ -285,7 +292,26 @@ impl Http1Answer {
             close: false,
             total: 0,
             body: None,
+            last: None,
         }
+    }
+
+    /// The head at the start of `bytes`: the last one again when it is the same bytes, else
+    /// parsed (and remembered).
+    fn head(&mut self, bytes: &[u8]) -> Result<Option<(Head, usize)>, CallError> {
+        if let Some((seen, head)) = &self.last {
+            if bytes.starts_with(seen) {
+                return Ok(Some((*head, seen.len())));
+            }
+        }
+        let parsed = parse_head(bytes, self.head_only)?;
+        if let Some((head, n)) = parsed {
+            let (seen, last) = self.last.get_or_insert_with(|| (Vec::new(), head));
+            seen.clear();
+            seen.extend_from_slice(&bytes[..n]);
+            *last = head;
+        }
+        Ok(parsed)
     }
 
     /// After a framed body's bytes: the answer whole, the server gone before it was (`where_`
@@ -333,7 +359,7 @@ impl Answer for Http1Answer {
             let rest = &bytes[used..];
             match &mut self.stage {
                 Stage::Head => {
-                    let Some((head, n)) = parse_head(rest, self.head_only)? else {
+                    let Some((head, n)) = self.head(rest)? else {
                         return if eof {
                             Err(CallError::Io("connection closed before a response".into()))
                         } else {
@@ -613,6 +639,59 @@ mod tests {
             let e = read_cut(wire, wire.len() / 2, false, true).unwrap_err();
             assert!(e.to_string().contains(said), "{e}");
         }
+    }
+
+    #[test]
+    fn a_head_read_again_says_what_it_said_and_a_changed_one_is_read_anew() {
+        let mut a = Http1Answer::new(false, true);
+        let read = |a: &mut Http1Answer, wire: &[u8]| match a.feed(wire, false).unwrap() {
+            Fed::Done { used, reply, .. } => {
+                let body = reply.body.map(|b| b.concat()).unwrap_or_default();
+                (reply.class, body, used)
+            }
+            Fed::More(_) => panic!("no answer in {:?}", String::from_utf8_lossy(wire)),
+        };
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloNEXT";
+        for _ in 0..3 {
+            assert_eq!(
+                read(&mut a, ok),
+                (Class::Http(200), b"hello".to_vec(), ok.len() - 4)
+            );
+        }
+        // Another length, another status, a head cut short, then the first again.
+        let longer = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nhello!!";
+        assert_eq!(
+            read(&mut a, longer),
+            (Class::Http(200), b"hello!!".to_vec(), longer.len())
+        );
+        let gone = b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nabc";
+        assert_eq!(
+            read(&mut a, gone),
+            (Class::Http(404), b"abc".to_vec(), gone.len())
+        );
+        assert!(matches!(a.feed(&gone[..20], false), Ok(Fed::More(0))));
+        assert_eq!(
+            read(&mut a, gone),
+            (Class::Http(404), b"abc".to_vec(), gone.len())
+        );
+        assert_eq!(
+            read(&mut a, ok),
+            (Class::Http(200), b"hello".to_vec(), ok.len() - 4)
+        );
+        // The same head ending the connection: read as such, not as the kept-alive one.
+        let mut c = Http1Answer::new(false, false);
+        let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+        assert!(matches!(
+            c.feed(ok, false),
+            Ok(Fed::Done { reusable: true, .. })
+        ));
+        assert!(matches!(
+            c.feed(close, false),
+            Ok(Fed::Done {
+                reusable: false,
+                ..
+            })
+        ));
     }
 
     #[test]
