@@ -17,13 +17,19 @@ ROUNDS = int(os.environ.get("ROUNDS", "10"))
 SLICE = int(os.environ.get("SLICE", "2"))
 
 
+def build_blocking(d):
+    """benches/blocking.c built in the folder `d`; the program's path."""
+    client = f"{d}/blocking"
+    subprocess.run(["cc", "-O2", "-o", client,
+                    os.path.join(peers.ROOT, "benches/blocking.c")], check=True)
+    return client
+
+
 def main():
     if not os.path.exists(peers.BAKEOFF):
         raise SystemExit("build first: cargo build --release")
     d = tempfile.mkdtemp()
-    client = f"{d}/blocking"
-    subprocess.run(["cc", "-O2", "-o", client,
-                    os.path.join(peers.ROOT, "benches/blocking.c")], check=True)
+    client = build_blocking(d)
     nginx, (port, _, _, _), _ = peers.start_nginx(d)
     url = f"http://127.0.0.1:{port}/index.html"
     pin = ["taskset", "-c", peers.GEN_CPU]

@@ -25,6 +25,7 @@ import json, math, os, random, statistics, sys, tempfile, shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
+from baseline import build_blocking  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "40"))
 SLICE = int(os.environ.get("SLICE", "1"))
@@ -78,9 +79,7 @@ def with_bin(fn, path):
 
 def blocking_c(d, port):
     """benches/blocking.c built in `d`, as a generator of one connection to nginx's `port`."""
-    client = f"{d}/blocking"
-    peers.subprocess.run(["cc", "-O2", "-o", client,
-                          os.path.join(peers.ROOT, "benches/blocking.c")], check=True)
+    client = build_blocking(d)
 
     def run(c):
         assert c == 1, "the blocking client has one connection"
