@@ -10,7 +10,7 @@ runs R times and records requests/s and the generator's own CPU time per request
 of the child, from getrusage). Prints a Markdown table; the medians are what BENCHMARKS.md
 shows. Not a test: it needs the peers installed (see benches/peers.sh) and takes minutes.
 """
-import json, os, re, resource, shutil, socket, statistics, subprocess, sys, tempfile, time
+import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, threading, time
 
 DURATION = int(os.environ.get("BENCH_DURATION", "4"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
@@ -20,6 +20,10 @@ ONLY = [p for p in os.environ.get("BENCH_ONLY", "").split(",") if p]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BAKEOFF = os.path.join(ROOT, "target", "release", "bakeoff")
 GEN_CPU, SERVER_CPU = "0", "1"
+# What one thread's runs change: `env` (variables added to the generator's environment) and
+# `bakeoff` (another build to run): benches/steady.py runs two generators side by side, each
+# from its own thread.
+LOCAL = threading.local()
 
 
 def free_port():
@@ -101,18 +105,27 @@ RANGE_FRAME = bytes([0, 0, 0, 0, 7, 0x0A, 5]) + b"bench"
 
 
 def run(cmd):
-    """Runs cmd pinned to the generator CPU; returns (stdout, child CPU seconds)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(["taskset", "-c", GEN_CPU] + cmd, capture_output=True, text=True, timeout=DURATION * 10 + 30)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if out.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed: {out.stderr[-500:]}")
-    return out.stdout, cpu
+    """Runs cmd pinned to the generator CPU; returns (stdout, its CPU seconds). The CPU time is
+    the child's own (wait4 on its pid), so two runs at once, from two threads, each get theirs."""
+    env = dict(os.environ, **getattr(LOCAL, "env", {}))
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(["taskset", "-c", GEN_CPU] + cmd, stdout=out, stderr=err, env=env)
+        limit = threading.Timer(DURATION * 10 + 30, p.kill)
+        limit.start()
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            limit.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if p.returncode != 0:
+            raise RuntimeError(f"{cmd[0]} failed: {err.read()[-500:]}")
+        return out.read(), ru.ru_utime + ru.ru_stime
 
 
 def tool_bakeoff(url, c, h2=False, extra=()):
-    cmd = [BAKEOFF, "load", "-z", f"{DURATION}s", "-c", str(c), "-t", "1", "--json", *extra]
+    cmd = [getattr(LOCAL, "bakeoff", BAKEOFF), "load", "-z", f"{DURATION}s", "-c", str(c), "-t", "1", "--json", *extra]
     if url:
         cmd.append(url)
     if h2:

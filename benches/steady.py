@@ -2,26 +2,35 @@
 """The steady generator benchmark: bakeoff's load engine against its peer, interleaved.
 
 The paired idea applied to load generators. For each protocol × connection count, every
-round runs the peer (wrk for HTTP/1.1, h2load for h2c and gRPC unary), `bakeoff load`, and
-`bakeoff load` slowed on purpose by a known amount (the test-only knob BAKEOFF_LOAD_BURN_NS:
-the engine spins that long after each response) for one short slice each, in a fresh random
-order, against the same pinned server (benches/peers.py starts them: nginx and etcd 3.5.1 on
-CPU 1, the generator on CPU 0, one thread). A slice's figure is the generator's CPU time per
-request (user + system of the process, from getrusage). What drifts — a neighbour, the
-host's steal, the server warming — drifts for all three within a round, so each round's
-ratio cancels it; the table gives the geometric mean of the rounds' ratios with a 95 %
-bootstrap interval.
+round runs the peer (wrk for HTTP/1.1, h2load for h2c and gRPC unary) and `bakeoff load` for
+one short slice each, in a fresh random order, against the same pinned server
+(benches/peers.py starts them: nginx and etcd 3.5.1 on CPU 1, the generator on CPU 0, one
+thread). A slice's figure is the generator's CPU time per request (user + system of the
+process, from wait4). What drifts over minutes — a neighbour, the host's steal, the server
+warming — drifts for both within a round, so each round's ratio cancels it; the table gives
+the geometric mean of the rounds' ratios with a 95 % bootstrap interval.
 
-The knob is set from a first round that is not counted (it also warms the server): KNOB_PCT
-(default 3) per cent of bakeoff's CPU per request there. Its row says whether the interval
-of "slowed / bakeoff" clears 1: the benchmark is steady enough when it finds the knob and
-the interval of bakeoff against its peer is narrower than the knob.
+What drifts within seconds does not cancel between two slices one after the other: on this
+shared VM one round's ratio spreads ±8–12 %, and a 3 % change of the engine took more than a
+hundred rounds to find that way. So two builds of bakeoff — the engine slowed on purpose by a
+known amount (the test-only knob BAKEOFF_LOAD_BURN_NS: that many nanoseconds of CPU work after
+each response), or another build (VS_BIN) — are measured *side by side*: both at the same
+moment, on the same CPU, each with its own connections to the same server, each its own CPU
+time. The host's second is the same second for both, and the ratio of two identical builds
+spreads some ±0.5–0.8 % a round. Side by side, each generator shares its CPU with the other, so
+its CPU per request is not what it is alone (higher, some 20–30 % at 16 connections) and is
+never set against the peer's; a side-by-side ratio says how two builds of the engine differ
+under the same load, the alone one how bakeoff stands against its peer.
+
+The knob is set from a first side-by-side round that is not counted (it also warms the
+server): KNOB_PCT (default 3) per cent of bakeoff's CPU per request there. Its row says whether
+the interval of "slowed / bakeoff" clears 1.
 
     ROUNDS=40 SLICE=1 BENCH_CONNS=1,16,64 BENCH_ONLY="HTTP/1.1,h2c,gRPC unary" KNOB_PCT=3 \
         python3 benches/steady.py
 Needs target/release/bakeoff and the peers (benches/peers.sh installs them).
 """
-import json, math, os, random, statistics, sys, tempfile, shutil
+import json, math, os, random, statistics, sys, tempfile, shutil, threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
@@ -39,8 +48,8 @@ VS_H2 = os.environ.get("VS_H2") == "1"
 # VS_EPOLL=1: a fourth generator in the HTTP/1.1 rows, bakeoff with BAKEOFF_LOAD_IO=epoll (the
 # runtime instead of the engine's own io_uring), and a second table: io_uring ÷ epoll.
 VS_EPOLL = os.environ.get("VS_EPOLL") == "1"
-# VS_BIN=PATH: a further generator in every row, another build of bakeoff (say the commit before
-# a change to the engine, copied aside), and a second table: this build ÷ that one.
+# VS_BIN=PATH: in every row, another build of bakeoff (say the commit before a change to the
+# engine, copied aside) side by side with this one, and a second table: this build ÷ that one.
 VS_BIN = os.environ.get("VS_BIN")
 # VS_C=1: in the HTTP/1.1 row at one connection, a further generator, the minimal blocking C
 # client of benches/baseline.py (benches/blocking.c: a write and a read a request, nothing
@@ -59,21 +68,43 @@ def interval(logs, rng, n=4000):
 
 def with_env(fn, key, value):
     def run(c):
-        os.environ[key] = value
+        peers.LOCAL.env = {key: value}
         try:
             return fn(c)
         finally:
-            del os.environ[key]
+            peers.LOCAL.env = {}
     return run
 
 
 def with_bin(fn, path):
     def run(c):
-        ours, peers.BAKEOFF = peers.BAKEOFF, path
+        peers.LOCAL.bakeoff = path
         try:
             return fn(c)
         finally:
-            peers.BAKEOFF = ours
+            del peers.LOCAL.bakeoff
+    return run
+
+
+def side_by_side(fa, fb):
+    """Runs two generators at the same moment, each from its own thread (both pinned to the
+    generator CPU, each with its own connections to the same server); returns both results.
+    What the host does to one in that second it does to the other."""
+    out = {}
+    go = threading.Barrier(2)
+
+    def one(key, fn, c):
+        go.wait()
+        out[key] = fn(c)
+
+    def run(c):
+        t = threading.Thread(target=one, args=("b", fb, c))
+        t.start()
+        one("a", fa, c)
+        t.join()
+        if "b" not in out:
+            raise RuntimeError("the second generator of a side-by-side slice failed")
+        return out.pop("a"), out.pop("b")
     return run
 
 
@@ -119,37 +150,49 @@ def main():
         for name in [p for p in ONLY if p in cells]:
             peer_name, peer, ours = cells[name]
             for c in CONNS:
-                n, _, cpu = ours(c)  # the uncounted first round: warms up, sets the knob
+                # The uncounted first round: warms up, and sizes the knob from bakeoff's CPU a
+                # request beside a twin of itself, as the knob is measured.
+                (n, _, cpu), _ = side_by_side(ours, ours)(c)
                 base = cpu * 1e6 / max(n, 1)
                 ns = int(base * 1000 * KNOB_PCT / 100)
                 peer(c)
-                gens = {"peer": peer, "bakeoff": ours, "slowed": with_knob(ours, ns)}
+                # A slice runs one generator alone, or two side by side: the knob and another
+                # build are each measured beside bakeoff at the same moment, what they are there
+                # to find being a few per cent between two builds of the same engine.
+                gens = {"peer": (peer, ("peer",)), "bakeoff": (ours, ("bakeoff",)),
+                        "knob": (side_by_side(ours, with_knob(ours, ns)), ("twin", "slowed"))}
                 if VS_H2 and name != "HTTP/1.1":
-                    gens["h2 crate"] = with_env(ours, "BAKEOFF_HTTP2_CLIENT", "h2")
+                    gens["h2 crate"] = (with_env(ours, "BAKEOFF_HTTP2_CLIENT", "h2"), ("h2 crate",))
                 if VS_EPOLL and name == "HTTP/1.1":
-                    gens["epoll"] = with_env(ours, "BAKEOFF_LOAD_IO", "epoll")
+                    gens["epoll"] = (with_env(ours, "BAKEOFF_LOAD_IO", "epoll"), ("epoll",))
                 if VS_C and name == "HTTP/1.1" and c == 1:
-                    gens["blocking C"] = blocking_c(d, p1)
+                    gens["blocking C"] = (blocking_c(d, p1), ("blocking C",))
                 if VS_BIN:
-                    gens["other build"] = with_bin(ours, VS_BIN)
-                per = {g: [] for g in gens}
+                    gens["other build"] = (side_by_side(ours, with_bin(ours, VS_BIN)), ("beside it", "other build"))
+                per = {f: [] for _, figures in gens.values() for f in figures}
                 for r in range(ROUNDS):
                     order = list(gens)
                     rng.shuffle(order)
                     for g in order:
-                        n, _, cpu = gens[g](c)
-                        per[g].append(cpu * 1e6 / max(n, 1))
+                        fn, figures = gens[g]
+                        got = fn(c)
+                        for f, (n, _, cpu) in zip(figures, got if len(figures) == 2 else [got]):
+                            per[f].append(cpu * 1e6 / max(n, 1))
                     print(f"  {name} c={c} round {r + 1}: " + ", ".join(
-                        f"{g} {per[g][-1]:.2f}" for g in gens) + " µs CPU/request", file=sys.stderr)
+                        f"{f} {v[-1]:.2f}" for f, v in per.items()) + " µs CPU/request", file=sys.stderr)
                 raw.append({"protocol": name, "connections": c, "knob_ns": ns, **per})
                 vs_peer = [math.log(a / b) for a, b in zip(per["bakeoff"], per["peer"])]
-                knob = [math.log(a / b) for a, b in zip(per["slowed"], per["bakeoff"])]
-                for other in ("h2 crate", "epoll", "other build", "blocking C"):
+                knob = [math.log(a / b) for a, b in zip(per["slowed"], per["twin"])]
+                for other in ("h2 crate", "epoll", "blocking C"):
                     if other in per:
                         vs = [math.log(a / b) for a, b in zip(per["bakeoff"], per[other])]
                         to_peer = [math.log(a / b) for a, b in zip(per[other], per["peer"])]
                         variants.append((name, c, other, statistics.median(per[other]), interval(vs, rng),
                                          peer_name, interval(to_peer, rng)))
+                if "other build" in per:
+                    vs = [math.log(a / b) for a, b in zip(per["beside it"], per["other build"])]
+                    variants.append((name, c, "other build, side by side", statistics.median(per["other build"]),
+                                     interval(vs, rng), peer_name, None))
                 rows.append((name, c, peer_name, statistics.median(per["bakeoff"]),
                              statistics.median(per["peer"]), interval(vs_peer, rng),
                              statistics.stdev(vs_peer), ns, base, interval(knob, rng)))
@@ -164,7 +207,8 @@ def main():
                 json.dump(raw, f)
 
     print(f"| protocol | connections | bakeoff µs CPU/request | peer | bakeoff ÷ peer (95 % interval, "
-          f"{ROUNDS} rounds of {SLICE} s) | one round's spread | the {KNOB_PCT:g} % knob: slowed ÷ bakeoff | found |")
+          f"{ROUNDS} rounds of {SLICE} s) | one round's spread | the {KNOB_PCT:g} % knob, side by side: "
+          f"slowed ÷ bakeoff | found |")
     print("|---|---|---|---|---|---|---|---|")
     for name, c, peer_name, ours, theirs, (m, lo, hi), sd, ns, base, (km, klo, khi) in rows:
         found = "yes" if klo > 1 else "no"
@@ -174,9 +218,11 @@ def main():
         print()
         print("| protocol | connections | bakeoff against | its µs CPU/request | bakeoff ÷ it (95 % interval) | it ÷ the peer |")
         print("|---|---|---|---|---|---|")
-        for name, c, other, theirs, (m, lo, hi), peer_name, (pm, plo, phi) in variants:
-            print(f"| {name} | {c} | {other} | {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) | "
-                  f"{pm:.3f}× {peer_name}'s ({plo:.3f}–{phi:.3f}) |")
+        for name, c, other, theirs, (m, lo, hi), peer_name, to_peer in variants:
+            # Side by side, a generator shares the CPU with another: its figure is not the one a
+            # slice alone gives, so it is not set against the peer's.
+            vs = "—" if to_peer is None else f"{to_peer[0]:.3f}× {peer_name}'s ({to_peer[1]:.3f}–{to_peer[2]:.3f})"
+            print(f"| {name} | {c} | {other} | {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) | {vs} |")
 
 
 if __name__ == "__main__":

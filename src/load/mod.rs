@@ -232,23 +232,42 @@ pub fn run<P: Protocol>(
     Session::open(proto, cfg)?.run(cfg.stop, cfg.warmup, progress)
 }
 
-/// The test-only knob `BAKEOFF_LOAD_BURN_NS`: the engine spins this many nanoseconds of its
-/// own CPU after each measured response, a slowdown of known size that `benches/steady.py`
-/// must tell from none. Unset (always, outside that benchmark) it costs one load of a
-/// static per response; at most 1 ms, so a duration still ends near its time.
+/// The test-only knob `BAKEOFF_LOAD_BURN_NS`: the engine does this many nanoseconds of its own
+/// CPU work after each measured response, a slowdown of known size that `benches/steady.py`
+/// must tell from none. A fixed number of loop turns, measured once against the thread's CPU
+/// clock (some 2 ms at the first response): spinning on the wall clock instead burned less than
+/// the knob said whenever the host took the CPU away mid-spin. Unset (always, outside that
+/// benchmark) it costs one load of a static per response; at most 1 ms of work.
 fn burn() {
-    static NS: OnceLock<u64> = OnceLock::new();
-    let ns = *NS.get_or_init(|| {
-        std::env::var("BAKEOFF_LOAD_BURN_NS")
+    static TURNS: OnceLock<u64> = OnceLock::new();
+    let turns = *TURNS.get_or_init(|| {
+        let ns = std::env::var("BAKEOFF_LOAD_BURN_NS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .map_or(0, |ns: u64| ns.min(1_000_000))
-    });
-    if ns > 0 {
-        let until = Instant::now() + Duration::from_nanos(ns);
-        while Instant::now() < until {
-            std::hint::spin_loop();
+            .map_or(0, |ns: u64| ns.min(1_000_000));
+        if ns == 0 {
+            return 0;
         }
+        // Turns a nanosecond, from at least 2 ms of them on this thread's CPU clock.
+        let start = sys::thread_cpu_time();
+        let mut turns = 0u64;
+        loop {
+            spin(1 << 14);
+            turns += 1 << 14;
+            let spent = sys::thread_cpu_time().since(start).total();
+            if spent >= Duration::from_millis(2) {
+                return (u128::from(ns) * u128::from(turns) / spent.as_nanos()) as u64;
+            }
+        }
+    });
+    spin(turns);
+}
+
+/// `turns` turns of a loop the compiler cannot remove or shorten.
+fn spin(turns: u64) {
+    let mut x = 0u64;
+    for i in 0..turns {
+        x = std::hint::black_box(x.wrapping_add(i));
     }
 }
 
