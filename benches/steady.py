@@ -17,9 +17,10 @@ known amount (the test-only knob BAKEOFF_LOAD_BURN_NS: that many nanoseconds of 
 each response), or another build (VS_BIN) — are measured *side by side*: both at the same
 moment, on the same CPU, each with its own connections to the same server, each its own CPU
 time. The host's second is the same second for both, and the ratio of two identical builds
-spreads some ±0.5–0.8 % a round. Side by side, each generator shares its CPU with the other, so
-its CPU per request is not what it is alone (higher, some 20–30 % at 16 connections) and is
-never set against the peer's; a side-by-side ratio says how two builds of the engine differ
+spreads some ±0.4–0.9 % a round (HTTP/1.1 and h2c; ±1.5–2.2 % gRPC). Side by side, each
+generator shares its CPU with the other, so its CPU per request is not what it is alone (about
+half at one connection, where the CPU no longer idles between answers; 6–32 % more at 16 and
+64) and is never set against the peer's; a side-by-side ratio says how two builds of the engine differ
 under the same load, the alone one how bakeoff stands against its peer.
 
 The knob is set from a first side-by-side round that is not counted (it also warms the
@@ -191,11 +192,11 @@ def main():
                                          peer_name, interval(to_peer, rng)))
                 if "other build" in per:
                     vs = [math.log(a / b) for a, b in zip(per["beside it"], per["other build"])]
-                    variants.append((name, c, "other build, side by side", statistics.median(per["other build"]),
-                                     interval(vs, rng), peer_name, None))
+                    variants.append((name, c, f"other build, side by side (±{statistics.stdev(vs) * 100:.1f} % a round)",
+                                     statistics.median(per["other build"]), interval(vs, rng), peer_name, None))
                 rows.append((name, c, peer_name, statistics.median(per["bakeoff"]),
                              statistics.median(per["peer"]), interval(vs_peer, rng),
-                             statistics.stdev(vs_peer), ns, base, interval(knob, rng)))
+                             statistics.stdev(vs_peer), ns, base, interval(knob, rng), statistics.stdev(knob)))
     finally:
         for p in (nginx, etcd):
             if p:
@@ -210,10 +211,11 @@ def main():
           f"{ROUNDS} rounds of {SLICE} s) | one round's spread | the {KNOB_PCT:g} % knob, side by side: "
           f"slowed ÷ bakeoff | found |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, c, peer_name, ours, theirs, (m, lo, hi), sd, ns, base, (km, klo, khi) in rows:
+    for name, c, peer_name, ours, theirs, (m, lo, hi), sd, ns, base, (km, klo, khi), ksd in rows:
         found = "yes" if klo > 1 else "no"
         print(f"| {name} | {c} | {ours:.2f} | {peer_name} {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) | "
-              f"±{sd * 100:.1f} % | {km:.3f}× ({klo:.3f}–{khi:.3f}), {ns} ns of {base:.2f} µs | {found} |")
+              f"±{sd * 100:.1f} % | {km:.3f}× ({klo:.3f}–{khi:.3f}), ±{ksd * 100:.1f} % a round, {ns} ns of {base:.2f} µs | "
+              f"{found} |")
     if variants:
         print()
         print("| protocol | connections | bakeoff against | its µs CPU/request | bakeoff ÷ it (95 % interval) | it ÷ the peer |")
