@@ -11,15 +11,10 @@ use bakeoff::results::Results;
 use common::*;
 
 fn perf_present() -> bool {
-    let ok = bakeoff::contender::profile::perf().is_ok();
-    if !ok {
-        let msg = "perf is not installed (scripts/install-test-deps.sh installs linux-perf)";
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{msg}; in CI that is a failure");
-        }
-        eprintln!("SKIPPED: {msg}");
-    }
-    ok
+    present_or_skip(
+        bakeoff::contender::profile::perf().is_ok(),
+        "perf is not installed (scripts/install-test-deps.sh installs linux-perf)",
+    )
 }
 
 /// Inclusive samples per frame (each frame once per stack), the root (the thread's name) left
