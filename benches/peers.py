@@ -7,7 +7,7 @@ and http/1.1) against h2load. gRPC unary is etcd 3.5.1's KV/Range (pinned to CPU
 h2load sending the same pre-encoded gRPC frame. Each generator runs pinned to CPU 0 with one
 thread. For every tool and connection count it
 runs R times and records requests/s and the generator's own CPU time per request (user + sys
-of the child, from getrusage). Prints a Markdown table; the medians are what BENCHMARKS.md
+of the child, from wait4). Prints a Markdown table; the medians are what BENCHMARKS.md
 shows. Not a test: it needs the peers installed (see benches/peers.sh) and takes minutes.
 """
 import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, threading, time
