@@ -87,6 +87,11 @@ def with_bin(fn, path):
     return run
 
 
+def alone(fn):
+    """A generator run by itself, its result as a slice of one."""
+    return lambda c: (fn(c),)
+
+
 def side_by_side(fa, fb):
     """Runs two generators at the same moment, each from its own thread (both pinned to the
     generator CPU, each with its own connections to the same server); returns both results.
@@ -160,14 +165,15 @@ def main():
                 # A slice runs one generator alone, or two side by side: the knob and another
                 # build are each measured beside bakeoff at the same moment, what they are there
                 # to find being a few per cent between two builds of the same engine.
-                gens = {"peer": (peer, ("peer",)), "bakeoff": (ours, ("bakeoff",)),
+                # Every slice gives a tuple of results, one a generator it ran.
+                gens = {"peer": (alone(peer), ("peer",)), "bakeoff": (alone(ours), ("bakeoff",)),
                         "knob": (side_by_side(ours, with_knob(ours, ns)), ("twin", "slowed"))}
                 if VS_H2 and name != "HTTP/1.1":
-                    gens["h2 crate"] = (with_env(ours, "BAKEOFF_HTTP2_CLIENT", "h2"), ("h2 crate",))
+                    gens["h2 crate"] = (alone(with_env(ours, "BAKEOFF_HTTP2_CLIENT", "h2")), ("h2 crate",))
                 if VS_EPOLL and name == "HTTP/1.1":
-                    gens["epoll"] = (with_env(ours, "BAKEOFF_LOAD_IO", "epoll"), ("epoll",))
+                    gens["epoll"] = (alone(with_env(ours, "BAKEOFF_LOAD_IO", "epoll")), ("epoll",))
                 if VS_C and name == "HTTP/1.1" and c == 1:
-                    gens["blocking C"] = (blocking_c(d, p1), ("blocking C",))
+                    gens["blocking C"] = (alone(blocking_c(d, p1)), ("blocking C",))
                 if VS_BIN:
                     gens["other build"] = (side_by_side(ours, with_bin(ours, VS_BIN)), ("beside it", "other build"))
                 per = {f: [] for _, figures in gens.values() for f in figures}
@@ -176,14 +182,15 @@ def main():
                     rng.shuffle(order)
                     for g in order:
                         fn, figures = gens[g]
-                        got = fn(c)
-                        for f, (n, _, cpu) in zip(figures, got if len(figures) == 2 else [got]):
+                        for f, (n, _, cpu) in zip(figures, fn(c)):
                             per[f].append(cpu * 1e6 / max(n, 1))
                     print(f"  {name} c={c} round {r + 1}: " + ", ".join(
                         f"{f} {v[-1]:.2f}" for f, v in per.items()) + " µs CPU/request", file=sys.stderr)
                 raw.append({"protocol": name, "connections": c, "knob_ns": ns, **per})
                 vs_peer = [math.log(a / b) for a, b in zip(per["bakeoff"], per["peer"])]
                 knob = [math.log(a / b) for a, b in zip(per["slowed"], per["twin"])]
+                # What sharing the CPU does to a generator's figure: bakeoff alone ÷ beside its twin.
+                shared = [math.log(a / b) for a, b in zip(per["bakeoff"], per["twin"])]
                 for other in ("h2 crate", "epoll", "blocking C"):
                     if other in per:
                         vs = [math.log(a / b) for a, b in zip(per["bakeoff"], per[other])]
@@ -196,7 +203,8 @@ def main():
                                      statistics.median(per["other build"]), interval(vs, rng), peer_name, None))
                 rows.append((name, c, peer_name, statistics.median(per["bakeoff"]),
                              statistics.median(per["peer"]), interval(vs_peer, rng),
-                             statistics.stdev(vs_peer), ns, base, interval(knob, rng), statistics.stdev(knob)))
+                             statistics.stdev(vs_peer), ns, base, interval(knob, rng), statistics.stdev(knob),
+                             interval(shared, rng)))
     finally:
         for p in (nginx, etcd):
             if p:
@@ -209,13 +217,13 @@ def main():
 
     print(f"| protocol | connections | bakeoff µs CPU/request | peer | bakeoff ÷ peer (95 % interval, "
           f"{ROUNDS} rounds of {SLICE} s) | one round's spread | the {KNOB_PCT:g} % knob, side by side: "
-          f"slowed ÷ bakeoff | found |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, c, peer_name, ours, theirs, (m, lo, hi), sd, ns, base, (km, klo, khi), ksd in rows:
+          f"slowed ÷ bakeoff | found | bakeoff alone ÷ side by side |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, c, peer_name, ours, theirs, (m, lo, hi), sd, ns, base, (km, klo, khi), ksd, (sm, _, _) in rows:
         found = "yes" if klo > 1 else "no"
         print(f"| {name} | {c} | {ours:.2f} | {peer_name} {theirs:.2f} | **{m:.3f}×** ({lo:.3f}–{hi:.3f}) | "
               f"±{sd * 100:.1f} % | {km:.3f}× ({klo:.3f}–{khi:.3f}), ±{ksd * 100:.1f} % a round, {ns} ns of {base:.2f} µs | "
-              f"{found} |")
+              f"{found} | {sm:.2f}× |")
     if variants:
         print()
         print("| protocol | connections | bakeoff against | its µs CPU/request | bakeoff ÷ it (95 % interval) | it ÷ the peer |")

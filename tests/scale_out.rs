@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use bakeoff::results::Results;
-use common::{leftovers, present_or_skip, TempDir};
+use common::{leftovers, present_or_skip, python_has, TempDir};
 
 fn plan(exe: &str, count: u32) -> String {
     let contender = |name: &str, version: &str, noise: &str| {
@@ -585,21 +585,9 @@ fn yaml_to_json(text: &str) -> Option<serde_json::Value> {
     serde_json::from_slice(&out.stdout).ok()
 }
 
-fn python_has(module: &str) -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    present_or_skip(
-        ok,
-        &format!("Python's {module} is missing (scripts/install-test-deps.sh)"),
-    )
-}
-
 #[test]
 fn the_github_workflow_has_a_job_per_shard_and_a_merge() {
-    if !python_has("yaml") {
+    if !python_has("yaml", "Python's yaml") {
         return;
     }
     let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/etcd/plan.toml");
@@ -667,7 +655,7 @@ fn the_github_workflow_has_a_job_per_shard_and_a_merge() {
 
 #[test]
 fn the_kubernetes_job_reads_back_with_the_kubernetes_client() {
-    if !python_has("yaml") || !python_has("kubernetes") {
+    if !python_has("yaml", "Python's yaml") || !python_has("kubernetes", "Python's kubernetes") {
         return;
     }
     let dir = TempDir::new("k8s");

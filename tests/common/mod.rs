@@ -796,10 +796,12 @@ pub fn present_or_skip(ok: bool, missing: &str) -> bool {
     ok
 }
 
-/// Whether python3 imports `modules` (a fixture server's libraries), as [`present_or_skip`].
-fn python_has(modules: &str, what: &str) -> bool {
+/// Whether python3 imports `modules` (a fixture server's or a test's libraries), as
+/// [`present_or_skip`].
+pub fn python_has(modules: &str, what: &str) -> bool {
     let ok = Command::new("python3")
         .args(["-c", &format!("import {modules}")])
+        .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     present_or_skip(
