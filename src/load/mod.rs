@@ -260,7 +260,9 @@ fn burn() {
             }
         }
     });
-    spin(turns);
+    if turns > 0 {
+        spin(turns);
+    }
 }
 
 /// `turns` turns of a loop the compiler cannot remove or shorten.
