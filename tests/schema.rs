@@ -505,6 +505,7 @@ fn a_shard_and_its_merge_fit_the_schema() {
 repetitions = 2
 baseline = "a"
 order = "paired"
+paired = {{ judge = ["throughput", "cpu_per_request"] }}
 
 [[contender]]
 name = "a"
@@ -559,6 +560,11 @@ requests = 50
     assert_eq!(v["runs"].as_array().unwrap().len(), 4);
     assert_eq!(v["runs"][0]["environment"]["machine"], "node-1");
     assert_fits_schema(RESULTS_SCHEMA, &v);
+    // The merge judges what the plan named, and says so.
+    assert_eq!(
+        v["paired"]["judge"],
+        serde_json::json!(["cpu_per_request", "throughput"])
+    );
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(merged.join("report/report.json")).unwrap())
             .unwrap();
@@ -571,6 +577,10 @@ requests = 50
     assert!(
         ids.contains(&"machines") && ids.contains(&"verdicts-by-machine"),
         "{ids:?}"
+    );
+    assert_eq!(
+        report["error_control"]["figures"],
+        serde_json::json!(["cpu_per_request", "throughput"])
     );
     assert_fits_schema(REPORT_SCHEMA, &report);
 }

@@ -154,6 +154,25 @@ duration = "2s"
     );
     let out = run.stdout();
     assert!(out.contains("more CPU per request"), "{out}");
+    // The same rounds, judged on CPU per request alone (`paired.judge`): the family is one
+    // verdict per comparison, and CPU per request's interval is the same one.
+    let mut judged = r.clone();
+    judged.paired.as_mut().unwrap().judge = Some(vec!["cpu_per_request".into()]);
+    let j = Analysis::of(&judged);
+    let only = j.verdicts[0].get(Figure::CpuPerRequest).unwrap();
+    assert_eq!(only.ratio, cpu.ratio);
+    assert!(j.verdicts.iter().all(|v| v.verdicts.len() == 1));
+    let family = j.family.as_ref().unwrap();
+    assert_eq!(family.verdicts, j.verdicts.len());
+    assert_eq!(family.judged, [Figure::CpuPerRequest]);
+    assert!(
+        j.summary
+            .iter()
+            .any(|l| l.contains("of CPU per request (`paired.judge`)")),
+        "{:?}",
+        j.summary
+    );
+    assert!(a.family.as_ref().unwrap().verdicts > family.verdicts);
     // The same results: not worse by more than any interval's far end (exit 0 — the gate
     // trips only where a whole interval is past its bound; a quarter asked read 1.63×–1.70× in
     // debug builds on a busy host); not equal within 2 % (exit 5).

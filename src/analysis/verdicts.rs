@@ -38,6 +38,17 @@ impl Figure {
         }
     }
 
+    /// Its name for tools and plans (`paired.judge`): one of [`crate::plan::FIGURES`].
+    pub fn key(self) -> &'static str {
+        match self {
+            Figure::CpuPerRequest => "cpu_per_request",
+            Figure::CpuPerItem => "cpu_per_item",
+            Figure::Throughput => "throughput",
+            Figure::P50 => "p50",
+            Figure::P99 => "p99",
+        }
+    }
+
     /// The figure over a whole point (all its slices), as the serving table shows it.
     fn of_point(self, p: &PointRun) -> Option<f64> {
         let load = p.load.as_ref()?;
@@ -352,7 +363,8 @@ pub struct PointVerdicts {
     pub point: PointId,
     pub contender: String,
     pub baseline: String,
-    /// In [`Figure::ALL`] order; a figure that was not measured is left out.
+    /// In [`Figure::ALL`] order; a figure that was not measured, or that the plan does not
+    /// judge (`paired.judge`), is left out.
     pub verdicts: Vec<Verdict>,
     /// A merged run whose blocks ran on several machines: each machine's own verdicts (as
     /// `verdicts`, from its blocks only), which `verdicts` combines. Empty on one machine.
@@ -367,10 +379,12 @@ impl PointVerdicts {
         self.verdicts.iter().find(|v| v.figure == figure)
     }
 
-    /// The verdict to lead with: CPU per request where measured, else throughput.
+    /// The verdict to lead with: CPU per request where measured (and judged), else
+    /// throughput, else the first figure the plan judges.
     pub fn main(&self) -> Option<&Verdict> {
         self.get(Figure::CpuPerRequest)
             .or_else(|| self.get(Figure::Throughput))
+            .or_else(|| self.verdicts.first())
     }
 }
 
@@ -387,6 +401,8 @@ pub struct Family {
     pub inconclusive: usize,
     /// Verdicts whose interval cleared the noise band alone but not under the control.
     pub held_back: usize,
+    /// The figures judged when the plan named them (`paired.judge`); empty: all.
+    pub judged: Vec<Figure>,
 }
 
 /// Every paired comparison in `r`, in plan order (points, then contenders), with the
@@ -396,6 +412,10 @@ pub fn all(r: &Results) -> (Vec<PointVerdicts>, Option<Family>) {
         return (Vec::new(), None);
     };
     let bands = settings.bands();
+    let judged: Vec<Figure> = Figure::ALL
+        .into_iter()
+        .filter(|f| settings.judges(f.key()))
+        .collect();
     let mut out = Vec::new();
     for s in &r.scenarios {
         for point in &s.points {
@@ -403,7 +423,7 @@ pub fn all(r: &Results) -> (Vec<PointVerdicts>, Option<Family>) {
                 let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
                     continue;
                 };
-                let (verdicts, machines) = compare(r, point, base, &c.name, bands);
+                let (verdicts, machines) = compare(r, point, (base, &c.name), bands, &judged);
                 if !verdicts.is_empty() {
                     out.push(PointVerdicts {
                         point: point.clone(),
@@ -417,7 +437,10 @@ pub fn all(r: &Results) -> (Vec<PointVerdicts>, Option<Family>) {
             }
         }
     }
-    let family = control(&mut out, settings.fdr);
+    let mut family = control(&mut out, settings.fdr);
+    if settings.judge.is_some() {
+        family.judged = judged;
+    }
     (out, Some(family))
 }
 
@@ -464,18 +487,19 @@ pub fn control(all: &mut [PointVerdicts], fdr: f64) -> Family {
         equivalent: count(&|c| c == Call::Equivalent),
         inconclusive: count(&|c| c == Call::Inconclusive),
         held_back,
+        judged: Vec::new(),
     }
 }
 
-/// The verdicts over all blocks, and per machine when the blocks ran on several (a
-/// merged run): each machine's from its own blocks, combined across machines with
-/// [`paired::combine`] (docs/scale-out.md).
+/// The verdicts of the `judged` figures of (baseline, contender) over all blocks, and per
+/// machine when the blocks ran on several (a merged run): each machine's from its own
+/// blocks, combined across machines with [`paired::combine`] (docs/scale-out.md).
 fn compare(
     r: &Results,
     point: &PointId,
-    base: &str,
-    name: &str,
+    (base, name): (&str, &str),
     bands: Bands,
+    judged: &[Figure],
 ) -> (Vec<Verdict>, Vec<(String, Vec<Verdict>)>) {
     let blocks = blocks(r, point, base, name);
     // A block where either side failed most calls compares failures: no verdict from it.
@@ -495,7 +519,7 @@ fn compare(
         .bytes()
         .fold(0, |h, b| crate::rng::mix(h ^ u64::from(b)));
     let on = |machine: Option<&str>| -> Vec<Verdict> {
-        Figure::ALL
+        judged
             .iter()
             .filter_map(|&figure| {
                 let mine: Vec<(&PointRun, &PointRun)> = blocks
@@ -540,7 +564,7 @@ fn compare(
         .iter()
         .map(|m| (m.to_string(), on(Some(m))))
         .collect();
-    let combined = Figure::ALL
+    let combined = judged
         .iter()
         .filter_map(|&figure| {
             let ratios: Vec<Ratio> = parts
@@ -714,6 +738,34 @@ mod tests {
         // Alone, the same edge stays different: the control is over the family.
         let mut one = vec![at(1, vec![v(Figure::CpuPerRequest, 1.03, 1.011, 1.05)])];
         assert_eq!(control(&mut one, 0.05).different, 1);
+    }
+
+    #[test]
+    fn a_plan_that_judges_one_figure_holds_it_to_the_whole_rate() {
+        // A one-point report's four figures: CPU per request just clears the band (p ≈ 0.02),
+        // the rest are equal. Over four, Benjamini–Hochberg asks p < 0.05/4 of a lone change.
+        let edge = v(Figure::CpuPerRequest, 1.03, 1.011, 1.05);
+        assert!(edge.p > 0.0125 && edge.p < 0.05, "{}", edge.p);
+        let equal = |f| v(f, 1.0, 0.99, 1.01);
+        let mut four = vec![at(
+            1,
+            vec![
+                edge.clone(),
+                equal(Figure::Throughput),
+                equal(Figure::P50),
+                equal(Figure::P99),
+            ],
+        )];
+        let f = control(&mut four, 0.05);
+        assert_eq!((f.verdicts, f.different, f.held_back), (4, 0, 1));
+        // `paired.judge = ["cpu_per_request"]`: the family is that figure alone.
+        let mut one = vec![at(1, vec![edge])];
+        let f = control(&mut one, 0.05);
+        assert_eq!((f.verdicts, f.different, f.held_back), (1, 1, 0));
+        assert_eq!(one[0].verdicts[0].call, Call::Higher);
+        // The keys a plan names are the figures' own, in the same order.
+        let keys: Vec<&str> = Figure::ALL.iter().map(|f| f.key()).collect();
+        assert_eq!(keys, crate::plan::FIGURES);
     }
 
     #[test]

@@ -194,6 +194,58 @@ pub struct Paired {
     /// inconclusive after the plan's `repetitions` and that the spread seen says this many
     /// could settle (docs/verdicts.md, "More repetitions"); `None`: the plan's only.
     pub max_repetitions: Option<u32>,
+    /// The figures the report judges (`paired.judge`): the family its error control holds
+    /// (docs/verdicts.md, "Judging fewer figures").
+    pub judge: Judged,
+}
+
+/// The keys of the figures a paired report can judge, in the order the report lists them.
+pub const FIGURES: [&str; 5] = [
+    "cpu_per_request",
+    "cpu_per_item",
+    "throughput",
+    "p50",
+    "p99",
+];
+
+/// A set of [`FIGURES`] (`paired.judge`): which figures get a verdict and count in the
+/// report's family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Judged(u8);
+
+impl Judged {
+    /// Every figure: what a plan without `paired.judge` judges.
+    pub const ALL: Judged = Judged((1 << FIGURES.len()) - 1);
+
+    /// The set of these keys; `Err(key)` for the first that names no figure.
+    pub fn of<'a>(keys: impl IntoIterator<Item = &'a str>) -> Result<Judged, &'a str> {
+        let mut bits = 0;
+        for k in keys {
+            let i = FIGURES.iter().position(|f| *f == k).ok_or(k)?;
+            bits |= 1 << i;
+        }
+        Ok(Judged(bits))
+    }
+
+    pub fn has(self, key: &str) -> bool {
+        FIGURES
+            .iter()
+            .position(|f| *f == key)
+            .is_some_and(|i| self.0 & (1 << i) != 0)
+    }
+
+    pub fn is_all(self) -> bool {
+        self == Judged::ALL
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Its keys, in [`FIGURES`] order.
+    pub fn keys(self) -> Vec<&'static str> {
+        FIGURES.into_iter().filter(|k| self.has(k)).collect()
+    }
 }
 
 /// How many rounds a paired point gets.
@@ -267,6 +319,7 @@ impl Default for Paired {
             equivalence: 0.02,
             fdr: 0.05,
             max_repetitions: None,
+            judge: Judged::ALL,
         }
     }
 }

@@ -63,6 +63,8 @@ pub struct RawPaired {
     pub fdr: Option<Spanned<String>>,
     /// More repetitions for points still inconclusive, up to this many in all.
     pub max_repetitions: Option<Spanned<i64>>,
+    /// The figures the report judges, e.g. `["cpu_per_request"]`; unset: all of them.
+    pub judge: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// A file of compatibility cases for `bakeoff diff --cases FILE`: a plan's `[[compat]]`

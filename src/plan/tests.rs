@@ -313,6 +313,14 @@ fn paired_is_the_default_order_when_there_is_something_to_compare() {
     );
     let p = two("baseline = \"a\"\npaired = { max_repetitions = 8 }").unwrap();
     assert_eq!(p.paired.max_repetitions, Some(8));
+    assert!(
+        p.paired.judge.is_all(),
+        "every figure is judged unless named"
+    );
+    let p = two("baseline = \"a\"\npaired = { judge = [\"throughput\", \"cpu_per_request\"] }")
+        .unwrap();
+    assert_eq!(p.paired.judge.keys(), ["cpu_per_request", "throughput"]);
+    assert!(!p.paired.judge.has("p99"));
 }
 
 #[test]
@@ -338,6 +346,16 @@ fn paired_settings_that_make_no_sense_are_errors_at_their_place() {
     );
     assert!(e("{ fdr = \"0%\" }").contains("`paired.fdr`"));
     assert!(e("{ max_repetitions = 1 }").contains("between 2 and 1000"));
+    let judge = e("{ judge = [\"cpu_per_request\", \"latency\"] }");
+    assert!(
+        judge.contains(
+            "`paired.judge` names figures, and \"latency\" is none: cpu_per_request, cpu_per_item"
+        ),
+        "{judge}"
+    );
+    // The error points at the name that is wrong: line 2, column 40.
+    assert!(judge.contains(":2:40"), "{judge}");
+    assert!(e("{ judge = [] }").contains("at least one figure"));
     let below = e("{ max_repetitions = 2 }");
     assert!(
         below.contains("plan.toml:2:") && below.contains("below `repetitions` (3)"),

@@ -119,6 +119,8 @@ struct JsonFamily {
     equivalent: usize,
     inconclusive: usize,
     held_back: usize,
+    /// The figures judged (`paired.judge`, keys like `cpu_per_request`): the family's.
+    figures: Vec<&'static str>,
 }
 
 fn json_verdicts(a: &Analysis) -> Vec<JsonVerdict> {
@@ -174,6 +176,15 @@ impl Exporter for Json {
                 equivalent: f.equivalent,
                 inconclusive: f.inconclusive,
                 held_back: f.held_back,
+                figures: if f.judged.is_empty() {
+                    crate::analysis::verdicts::Figure::ALL
+                        .iter()
+                        .filter(|x| a.verdicts.iter().any(|v| v.get(**x).is_some()))
+                        .map(|x| x.key())
+                        .collect()
+                } else {
+                    f.judged.iter().map(|x| x.key()).collect()
+                },
             }),
         };
         let mut bytes = serde_json::to_vec_pretty(&report).expect("a report serializes");

@@ -188,8 +188,12 @@ pub(super) fn environment_line(r: &crate::results::Results) -> String {
                 Some(m) => format!(", inconclusive points repeated up to {m} times"),
                 None => String::new(),
             };
+            let judged = match &p.judge {
+                Some(keys) => format!(", judging {} only", keys.join(", ")),
+                None => String::new(),
+            };
             format!(
-                " ({slices}, {rounds}{more}, noise band {}, equivalence band {}, false discovery rate {})",
+                " ({slices}, {rounds}{more}{judged}, noise band {}, equivalence band {}, false discovery rate {})",
                 crate::analysis::verdicts::pct(p.noise),
                 crate::analysis::verdicts::pct(p.equivalence),
                 crate::analysis::verdicts::pct(p.fdr)

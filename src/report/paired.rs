@@ -87,8 +87,16 @@ pub fn summary(verdicts: &[PointVerdicts], family: Option<&Family>) -> Vec<Strin
         .filter(|(n, _)| *n > 0)
         .map(|(n, w)| format!("{n} {w}"))
         .collect();
+        // A plan that names the figures it judges says so: the family is those only.
+        let of = match f.judged.as_slice() {
+            [] => String::new(),
+            j => format!(
+                " of {} (`paired.judge`)",
+                j.iter().map(|x| x.name()).collect::<Vec<_>>().join(", ")
+            ),
+        };
         out.push(format!(
-            "**Error control:** {} over {} — \"different\" held to a false discovery rate of {} (Benjamini–Hochberg): {}{held}",
+            "**Error control:** {}{of} over {} — \"different\" held to a false discovery rate of {} (Benjamini–Hochberg): {}{held}",
             super::count(f.verdicts as u64, "verdict"),
             super::count(f.comparisons as u64, "comparison"),
             crate::analysis::verdicts::pct(f.fdr),

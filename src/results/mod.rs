@@ -175,6 +175,10 @@ pub struct PairedSettings {
     /// `repetitions` only; results from before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_repetitions: Option<u32>,
+    /// The figures the report judges (`paired.judge`, keys of [`crate::plan::FIGURES`]);
+    /// `None`: all of them (the plan's default, and results from before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Vec<String>>,
 }
 
 fn default_equivalence() -> f64 {
@@ -191,6 +195,14 @@ impl PairedSettings {
             noise: self.noise,
             equivalence: self.equivalence,
         }
+    }
+
+    /// Whether the report judges the figure of this key: every one unless the plan named
+    /// them.
+    pub fn judges(&self, key: &str) -> bool {
+        self.judge
+            .as_ref()
+            .is_none_or(|j| j.iter().any(|k| k == key))
     }
 }
 
@@ -209,6 +221,8 @@ impl From<&crate::plan::Paired> for PairedSettings {
             equivalence: p.equivalence,
             fdr: p.fdr,
             max_repetitions: p.max_repetitions,
+            judge: (!p.judge.is_all())
+                .then(|| p.judge.keys().into_iter().map(String::from).collect()),
         }
     }
 }

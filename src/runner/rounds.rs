@@ -24,6 +24,9 @@ pub(super) struct Course {
     pub(super) max: u32,
     pub(super) precision: Option<f64>,
     pub(super) bands: Bands,
+    /// The main ratio is server CPU per request (where measured): the plan judges it. Else
+    /// throughput.
+    pub(super) cpu: bool,
     /// Rotates the order by repetition too, so no contender always opens a repetition.
     pub(super) repetition: u32,
     /// The plan's repetitions, which the report's interval will be over.
@@ -60,6 +63,7 @@ impl Course {
                 noise: paired.noise,
                 equivalence: paired.equivalence,
             },
+            cpu: paired.judge.has("cpu_per_request"),
             repetition,
             repetitions,
             stop: match stop {
@@ -201,9 +205,9 @@ pub(super) fn run(
         let j = course.repetitions;
         if clean >= course.min && round % 2 == 0 {
             if let Some(target) = course.precision {
-                reached = worst_precision(&outs, baselines, j);
+                reached = worst_precision(&outs, baselines, j, course.cpu);
                 if reached.is_some_and(|r| r <= target)
-                    && decided(&outs, baselines, course.bands, j)
+                    && decided(&outs, baselines, (course.bands, course.cpu), j)
                 {
                     break;
                 }
@@ -211,7 +215,7 @@ pub(super) fn run(
         }
     }
     if course.precision.is_some() && reached.is_none() {
-        reached = worst_precision(&outs, baselines, course.repetitions);
+        reached = worst_precision(&outs, baselines, course.repetitions, course.cpu);
     }
     for (k, out) in outs.iter_mut().enumerate() {
         out.round_limit = course.precision.map(|_| course.max);
@@ -257,11 +261,16 @@ fn slice_of(
 /// The widest interval (±share) of the main ratio over the contenders whose baseline is
 /// among them, from this repetition's rounds as the report will read it over `j`
 /// repetitions ([`across`]); `None` when no pair is there yet.
-fn worst_precision(outs: &[PointRun], baselines: &[(usize, usize)], j: u32) -> Option<f64> {
+fn worst_precision(
+    outs: &[PointRun],
+    baselines: &[(usize, usize)],
+    j: u32,
+    cpu: bool,
+) -> Option<f64> {
     baselines
         .iter()
         .map(|&(k, b)| {
-            let pairs = main_pairs(&outs[b].slices, &outs[k].slices);
+            let pairs = main_pairs(&outs[b].slices, &outs[k].slices, cpu);
             round_precision(&pairs, across(j as usize, pairs.len())).unwrap_or(f64::INFINITY)
         })
         .reduce(f64::max)
@@ -270,19 +279,27 @@ fn worst_precision(outs: &[PointRun], baselines: &[(usize, usize)], j: u32) -> O
 /// Whether every contender's main ratio against its baseline, from this repetition's rounds
 /// so far as the report will read it over `j` repetitions, is decided: different or
 /// equivalent ([`rounds_decide`]).
-fn decided(outs: &[PointRun], baselines: &[(usize, usize)], bands: Bands, j: u32) -> bool {
+fn decided(
+    outs: &[PointRun],
+    baselines: &[(usize, usize)],
+    (bands, cpu): (Bands, bool),
+    j: u32,
+) -> bool {
     baselines.iter().all(|&(k, b)| {
-        let pairs = main_pairs(&outs[b].slices, &outs[k].slices);
+        let pairs = main_pairs(&outs[b].slices, &outs[k].slices, cpu);
         rounds_decide(&pairs, bands, across(j as usize, pairs.len()))
     })
 }
 
 /// The round-by-round pairs (baseline, contender) of the main figure, balanced for
-/// position: server CPU per request where both slices measured it, else requests/s.
-pub fn main_pairs(base: &[Slice], other: &[Slice]) -> Vec<(f64, f64)> {
-    let cpu = balanced_rounds(base, other, &|x| x.cpu_us_per_request());
-    if !cpu.is_empty() {
-        return cpu;
+/// position: server CPU per request where both slices measured it and `cpu` (the plan
+/// judges it), else requests/s.
+pub fn main_pairs(base: &[Slice], other: &[Slice], cpu: bool) -> Vec<(f64, f64)> {
+    if cpu {
+        let pairs = balanced_rounds(base, other, &|x| x.cpu_us_per_request());
+        if !pairs.is_empty() {
+            return pairs;
+        }
     }
     balanced_rounds(base, other, &|x| Some(x.requests_per_s))
 }

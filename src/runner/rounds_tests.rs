@@ -109,6 +109,7 @@ fn course(min: u32, max: u32, precision: Option<f64>) -> Course {
             noise: 0.01,
             equivalence: 0.02,
         },
+        cpu: true,
         repetition: 1,
         repetitions: 1,
         stop: Stop::Duration(Duration::from_millis(100)),
@@ -419,4 +420,20 @@ fn rounds_cover_the_duration_in_pairs() {
         of(Stop::Duration(Duration::from_secs(9)), few),
         (4, 4, Some(0.02))
     );
+}
+
+#[test]
+fn the_main_ratio_is_throughput_when_the_plan_does_not_judge_cpu() {
+    let clock = Default::default();
+    let mut b = Fake::new(&clock, &[12.0]);
+    b.calls = 500;
+    let mut f = [Fake::new(&clock, &[10.0]), b];
+    let done = go(&mut f, course(2, 2, None));
+    let (base, other) = (&done.points[0].slices, &done.points[1].slices);
+    let cpu = main_pairs(base, other, true);
+    assert_eq!(cpu.len(), 1, "{cpu:?}");
+    assert!((cpu[0].1 / cpu[0].0 - 1.2).abs() < 1e-9, "{cpu:?}");
+    let rate = main_pairs(base, other, false);
+    assert_eq!(rate.len(), 1, "{rate:?}");
+    assert!((rate[0].1 / rate[0].0 - 0.5).abs() < 1e-9, "{rate:?}");
 }

@@ -355,7 +355,35 @@ impl Checker<'_> {
                 "`paired.fdr` is a false discovery rate above 0% and at most 5%, like \"5%\" or \"1%\"",
             ));
         }
+        let judge = match &r.judge {
+            None => Paired::default().judge,
+            Some(list) => {
+                let keys = list.get_ref();
+                let bad = |k: &Spanned<String>| {
+                    self.at(
+                        k,
+                        format!(
+                            "`paired.judge` names figures, and {:?} is none: {}",
+                            k.get_ref(),
+                            crate::plan::FIGURES.join(", ")
+                        ),
+                    )
+                };
+                let judged = crate::plan::Judged::of(keys.iter().map(|k| k.get_ref().as_str()))
+                    .map_err(|k| {
+                        bad(keys.iter().find(|x| x.get_ref() == k).expect("one of them"))
+                    })?;
+                if judged.is_empty() {
+                    return Err(self.at(
+                        list,
+                        "`paired.judge` needs at least one figure, like [\"cpu_per_request\"]",
+                    ));
+                }
+                judged
+            }
+        };
         Ok(Paired {
+            judge,
             slice,
             rounds,
             noise: share(r.noise.as_ref(), "noise", d.noise)?,
