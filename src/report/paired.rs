@@ -44,7 +44,21 @@ pub fn summary(verdicts: &[PointVerdicts], family: Option<&Family>) -> Vec<Strin
     for (name, base) in names {
         let mine: Vec<&PointVerdicts> = verdicts.iter().filter(|v| v.contender == name).collect();
         let mut parts = Vec::new();
-        for figure in [Figure::CpuPerRequest, Figure::Throughput] {
+        // CPU per request and throughput; a plan that judges neither (`paired.judge`), its
+        // main figure.
+        let mut leads = vec![Figure::CpuPerRequest, Figure::Throughput];
+        if !mine
+            .iter()
+            .any(|v| leads.iter().any(|f| v.get(*f).is_some()))
+        {
+            leads = mine
+                .iter()
+                .filter_map(|v| v.main())
+                .map(|v| v.figure)
+                .take(1)
+                .collect();
+        }
+        for figure in leads {
             let vs: Vec<&Verdict> = mine.iter().filter_map(|v| v.get(figure)).collect();
             if !vs.is_empty() {
                 parts.push(format!("{} {}", figure.name(), counts(&vs)));
@@ -455,6 +469,29 @@ mod tests {
                 && control.contains("false discovery rate of 5%")
                 && control.contains("9 different, 2 equivalent, 1 inconclusive"),
             "{control}"
+        );
+    }
+
+    #[test]
+    fn a_plan_judging_p99_alone_leads_with_it_and_names_its_family() {
+        let mut v: Vec<PointVerdicts> = (1..=2).map(|k| with("b", k, (0.75, 0.72, 0.78))).collect();
+        for x in &mut v {
+            x.verdicts[0].figure = Figure::P99;
+        }
+        let mut family = crate::analysis::verdicts::control(&mut v, 0.05);
+        family.judged = vec![Figure::P99];
+        let lines = summary(&v, Some(&family));
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.ends_with("2 points: p99 lower at 2 of 2 points (0.750×)")),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("2 verdicts of p99 (`paired.judge`) over 2 comparisons")),
+            "{lines:?}"
         );
     }
 }
