@@ -7,7 +7,7 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
     let c = l.contender;
     std::fs::create_dir_all(&l.state).map_err(|e| StartError::Setup(e.to_string()))?;
     std::fs::create_dir_all(&l.logs).map_err(|e| StartError::Setup(e.to_string()))?;
-    let ports = spawn::free_ports(&ports_named(c)).map_err(StartError::Placeholder)?;
+    let (ports, held) = spawn::free_ports(&ports_named(c)).map_err(StartError::Placeholder)?;
     let owner = owner(l);
     let cluster = c.members.len() > 1;
     let state_of = |m: &str| {
@@ -22,6 +22,9 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
     let delay = c.variant.as_ref().and_then(|v| v.delay());
     let delay = delay.as_ref();
     let edge = delay.map(|d| proxy(d, l, &ports)).transpose()?;
+    // The proxy's port is bound: the members' may be let go (an open listener would answer
+    // `free_endpoints` below as if a stranger held the port).
+    drop(held);
     let mut proxied = ports.clone();
     if let (Some(d), Some(e)) = (delay, &edge) {
         proxied.insert(d.port.clone(), e.listen_port);

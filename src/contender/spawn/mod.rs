@@ -420,8 +420,23 @@ mod tests {
     #[test]
     fn free_ports_are_distinct() {
         let names: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-        let ports = free_ports(&names).unwrap();
+        let (ports, held) = free_ports(&names).unwrap();
         let set: BTreeSet<u16> = ports.values().copied().collect();
         assert_eq!(set.len(), 3);
+        // Held, none of them can be bound — nor handed to a listener of ours asking for
+        // any free port (a delay's proxy), until the caller lets them go.
+        for p in &set {
+            assert!(
+                std::net::TcpListener::bind(("127.0.0.1", *p)).is_err(),
+                "{p}"
+            );
+        }
+        let others: Vec<std::net::TcpListener> = (0..64)
+            .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        for o in &others {
+            assert!(!set.contains(&o.local_addr().unwrap().port()));
+        }
+        assert_eq!(held.len(), 3);
     }
 }

@@ -107,10 +107,14 @@ pub fn ports_named(c: &Contender) -> BTreeSet<String> {
     names
 }
 
-/// One free loopback port per name. All listeners stay open until every port is chosen, so
-/// the ports differ; they are closed before the contender starts (a tiny race, as in every
-/// tool that picks ports for another process).
-pub fn free_ports(names: &BTreeSet<String>) -> Result<BTreeMap<String, u16>, String> {
+/// One free loopback port per name, and the listeners that hold them. All stay open until
+/// every port is chosen, so the ports differ; the caller closes them once its own listeners
+/// are bound (a delay's proxy binds a free port too, and could otherwise be given one of
+/// these between their closing and the member's start) and before the contender starts — a
+/// tiny race with other processes remains, as in every tool that picks ports for another.
+pub fn free_ports(
+    names: &BTreeSet<String>,
+) -> Result<(BTreeMap<String, u16>, Vec<TcpListener>), String> {
     let mut held = Vec::new();
     let mut ports = BTreeMap::new();
     for n in names {
@@ -120,7 +124,7 @@ pub fn free_ports(names: &BTreeSet<String>) -> Result<BTreeMap<String, u16>, Str
         held.push(l);
         ports.insert(n.clone(), port);
     }
-    Ok(ports)
+    Ok((ports, held))
 }
 
 /// The `host:port` of an endpoint URL when something already accepts connections there.
