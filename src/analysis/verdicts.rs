@@ -38,15 +38,10 @@ impl Figure {
         }
     }
 
-    /// Its name for tools and plans (`paired.judge`): one of [`crate::plan::FIGURES`].
+    /// Its name for tools and plans (`paired.judge`): [`crate::plan::FIGURES`] lists them
+    /// in [`Figure::ALL`]'s order.
     pub fn key(self) -> &'static str {
-        match self {
-            Figure::CpuPerRequest => "cpu_per_request",
-            Figure::CpuPerItem => "cpu_per_item",
-            Figure::Throughput => "throughput",
-            Figure::P50 => "p50",
-            Figure::P99 => "p99",
-        }
+        crate::plan::FIGURES[self as usize]
     }
 
     /// The figure over a whole point (all its slices), as the serving table shows it.
@@ -423,7 +418,7 @@ pub fn all(r: &Results) -> (Vec<PointVerdicts>, Option<Family>) {
                 let Some(base) = c.baseline.as_deref().filter(|b| *b != c.name) else {
                     continue;
                 };
-                let (verdicts, machines) = compare(r, point, (base, &c.name), bands, &judged);
+                let (verdicts, machines) = compare(r, point, base, &c.name, bands, &judged);
                 if !verdicts.is_empty() {
                     out.push(PointVerdicts {
                         point: point.clone(),
@@ -497,7 +492,8 @@ pub fn control(all: &mut [PointVerdicts], fdr: f64) -> Family {
 fn compare(
     r: &Results,
     point: &PointId,
-    (base, name): (&str, &str),
+    base: &str,
+    name: &str,
     bands: Bands,
     judged: &[Figure],
 ) -> (Vec<Verdict>, Vec<(String, Vec<Verdict>)>) {

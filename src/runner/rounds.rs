@@ -202,20 +202,17 @@ pub(super) fn run(
             clean += 1;
         }
         rep.round_done(round);
-        let j = course.repetitions;
         if clean >= course.min && round % 2 == 0 {
             if let Some(target) = course.precision {
-                reached = worst_precision(&outs, baselines, j, course.cpu);
-                if reached.is_some_and(|r| r <= target)
-                    && decided(&outs, baselines, (course.bands, course.cpu), j)
-                {
+                reached = worst_precision(&outs, baselines, &course);
+                if reached.is_some_and(|r| r <= target) && decided(&outs, baselines, &course) {
                     break;
                 }
             }
         }
     }
     if course.precision.is_some() && reached.is_none() {
-        reached = worst_precision(&outs, baselines, course.repetitions, course.cpu);
+        reached = worst_precision(&outs, baselines, &course);
     }
     for (k, out) in outs.iter_mut().enumerate() {
         out.round_limit = course.precision.map(|_| course.max);
@@ -259,35 +256,27 @@ fn slice_of(
 }
 
 /// The widest interval (±share) of the main ratio over the contenders whose baseline is
-/// among them, from this repetition's rounds as the report will read it over `j`
+/// among them, from this repetition's rounds as the report will read it over the plan's
 /// repetitions ([`across`]); `None` when no pair is there yet.
-fn worst_precision(
-    outs: &[PointRun],
-    baselines: &[(usize, usize)],
-    j: u32,
-    cpu: bool,
-) -> Option<f64> {
+fn worst_precision(outs: &[PointRun], baselines: &[(usize, usize)], c: &Course) -> Option<f64> {
+    let j = c.repetitions as usize;
     baselines
         .iter()
         .map(|&(k, b)| {
-            let pairs = main_pairs(&outs[b].slices, &outs[k].slices, cpu);
-            round_precision(&pairs, across(j as usize, pairs.len())).unwrap_or(f64::INFINITY)
+            let pairs = main_pairs(&outs[b].slices, &outs[k].slices, c.cpu);
+            round_precision(&pairs, across(j, pairs.len())).unwrap_or(f64::INFINITY)
         })
         .reduce(f64::max)
 }
 
 /// Whether every contender's main ratio against its baseline, from this repetition's rounds
-/// so far as the report will read it over `j` repetitions, is decided: different or
-/// equivalent ([`rounds_decide`]).
-fn decided(
-    outs: &[PointRun],
-    baselines: &[(usize, usize)],
-    (bands, cpu): (Bands, bool),
-    j: u32,
-) -> bool {
+/// so far as the report will read it over the plan's repetitions, is decided: different or
+/// equivalent against the course's bands ([`rounds_decide`]).
+fn decided(outs: &[PointRun], baselines: &[(usize, usize)], c: &Course) -> bool {
+    let j = c.repetitions as usize;
     baselines.iter().all(|&(k, b)| {
-        let pairs = main_pairs(&outs[b].slices, &outs[k].slices, cpu);
-        rounds_decide(&pairs, bands, across(j as usize, pairs.len()))
+        let pairs = main_pairs(&outs[b].slices, &outs[k].slices, c.cpu);
+        rounds_decide(&pairs, c.bands, across(j, pairs.len()))
     })
 }
 
