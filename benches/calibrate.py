@@ -91,8 +91,14 @@ def start_neighbours(k=NEIGHBOURS):
     return procs
 
 
+def work_arg(work):
+    """`--work`'s value: µs (a float) on every answer, or a share of the server's own cost
+    (a string such as "2%", taken as it is)."""
+    return work if isinstance(work, str) else f"{work:.3f}us"
+
+
 def contender(name, work_us):
-    extra = f', "--work", "{work_us:.3f}us"' if work_us else ""
+    extra = f', "--work", "{work_arg(work_us)}"' if work_us else ""
     return f"""
 [[contender]]
 name = "{name}"
@@ -210,6 +216,11 @@ def base_cost():
     return p["cost"]["cpu_s"] * 1e6 / p["load"]["requests"]
 
 
+def given_work(text):
+    """WORK5/WORK2 as given: a share ("2%") as it is, else µs."""
+    return text.strip() if text.strip().endswith("%") else float(text)
+
+
 def work_for(target, guess):
     """The --work (µs) that makes b cost `target` more per request than a, as measured: the
     counted loop is calibrated on its own, but inside a request it costs more (cold caches),
@@ -236,13 +247,14 @@ def main():
     print(f"demo-server v2 at {CLIENTS} clients: {cost:.2f} µs of CPU per request here", file=sys.stderr)
     rows_wanted = [(label, extra) for label, extra in [("A/A", 0.0), ("+5 % CPU", 0.05), ("+2 % CPU", 0.02)] if label in ROWS]
     # WORK5=µs / WORK2=µs reuse an amount an earlier run scaled (it prints them), skipping
-    # the six comparisons of the scaling.
+    # the six comparisons of the scaling; WORK2=2% asks the server for that share of its own
+    # cost instead (demo-server's `--work 2%`), which needs no scaling.
     given = {0.05: os.environ.get("WORK5"), 0.02: os.environ.get("WORK2")}
     work = {
-        x: float(given[x]) if given[x] else work_for(x, cost * x) if x in [e for _, e in rows_wanted] else 0.0
+        x: given_work(given[x]) if given[x] else work_for(x, cost * x) if x in [e for _, e in rows_wanted] else 0.0
         for x in (0.05, 0.02)
     }
-    print(f"--work for +5 %: {work[0.05]:.3f} µs, for +2 %: {work[0.02]:.3f} µs", file=sys.stderr)
+    print(f"--work for +5 %: {work_arg(work[0.05])}, for +2 %: {work_arg(work[0.02])}", file=sys.stderr)
     rows = []
     started = time.time()
     for order in ORDERS:
@@ -280,7 +292,7 @@ def main():
     if SHARDS > 1:
         settings += f"; as {SHARDS} shards on simulated machines (network + UTS namespaces), merged"
     points = "24 points (6 matrix values × clients 1, 2, 4, 8)" if POINTS == 24 else f"one point, {CLIENTS} clients"
-    print(f"\n{N} comparisons per row, {REPS} repetitions each, {points}, {DURATION} per point{settings}; {minutes:.0f} min in all; base cost {cost:.2f} µs/request; --work {work[0.05]:.3f} µs for +5 %, {work[0.02]:.3f} µs for +2 %\n")
+    print(f"\n{N} comparisons per row, {REPS} repetitions each, {points}, {DURATION} per point{settings}; {minutes:.0f} min in all; base cost {cost:.2f} µs/request; --work {work_arg(work[0.05])} for +5 %, {work_arg(work[0.02])} for +2 %\n")
     print("| order | comparison | verdict on | called different | rate (95% Wilson) | median ratio measured | seconds per comparison |")
     print("|---|---|---|---|---|---|---|")
     for order, label, hits, thr_hits, ratios, blamed, tally, seconds in rows:

@@ -15,7 +15,8 @@ interval, the median repetitions the point got (more than the plan's with
     N=8 REPETITIONS=5 SETTINGS='slice = "100ms", max_rounds = 30|' python3 benches/slice_ab.py
     N=10 SECOND=2 SETTINGS='|max_repetitions = 10|repetitions = 6;' python3 benches/slice_ab.py
         the second comparison +2 % dearer instead of +5 % (WORK5=µs / WORK2=µs reuse an
-        amount an earlier run scaled, as calibrate.py)
+        amount an earlier run scaled, as calibrate.py; WORK2=2% a share of the server's own
+        cost, `demo-server --work 2%`, which stays 2 % however the host's speed moves)
 
 NEIGHBOURS=K runs K bursty CPU neighbours throughout (calibrate.py). ROWS="+2 % CPU" (or
 "A/A") runs that comparison alone. SETTINGS is a list of `paired = { … }` bodies separated by `|` (empty: the defaults), each
@@ -86,8 +87,8 @@ def main():
     cost = c.base_cost()
     second = int(os.environ.get("SECOND", "5"))
     given = os.environ.get(f"WORK{second}")
-    work = float(given) if given else c.work_for(second / 100, cost * second / 100)
-    print(f"demo-server v2: {cost:.2f} µs of CPU per request; --work {work:.3f} µs for +{second} %", file=sys.stderr)
+    work = c.given_work(given) if given else c.work_for(second / 100, cost * second / 100)
+    print(f"demo-server v2: {cost:.2f} µs of CPU per request; --work {c.work_arg(work)} for +{second} %", file=sys.stderr)
     rows = {}
     for i in range(N):
         for label, extra in [("A/A", 0.0), (f"+{second} % CPU", work)]:
@@ -108,7 +109,7 @@ def main():
                 rows.setdefault((s, label), []).append((word, half_width(cell), secs, reps, c.estimate(report)))
                 print(f"#{i + 1} {label} [{s or 'defaults'}] {secs:.0f} s, {reps} repetitions: {cell}", file=sys.stderr)
     minutes = (time.time() - started) / 60
-    print(f"\n{N} comparisons per row, alternating settings; {c.REPS} repetitions, one point, {c.CLIENTS} clients, {c.DURATION}; {c.NEIGHBOURS} neighbours; --work {work:.3f} µs; {minutes:.0f} min in all\n")
+    print(f"\n{N} comparisons per row, alternating settings; {c.REPS} repetitions, one point, {c.CLIENTS} clients, {c.DURATION}; {c.NEIGHBOURS} neighbours; --work {c.work_arg(work)}; {minutes:.0f} min in all\n")
     print("| paired | comparison | different | equivalent (±2 %) | inconclusive | median ratio | median ± | median repetitions | median s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for (s, label), xs in rows.items():

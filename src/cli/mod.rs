@@ -90,9 +90,10 @@ pub enum Command {
         version: crate::demo::server::Version,
         port: u16,
         state: PathBuf,
-        /// Extra CPU time spent on every answer, e.g. 5us (for calibrating verdicts).
-        #[arg(long = "work", default_value = "0s", value_parser = parse_duration)]
-        work: Duration,
+        /// Extra CPU time spent on the answers (for calibrating verdicts): a fixed amount on
+        /// every answer, e.g. 5us, or a share of what answering cost the server, e.g. 2%.
+        #[arg(long = "work", default_value = "0s", value_parser = crate::demo::server::parse_work)]
+        work: crate::demo::server::Work,
     },
     /// Send compatibility cases to several servers and compare their answers (the first
     /// endpoint is the baseline).

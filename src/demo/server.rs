@@ -14,7 +14,11 @@
 //! sleep; the count is calibrated against the thread's CPU clock when the server starts, so
 //! the amount is the same in a debug and a release build), so a contender that costs a known
 //! few percent more than another can be made on purpose: it is how the verdicts are
-//! calibrated (`benches/calibrate.sh`).
+//! calibrated (`benches/calibrate.sh`). `--work 2%` burns instead a share of what the server's
+//! own answering cost: every [`WINDOW`] answers it reads its thread's CPU clock, and spends
+//! that share of what the answers took on each of the next ones. A fixed amount is a fixed number of cycles, so the
+//! change it makes *per request* shrinks when neighbours make each request's own work dearer
+//! (cache and memory contention, not a counted loop); a share stays the share asked for.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,9 +38,138 @@ pub enum Version {
     V2,
 }
 
-/// Runs the server until killed. `work`: extra CPU time spent on every answer.
-pub fn serve(version: Version, port: u16, state: PathBuf, work: Duration) -> anyhow::Result<()> {
-    let work = rounds_for(work);
+/// Extra CPU time a demo server spends on its answers (`--work`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Work {
+    /// This much on every answer (`5us`).
+    Fixed(Duration),
+    /// This fraction of the CPU time the answers themselves took (`2%` is 0.02).
+    Share(f64),
+}
+
+/// `--work`: a duration (`5us`) or a share of the server's own cost (`2%`, at most 1000 %).
+pub fn parse_work(s: &str) -> Result<Work, String> {
+    if let Some(pct) = s.trim().strip_suffix('%') {
+        return match pct.trim().parse::<f64>() {
+            Ok(p) if (0.0..=1000.0).contains(&p) => Ok(Work::Share(p / 100.0)),
+            _ => Err(format!(
+                "`{s}` is not a share: a percentage from 0% to 1000%, e.g. 2%"
+            )),
+        };
+    }
+    crate::plan::parse_duration(s).map(Work::Fixed)
+}
+
+/// How many answers a share's size is measured over: one read of the thread's CPU clock per
+/// this many answers, a small part of their cost.
+pub const WINDOW: u32 = 64;
+
+/// What a share of the server's own cost has left to spend. The burn is spread over every
+/// answer (a spin on the monotonic clock for that answer's part), as a real change's cost
+/// is, not spent in one lump a window: a lump of some 20 µs every millisecond stalls every
+/// client at once (`--work 2%` spent that way read 1.06× on this VM, 1.04× spread).
+///
+/// The share is of the server's own CPU time as its thread's clock reads it (checked by
+/// logging both during a run: 10.0 % asked, 10.0 % spent). What a bake-off then measures per
+/// request is more: an answer that leaves later changes when the server sleeps and wakes, and
+/// at four clients a counted loop of 0.26 µs (1.4 %) read 1.03×, `2%` 1.04× and `10%` 1.15–1.18×.
+/// A share stays the same share of the server's cost however fast the host is this hour;
+/// what it reads as is still measured, as the calibration does.
+struct Owed {
+    share: f64,
+    /// The thread's CPU clock when this window began.
+    window: Option<Duration>,
+    answers: u32,
+    /// Wall time spun in this window (a spin of a few hundred ns is not preempted, so its
+    /// wall time is its CPU time), so the window's own cost is its CPU time less this.
+    spun: Duration,
+    /// What each answer spends, from the window before: `share` of its own cost per answer.
+    each: Duration,
+    /// Spent beyond what was owed (a spin ends a clock read past its target), carried over.
+    ahead: Duration,
+    /// What one monotonic clock read costs, measured at start: the read that starts a spin
+    /// and the one that ends it lie half outside what the spin measures.
+    read: Duration,
+}
+
+impl Owed {
+    fn new(share: f64) -> Owed {
+        const READS: u32 = 1000;
+        let t0 = std::time::Instant::now();
+        for _ in 0..READS {
+            std::hint::black_box(std::time::Instant::now());
+        }
+        Owed {
+            share,
+            window: None,
+            answers: 0,
+            spun: Duration::ZERO,
+            each: Duration::ZERO,
+            ahead: Duration::ZERO,
+            read: t0.elapsed() / READS,
+        }
+    }
+
+    /// One answer done: spend its part of the share, and every [`WINDOW`] answers size the
+    /// part from the CPU time the window's answers took themselves.
+    fn answered(&mut self) {
+        let Some(window) = self.window else {
+            self.window = Some(thread_cpu_clock());
+            return;
+        };
+        if self.each > self.ahead {
+            let owed = self.each - self.ahead;
+            let t0 = std::time::Instant::now();
+            let mut spent = t0.elapsed();
+            while spent < owed {
+                std::hint::spin_loop();
+                spent = t0.elapsed();
+            }
+            spent += self.read;
+            self.spun += spent;
+            self.ahead = spent.saturating_sub(owed);
+        } else {
+            self.ahead -= self.each;
+        }
+        self.answers += 1;
+        if self.answers == WINDOW {
+            let now = thread_cpu_clock();
+            let own = now.saturating_sub(window).saturating_sub(self.spun);
+            self.each = own.mul_f64(self.share) / WINDOW;
+            (self.window, self.answers, self.spun) = (Some(now), 0, Duration::ZERO);
+        }
+    }
+}
+
+thread_local! {
+    static OWED: std::cell::RefCell<Option<Owed>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The calling thread's CPU time to the nanosecond (`CLOCK_THREAD_CPUTIME_ID`; getrusage's
+/// microseconds are too coarse for a burn of a few of them).
+fn thread_cpu_clock() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write; the clock id is a constant the kernel knows.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Runs the server until killed. `work`: extra CPU time spent on the answers.
+pub fn serve(version: Version, port: u16, state: PathBuf, work: Work) -> anyhow::Result<()> {
+    let work = match work {
+        Work::Fixed(d) => rounds_for(d),
+        Work::Share(s) => {
+            // Every connection is answered on this one thread (a current-thread runtime), so
+            // one tally of what the share owes covers them all.
+            if s > 0.0 {
+                OWED.with(|o| *o.borrow_mut() = Some(Owed::new(s)));
+            }
+            0
+        }
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -140,6 +273,7 @@ async fn connection(
             let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
             let (status, body) = answer(&path, version, &ready, &index);
             burn(work);
+            OWED.with(|o| o.borrow_mut().as_mut().map(Owed::answered));
             let head = format!(
                 "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
                 body.len()
@@ -233,6 +367,57 @@ mod tests {
         assert!((0.035..0.075).contains(&spent), "{spent}");
         assert_eq!(rounds_for(Duration::ZERO), 0);
         assert_eq!(burn(0), 0);
+    }
+
+    #[test]
+    fn work_parses_as_a_duration_or_a_share() {
+        assert_eq!(parse_work("5us"), Ok(Work::Fixed(Duration::from_micros(5))));
+        assert_eq!(parse_work("2%"), Ok(Work::Share(0.02)));
+        assert_eq!(parse_work("0.5 %"), Ok(Work::Share(0.005)));
+        for bad in ["-1%", "x%", "2000%", "%"] {
+            let e = parse_work(bad).unwrap_err();
+            assert!(e.contains("percentage"), "{bad}: {e}");
+        }
+        assert!(parse_work("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn a_share_costs_that_share_of_the_answers_own_time() {
+        // Answers of a known cost (a counted loop, as a real answer's own work) with 20 % of
+        // it owed: over four windows, after the first has sized the share, the thread's CPU
+        // time is a fifth again the answers' own (its CPU clock, not wall time, so a preempted
+        // thread is not charged for being preempted).
+        let answer = rounds_for(Duration::from_micros(50));
+        let time = |owed: &mut Option<Owed>| {
+            let t0 = thread_cpu_clock();
+            for _ in 0..WINDOW * 4 {
+                burn(answer);
+                if let Some(o) = owed.as_mut() {
+                    o.answered();
+                }
+            }
+            (thread_cpu_clock() - t0).as_secs_f64()
+        };
+        let (mut plain, mut dearer) = (0.0, 0.0);
+        for _ in 0..3 {
+            plain += time(&mut None);
+            let mut owed = Some(Owed::new(0.2));
+            for _ in 0..=WINDOW {
+                burn(answer);
+                owed.as_mut().unwrap().answered();
+            }
+            dearer += time(&mut owed);
+        }
+        let ratio = dearer / plain;
+        assert!((1.12..1.28).contains(&ratio), "{ratio}");
+        // Spread over every answer: each spends its part, not a window's lump.
+        let mut owed = Owed::new(0.2);
+        for _ in 0..=WINDOW {
+            burn(answer);
+            owed.answered();
+        }
+        assert!(owed.each > Duration::from_micros(5), "{:?}", owed.each);
+        assert!(owed.each < Duration::from_micros(20), "{:?}", owed.each);
     }
 
     #[test]
