@@ -582,6 +582,7 @@ requests = 50
         report["error_control"]["figures"],
         serde_json::json!(["cpu_per_request", "throughput"])
     );
+    assert_eq!(report["error_control"]["unjudged"], 0);
     assert_fits_schema(REPORT_SCHEMA, &report);
 }
 

@@ -173,6 +173,26 @@ duration = "2s"
         j.summary
     );
     assert!(a.family.as_ref().unwrap().verdicts > family.verdicts);
+    // Judged on CPU per item alone, which HTTP answers never measure: no verdict anywhere,
+    // and the report says why rather than saying nothing.
+    let mut items = r.clone();
+    items.paired.as_mut().unwrap().judge = Some(vec!["cpu_per_item".into()]);
+    let i = Analysis::of(&items);
+    assert!(i.verdicts.is_empty(), "{:?}", i.verdicts);
+    let family = i.family.as_ref().unwrap();
+    assert_eq!((family.verdicts, family.unjudged), (0, j.verdicts.len()));
+    assert!(
+        i.summary.iter().any(|l| l.starts_with(&format!(
+            "**Not judged:** {} measured none of the figures `paired.judge` names (CPU per item)",
+            if j.verdicts.len() == 1 {
+                "1 comparison".to_string()
+            } else {
+                format!("{} comparisons", j.verdicts.len())
+            }
+        ))),
+        "{:?}",
+        i.summary
+    );
     // The same results: not worse by more than any interval's far end (exit 0 — the gate
     // trips only where a whole interval is past its bound; a quarter asked read 1.63×–1.70× in
     // debug builds on a busy host); not equal within 2 % (exit 5).

@@ -398,6 +398,9 @@ pub struct Family {
     pub held_back: usize,
     /// The figures judged when the plan named them (`paired.judge`); empty: all.
     pub judged: Vec<Figure>,
+    /// Comparisons measured, but at none of the judged figures (CPU per item judged alone
+    /// where a call does not stream): no verdict there, and not in the family.
+    pub unjudged: usize,
 }
 
 /// Every paired comparison in `r`, in plan order (points, then contenders), with the
@@ -412,6 +415,7 @@ pub fn all(r: &Results) -> (Vec<PointVerdicts>, Option<Family>) {
         .filter(|f| settings.judges(f.key()))
         .collect();
     let mut out = Vec::new();
+    let mut unjudged = 0;
     for s in &r.scenarios {
         for point in &s.points {
             for c in r.compared() {
@@ -419,7 +423,16 @@ pub fn all(r: &Results) -> (Vec<PointVerdicts>, Option<Family>) {
                     continue;
                 };
                 let (verdicts, machines) = compare(r, point, base, &c.name, bands, &judged);
-                if !verdicts.is_empty() {
+                if verdicts.is_empty() {
+                    // Measured, only not at a figure the plan judges?
+                    if settings.judge.is_some()
+                        && !compare(r, point, base, &c.name, bands, &Figure::ALL)
+                            .0
+                            .is_empty()
+                    {
+                        unjudged += 1;
+                    }
+                } else {
                     out.push(PointVerdicts {
                         point: point.clone(),
                         contender: c.name.clone(),
@@ -436,6 +449,7 @@ pub fn all(r: &Results) -> (Vec<PointVerdicts>, Option<Family>) {
     if settings.judge.is_some() {
         family.judged = judged;
     }
+    family.unjudged = unjudged;
     (out, Some(family))
 }
 
@@ -483,6 +497,7 @@ pub fn control(all: &mut [PointVerdicts], fdr: f64) -> Family {
         inconclusive: count(&|c| c == Call::Inconclusive),
         held_back,
         judged: Vec::new(),
+        unjudged: 0,
     }
 }
 

@@ -356,6 +356,12 @@ fn paired_settings_that_make_no_sense_are_errors_at_their_place() {
     // The error points at the name that is wrong: line 2, column 40.
     assert!(judge.contains(":2:40"), "{judge}");
     assert!(e("{ judge = [] }").contains("at least one figure"));
+    // Only CPU per item, and no gRPC call that could stream: no verdict would come of it.
+    let item = err("name = \"t\"\nbaseline = \"a\"\npaired = { judge = [\"cpu_per_item\"] }\n[[contender]]\nname = \"a\"\ncommand = [\"srv\"]\n[[contender]]\nname = \"b\"\ncommand = [\"srv\"]\n[[scenario]]\nname = \"s\"\nhttp = \"GET /\"\n");
+    assert!(
+        item.contains("names only cpu_per_item") && item.contains("plan.toml:3:"),
+        "{item}"
+    );
     let below = e("{ max_repetitions = 2 }");
     assert!(
         below.contains("plan.toml:2:") && below.contains("below `repetitions` (3)"),

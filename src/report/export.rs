@@ -121,6 +121,8 @@ struct JsonFamily {
     held_back: usize,
     /// The figures judged (`paired.judge`, keys like `cpu_per_request`): the family's.
     figures: Vec<&'static str>,
+    /// Comparisons measured at none of the judged figures: no verdict, not in the family.
+    unjudged: usize,
 }
 
 fn json_verdicts(a: &Analysis) -> Vec<JsonVerdict> {
@@ -185,6 +187,7 @@ impl Exporter for Json {
                 } else {
                     f.judged.iter().map(|x| x.key()).collect()
                 },
+                unjudged: f.unjudged,
             }),
         };
         let mut bytes = serde_json::to_vec_pretty(&report).expect("a report serializes");

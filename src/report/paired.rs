@@ -117,6 +117,13 @@ pub fn summary(verdicts: &[PointVerdicts], family: Option<&Family>) -> Vec<Strin
             words.join(", ")
         ));
     }
+    if let Some(f) = family.filter(|f| f.unjudged > 0) {
+        out.push(format!(
+            "**Not judged:** {} measured none of the figures `paired.judge` names ({}), so no verdict there; CPU per item is measured only where a call streams its answer",
+            super::count(f.unjudged as u64, "comparison"),
+            f.judged.iter().map(|x| x.name()).collect::<Vec<_>>().join(", ")
+        ));
+    }
     let st = stability(verdicts);
     if let Some(((best, p), rest)) = st.split_first() {
         let others: Vec<String> = rest

@@ -81,6 +81,19 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
     let contenders = contenders(&c, &raw, base)?;
 
     let scenarios = scenarios(&c, &raw, &contenders, !protos.is_empty())?;
+    // CPU per item is measured where a call returns more items than requests: a gRPC stream.
+    // A plan that judges nothing else and makes no gRPC call would get no verdict anywhere.
+    if let Some(list) = raw.paired.as_ref().and_then(|p| p.get_ref().judge.as_ref()) {
+        let streams = scenarios
+            .iter()
+            .any(|s| matches!(s.call, crate::plan::Call::Grpc { .. }));
+        if paired.judge.keys() == ["cpu_per_item"] && !scenarios.is_empty() && !streams {
+            return Err(c.at(
+                list,
+                "`paired.judge` names only cpu_per_item, which only a gRPC call that streams its answer measures, and this plan makes no gRPC call: every comparison would go without a verdict (judge cpu_per_request, say)",
+            ));
+        }
+    }
 
     let mut compat = c.compat_sets(&raw.compat, base, !protos.is_empty(), raw.seed.unwrap_or(0))?;
     member_references(&c, &raw, &contenders, &mut compat)?;
