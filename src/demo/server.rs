@@ -67,14 +67,13 @@ pub const WINDOW: u32 = 64;
 /// What a share of the server's own cost has left to spend. The burn is spread over every
 /// answer (a spin on the monotonic clock for that answer's part), as a real change's cost
 /// is, not spent in one lump a window: a lump of some 20 µs every millisecond stalls every
-/// client at once (`--work 2%` spent that way read 1.06× on this VM, 1.04× spread).
+/// client at once, which a real change's cost does not.
 ///
-/// The share is of the server's own CPU time as its thread's clock reads it (checked by
-/// logging both during a run: 10.0 % asked, 10.0 % spent). What a bake-off then measures per
-/// request is more: an answer that leaves later changes when the server sleeps and wakes, and
-/// at four clients a counted loop of 0.26 µs (1.4 %) read 1.03×, `2%` 1.04× and `10%` 1.15–1.18×.
-/// A share stays the same share of the server's cost however fast the host is this hour;
-/// what it reads as is still measured, as the calibration does.
+/// The share is of the server's own CPU time as its thread's clock reads it (the unit test
+/// below). What a bake-off then measures per request is more: an answer that leaves later
+/// changes when the server sleeps and wakes, as a fixed amount's does
+/// (`benches/work_share.py` prints what each reads as; BENCHMARKS.md keeps it). A share stays
+/// the same share of the server's cost however fast the host is this hour.
 struct Owed {
     share: f64,
     /// The thread's CPU clock when this window began.
