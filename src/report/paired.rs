@@ -3,7 +3,7 @@
 //! was stable on this machine first.
 
 use super::table::{Cell, Table, Unit};
-use crate::analysis::verdicts::{fmt_ratio, Family, Figure, PointVerdicts, Verdict};
+use crate::analysis::verdicts::{Family, Figure, PointVerdicts, Verdict};
 use crate::results::{PointId, Results};
 use crate::stats::paired::Call;
 
@@ -155,10 +155,12 @@ fn counts(vs: &[&Verdict]) -> String {
             .collect();
         let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        // One notation for both ends (`÷2.1 to ÷1.83`, not `÷2.1 to 0.547×`).
+        let (a, b) = crate::stats::paired::fmt_range(lo, hi);
         match r.len() {
             0 => String::new(),
-            _ if fmt_ratio(lo) == fmt_ratio(hi) => format!(" ({})", fmt_ratio(lo)),
-            _ => format!(" ({} to {})", fmt_ratio(lo), fmt_ratio(hi)),
+            _ if a == b => format!(" ({a})"),
+            _ => format!(" ({a} to {b})"),
         }
     };
     let n = |call: Call| vs.iter().filter(|v| v.call == call).count();
@@ -476,6 +478,33 @@ mod tests {
                 && control.contains("false discovery rate of 5%")
                 && control.contains("9 different, 2 equivalent, 1 inconclusive"),
             "{control}"
+        );
+    }
+
+    #[test]
+    fn a_range_of_estimates_keeps_one_notation() {
+        // The demo's two points: 0.476× and 0.547× less CPU per request. Each alone would be
+        // written ÷2.1 and 0.547×; a range of them is written in one notation.
+        let mut v = vec![
+            with("b", 1, (0.476, 0.45, 0.50)),
+            with("b", 8, (0.547, 0.52, 0.57)),
+        ];
+        let family = crate::analysis::verdicts::control(&mut v, 0.05);
+        let lines = summary(&v, Some(&family));
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.ends_with("lower at 2 of 2 points (÷2.1 to ÷1.83)")),
+            "{lines:?}"
+        );
+        // Above one half both ends are factors; across 1, factors too.
+        assert_eq!(
+            crate::stats::paired::fmt_range(0.6, 0.7),
+            ("0.600×".to_string(), "0.700×".to_string())
+        );
+        assert_eq!(
+            crate::stats::paired::fmt_range(0.3, 1.5),
+            ("0.300×".to_string(), "1.50×".to_string())
         );
     }
 

@@ -623,6 +623,17 @@ pub fn fmt_ratio(x: f64) -> String {
     }
 }
 
+/// The two ends of a range of ratios in one notation, as [`Ratio::span`] writes an
+/// interval: divisors when the smaller is written as one (below 0.5) and neither end is above
+/// 1 (`÷2.1`, `÷1.83`), else factors (`0.481×`, `0.547×`) — never `÷2.1 to 0.547×`.
+pub fn fmt_range(lo: f64, hi: f64) -> (String, String) {
+    if lo > 0.0 && lo < 0.5 && hi < 1.0 {
+        (fmt_divisor(lo), fmt_divisor(hi))
+    } else {
+        (fmt_factor(lo), fmt_factor(hi))
+    }
+}
+
 /// `x` as a factor whatever its size: `0.481×`, `1.34×`, `472×`.
 fn fmt_factor(x: f64) -> String {
     if !x.is_finite() || x <= 0.0 {
