@@ -95,9 +95,8 @@ pub fn settle_hint(r: &Results, verdicts: &[PointVerdicts], band: f64) -> Option
         .iter()
         .filter(|x| {
             let at_gate = Verdict::new(x.figure, x.ratio, bands(x.bands.noise), x.between);
-            at_gate
-                .repetitions_to_settle()
-                .is_some_and(|n| n > 0 && n <= most)
+            let have = x.ratio.repetitions as u32;
+            at_gate.second_stage(have, most).is_some()
         })
         .count();
     let could = crate::units::count(open.len() as u64, "comparison");

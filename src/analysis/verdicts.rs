@@ -254,16 +254,24 @@ impl Verdict {
         let b = self.between.unwrap_or(0.0);
         let rounds = (1.0 / factor > b).then(|| (per_rep * (1.0 - b) / (1.0 / factor - b)).ceil());
         let head = format!("needs ±{}", pct(need.exp() - 1.0));
-        Some(match rounds {
-            Some(n) if max_rounds.is_none_or(|m| n <= f64::from(m)) => {
-                format!("{head}: about {n:.0} rounds per repetition")
+        if let Some(n) = rounds.filter(|&n| max_rounds.is_none_or(|m| n <= f64::from(m))) {
+            return Some(format!("{head}: about {n:.0} rounds per repetition"));
+        }
+        let at_estimate = self.repetitions_for(need);
+        let said = match at_estimate {
+            Some(n) => format!("{head}: about {n} repetitions of {per_rep:.0} rounds"),
+            None => {
+                format!("{head}: more than {MOST_REPETITIONS} repetitions of {per_rep:.0} rounds")
             }
-            _ => match self.repetitions_for(need) {
-                Some(n) => format!("{head}: about {n} repetitions of {per_rep:.0} rounds"),
-                None => format!(
-                    "{head}: more than {MOST_REPETITIONS} repetitions of {per_rep:.0} rounds"
-                ),
-            },
+        };
+        // An estimate that wandered between the bands asks much of the next starts; were
+        // the two the same, fewer would prove it (what an equivalence gate wants to know).
+        Some(match self.repetitions_if_no_change(true) {
+            Some(n) if at_estimate.is_none_or(|m| n < m) => format!(
+                "{said}; were there no change, about {n} would prove it equal within ±{}",
+                pct(self.bands.equivalence)
+            ),
+            _ => said,
         })
     }
 
@@ -286,6 +294,56 @@ impl Verdict {
     /// the band's edge — about twice the repetitions. What a second stage sizes itself by.
     pub fn repetitions_to_settle_surely(&self) -> Option<u32> {
         self.repetitions_aimed(POWER_AIM)
+    }
+
+    /// How many repetitions in all a second stage of at most `max` gives this verdict, which
+    /// has `have`: `None` when it gets none — settled, already at `max`, or out of reach
+    /// both ways. In reach at even odds if its estimate is the truth, or if there is no
+    /// change at all ([`Verdict::repetitions_if_no_change`]); then as many as the larger of
+    /// those that are in reach would take four times in five, at most `max`. One repetition
+    /// says nothing of the spread between starts: `max`.
+    pub fn second_stage(&self, have: u32, max: u32) -> Option<u32> {
+        let at_estimate = self.repetitions_to_settle();
+        if at_estimate == Some(0) || have >= max {
+            return None;
+        }
+        if have <= 1 {
+            return Some(max);
+        }
+        let within = |n: Option<u32>| n.filter(|&n| n > 0 && n <= max);
+        let mut want = None;
+        if let Some(n) = within(at_estimate) {
+            let surely = self.repetitions_to_settle_surely().unwrap_or(max);
+            want = Some(surely.clamp(n, max));
+        }
+        if let Some(n) = within(self.repetitions_if_no_change(false)) {
+            let surely = self.repetitions_if_no_change(true).unwrap_or(max);
+            want = want.max(Some(surely.clamp(n, max)));
+        }
+        want
+    }
+
+    /// About how many repetitions like those it has would prove an inconclusive verdict
+    /// *equivalent* if the two were in truth the same — even odds, or with `surely` four
+    /// times in five — whatever its estimate reads now. `None` where no change is already
+    /// ruled out (the interval leaves 1 out, or it cleared the noise band and was held
+    /// back), where no count up to [`MOST_REPETITIONS`] would, or where none can be read.
+    ///
+    /// Why not from the estimate alone: the interval has to fit inside the band *around
+    /// wherever the next estimate lands*, so for two equal builds the half-width is aimed at
+    /// [`EQUAL_AIM`] (or [`EQUAL_AIM_SURELY`]) of the band — two one-sided tests sized at a
+    /// nil difference. Aimed from an estimate that wandered to 1.5 % between bands of 1 % and
+    /// 2 %, the same A/A point would want a hundred repetitions.
+    pub fn repetitions_if_no_change(&self, surely: bool) -> Option<u32> {
+        if self.call != Call::Inconclusive {
+            return Some(0);
+        }
+        let r = &self.ratio;
+        if !knows_its_error(r) || self.held_back || !(r.lo <= 1.0 && 1.0 <= r.hi) {
+            return None;
+        }
+        let aim = if surely { EQUAL_AIM_SURELY } else { EQUAL_AIM };
+        self.repetitions_for(aim * (1.0 + self.bands.equivalence).ln())
     }
 
     fn repetitions_aimed(&self, aim: f64) -> Option<u32> {
@@ -311,13 +369,24 @@ impl Verdict {
 /// 1988), not one time in two.
 pub const POWER_AIM: f64 = 0.7;
 
+/// The share of the equivalence band that an interval's half-width is aimed at so that two
+/// equal figures read *equivalent* at even odds: the interval (1.96 standard errors a side)
+/// must fit inside the band around an estimate that lands anywhere, |d| ≤ m − 1.96 se, half
+/// the time when m = (1.96 + 0.674) se — so 1.96 / 2.634.
+pub const EQUAL_AIM: f64 = 1.96 / (1.96 + 0.674);
+
+/// As [`EQUAL_AIM`], four times in five: m = (1.96 + 1.282) se, the sample size of two
+/// one-sided tests when the true difference is nil (Chow, Shao & Wang, *Sample Size
+/// Calculations in Clinical Research*, 2nd ed., 2008, ch. 3).
+pub const EQUAL_AIM_SURELY: f64 = 1.96 / (1.96 + 1.282);
+
 /// The second stage of a paired run with `max_repetitions` (docs/verdicts.md, "More
 /// repetitions"): read off the plan's repetitions only, the points where a contender's main
 /// verdict is inconclusive and about `max` repetitions or fewer would settle it at even
-/// odds — or it has only one, which tells nothing of the spread between fresh starts — each
-/// with the repetitions it should have in all: enough to settle it four times in five, at
-/// most `max` (the most any of its contenders wants; `max` after one repetition). In plan
-/// order.
+/// odds, if its estimate is the truth or if there is no change — or it has only one, which
+/// tells nothing of the spread between fresh starts — each with the repetitions it should
+/// have in all ([`Verdict::second_stage`]: enough to settle it four times in five, at most
+/// `max`; the most any of its contenders wants). In plan order.
 pub fn unsettled(r: &Results, max: u32) -> Vec<(PointId, u32)> {
     // A resumed second stage reads the same first stage, so it plans the same.
     let mut first = r.clone();
@@ -330,15 +399,8 @@ pub fn unsettled(r: &Results, max: u32) -> Vec<(PointId, u32)> {
             .point_runs(&pv.contender, &pv.point)
             .filter(|p| p.load.is_some())
             .count() as u32;
-        let want = match v.repetitions_to_settle() {
-            Some(0) => continue,
-            _ if have >= max => continue,
-            _ if have <= 1 => max,
-            // Within reach: as many as would settle it four times in five, or all allowed.
-            Some(n) if n <= max => v
-                .repetitions_to_settle_surely()
-                .map_or(max, |surely| surely.clamp(n, max)),
-            _ => continue,
+        let Some(want) = v.second_stage(have, max) else {
+            continue;
         };
         match out.iter_mut().find(|(p, _)| *p == pv.point) {
             Some((_, n)) => *n = (*n).max(want),
@@ -815,6 +877,50 @@ mod tests {
         assert!(v.settle(None).unwrap().contains("three repetitions"));
         r.repetitions = 2;
         assert_eq!(Verdict::new(Figure::P99, r, BANDS, None).call, Call::Higher);
+    }
+
+    #[test]
+    fn a_second_stage_also_reaches_for_no_change() {
+        // Two equal builds whose estimate wandered to 0.985× between bands of 1 % and 2 %,
+        // ±2.4 % over six repetitions (an A/A point of the 24-point calibration, 21:47 UTC):
+        // from its estimate, ±0.5 % would settle it — 128 repetitions, out of any reach.
+        let mut x = v(Figure::CpuPerRequest, 0.985, 0.963, 1.01);
+        x.ratio.repetitions = 6;
+        assert_eq!(x.repetitions_to_settle(), Some(128));
+        // Were they the same, an interval of ±0.744 × 2 % would land inside the band half
+        // the time: (ln(1.01/0.963)/2 / (0.744 ln 1.02))² × 6 = 15.7 → 16; four times in
+        // five, ±0.605 × 2 %: 23.8 → 24.
+        assert_eq!(x.repetitions_if_no_change(false), Some(16));
+        assert_eq!(x.repetitions_if_no_change(true), Some(24));
+        assert_eq!(x.second_stage(6, 12), None);
+        assert_eq!(x.second_stage(6, 24), Some(24));
+        assert_eq!(x.second_stage(6, 20), Some(20));
+        assert_eq!(x.second_stage(24, 24), None);
+        assert_eq!(x.second_stage(1, 24), Some(24));
+        // Its spread between fresh starts: more rounds would not do, repetitions would.
+        x.between = Some(0.9);
+        let s = x.settle(None).unwrap();
+        assert!(
+            s.ends_with("about 128 repetitions of 6 rounds; were there no change, about 24 would prove it equal within ±2%"),
+            "{s}"
+        );
+        // An interval that leaves 1 out has ruled no change out: its estimate alone sizes it.
+        let mut off = v(Figure::CpuPerRequest, 1.015, 1.003, 1.027);
+        off.ratio.repetitions = 6;
+        off.between = Some(0.9);
+        assert_eq!(off.repetitions_if_no_change(false), None);
+        assert!(!off.settle(None).unwrap().contains("no change"));
+        // Centred on 1.00 (±2.6 %), its estimate asked 20 for four times in five; an
+        // equivalence has to fit around wherever the next estimate lands, so 28.
+        let mut centred = v(Figure::CpuPerRequest, 1.0, 0.975, 1.026);
+        centred.ratio.repetitions = 6;
+        assert_eq!(centred.repetitions_to_settle_surely(), Some(21));
+        assert_eq!(centred.second_stage(6, 100), Some(28));
+        // Settled: none.
+        assert_eq!(
+            v(Figure::CpuPerRequest, 1.0, 0.99, 1.01).second_stage(3, 12),
+            None
+        );
     }
 
     #[test]

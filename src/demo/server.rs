@@ -355,15 +355,25 @@ mod tests {
     #[test]
     fn work_costs_the_cpu_time_asked_for() {
         let cpu = || crate::sys::thread_cpu_time().total();
-        let n = rounds_for(Duration::from_millis(10));
-        let t0 = cpu();
-        for _ in 0..5 {
-            burn(n);
-        }
         // Five times 10 ms of the thread's own CPU clock (not wall time: a preempted thread
-        // is not charged), within the calibration's accuracy.
-        let spent = (cpu() - t0).as_secs_f64();
-        assert!((0.035..0.075).contains(&spent), "{spent}");
+        // is not charged), within the calibration's accuracy. A guest's thread *is* charged
+        // for time its host stole mid-burn, which a burst of another tenant's made 1.5× once
+        // in a test run here: so the calibration and the burn are tried three times, and one
+        // must land — a loop sized wrong by half misses all three.
+        let spent: Vec<f64> = (0..3)
+            .map(|_| {
+                let n = rounds_for(Duration::from_millis(10));
+                let t0 = cpu();
+                for _ in 0..5 {
+                    burn(n);
+                }
+                (cpu() - t0).as_secs_f64()
+            })
+            .collect();
+        assert!(
+            spent.iter().any(|s| (0.035..0.075).contains(s)),
+            "{spent:?}"
+        );
         assert_eq!(rounds_for(Duration::ZERO), 0);
         assert_eq!(burn(0), 0);
     }
