@@ -65,7 +65,7 @@ pub fn parse_work(s: &str) -> Result<Work, String> {
 pub const WINDOW: u32 = 64;
 
 /// What a share of the server's own cost has left to spend. The burn is spread over every
-/// answer (a spin on the monotonic clock for that answer's part), as a real change's cost
+/// answer (a spin on the thread's CPU clock for that answer's part), as a real change's cost
 /// is, not spent in one lump a window: a lump of some 20 µs every millisecond stalls every
 /// client at once, which a real change's cost does not.
 ///
@@ -79,24 +79,26 @@ struct Owed {
     /// The thread's CPU clock when this window began.
     window: Option<Duration>,
     answers: u32,
-    /// Wall time spun in this window (a spin of a few hundred ns is not preempted, so its
-    /// wall time is its CPU time), so the window's own cost is its CPU time less this.
+    /// CPU time spun in this window, so the window's own cost is its CPU time less this. (A
+    /// spin timed on the monotonic clock, as it first was, counted as spent the time the
+    /// thread was preempted mid-spin: under a neighbour the share came out short.)
     spun: Duration,
     /// What each answer spends, from the window before: `share` of its own cost per answer.
     each: Duration,
     /// Spent beyond what was owed (a spin ends a clock read past its target), carried over.
     ahead: Duration,
-    /// What one monotonic clock read costs, measured at start: the read that starts a spin
-    /// and the one that ends it lie half outside what the spin measures.
+    /// What one read of the thread's CPU clock costs (a system call: no vDSO serves it),
+    /// measured at start: the read that starts a spin and the one that ends it lie half
+    /// outside what the spin measures.
     read: Duration,
 }
 
 impl Owed {
     fn new(share: f64) -> Owed {
         const READS: u32 = 1000;
-        let t0 = std::time::Instant::now();
+        let t0 = thread_cpu_clock();
         for _ in 0..READS {
-            std::hint::black_box(std::time::Instant::now());
+            std::hint::black_box(thread_cpu_clock());
         }
         Owed {
             share,
@@ -105,7 +107,7 @@ impl Owed {
             spun: Duration::ZERO,
             each: Duration::ZERO,
             ahead: Duration::ZERO,
-            read: t0.elapsed() / READS,
+            read: (thread_cpu_clock() - t0) / READS,
         }
     }
 
@@ -118,11 +120,11 @@ impl Owed {
         };
         if self.each > self.ahead {
             let owed = self.each - self.ahead;
-            let t0 = std::time::Instant::now();
-            let mut spent = t0.elapsed();
+            let t0 = thread_cpu_clock();
+            let mut spent = thread_cpu_clock().saturating_sub(t0);
             while spent < owed {
                 std::hint::spin_loop();
-                spent = t0.elapsed();
+                spent = thread_cpu_clock().saturating_sub(t0);
             }
             spent += self.read;
             self.spun += spent;
@@ -407,18 +409,24 @@ mod tests {
             }
             (thread_cpu_clock() - t0).as_secs_f64()
         };
-        let (mut plain, mut dearer) = (0.0, 0.0);
-        for _ in 0..3 {
-            plain += time(&mut None);
-            let mut owed = Some(Owed::new(0.2));
-            for _ in 0..=WINDOW {
-                burn(answer);
-                owed.as_mut().unwrap().answered();
-            }
-            dearer += time(&mut owed);
-        }
-        let ratio = dearer / plain;
-        assert!((1.12..1.28).contains(&ratio), "{ratio}");
+        // Five trials, each the plain and the owed back to back, and their median ratio: a
+        // host's burst charged to the thread mid-trial (a guest's thread pays for what its
+        // host stole) can move one. (A sum of three read 1.10× once in a test run here, when
+        // the spin was timed on the monotonic clock and a test beside it preempted it
+        // mid-spin; timed on the thread's CPU clock, two CPU hogs beside it leave it be.)
+        let mut ratios: Vec<f64> = (0..5)
+            .map(|_| {
+                let plain = time(&mut None);
+                let mut owed = Some(Owed::new(0.2));
+                for _ in 0..=WINDOW {
+                    burn(answer);
+                    owed.as_mut().unwrap().answered();
+                }
+                time(&mut owed) / plain
+            })
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        assert!((1.12..1.28).contains(&ratios[2]), "{ratios:?}");
         // Spread over every answer: each spends its part, not a window's lump.
         let mut owed = Owed::new(0.2);
         for _ in 0..=WINDOW {
