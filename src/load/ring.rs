@@ -28,8 +28,16 @@ const PAUSE: u64 = 4;
 /// The run's one timer, set at the earliest limit of the calls in flight, and its removal.
 const TICK: u64 = 5;
 const UNTICK: u64 = 6;
+/// A receive given up on (below, [`GIVE_UP`]) asked to end; not counted in flight.
+const CANCEL: u64 = 7;
 /// The slot number of the run's own operations.
 const RUN: usize = u32::MAX as usize;
+/// How long a run that has nothing left but receives of calls already ended waits for them.
+/// Each is on a connection shut down at its call's timeout or whose request failed, so it
+/// ends at once; one that has not in a second is given up on: asked to end, its buffer left
+/// to the kernel, and no longer waited for. (Once a run waited for ever on such a receive
+/// of a contender that had died, with nothing left in the kernel's ring to end it.)
+const GIVE_UP: Duration = Duration::from_secs(1);
 
 /// Opens a ring for `clients` connections, or `None` when the kernel has none to give (or
 /// `BAKEOFF_LOAD_IO=epoll` asks for the runtime).
@@ -305,7 +313,8 @@ impl Drop for Driver<'_> {
             let _ = self.ring.submitter().submit_with_args(1, &args);
             let mut cq = self.ring.completion();
             cq.sync();
-            let ended = cq.filter(|c| untag(c.user_data()).2 != SEND).count();
+            let go = &mut self.go;
+            let ended = cq.filter(|c| go.counted(c.user_data())).count();
             self.go.in_flight = self.go.in_flight.saturating_sub(ended);
             if self.go.in_flight == 0 {
                 return;
@@ -361,6 +370,7 @@ impl<'a> Driver<'a> {
                 cqes: Vec::new(),
                 in_flight: 0,
                 draining: Vec::new(),
+                abandoned: Vec::new(),
                 next_check: None,
                 pending: Vec::new(),
                 clock: Instant::now(),
@@ -415,7 +425,16 @@ impl<'a> Driver<'a> {
                     self.push(entry)?;
                 }
             }
-            self.wait()?;
+            let only_ended = self.go.tick.is_none()
+                && !self.go.untick
+                && self.go.in_flight == self.go.draining.len();
+            if only_ended {
+                if !self.wait_at_most(GIVE_UP)? {
+                    self.give_up()?;
+                }
+            } else {
+                self.wait()?;
+            }
             let now = Instant::now();
             self.go.clock = now;
             // Calls past their limit first, while every operation on their connections was
@@ -433,6 +452,8 @@ impl<'a> Driver<'a> {
                 match untag(ud) {
                     // A send's completion comes only when it failed, and is not counted.
                     (_, _, SEND) => {}
+                    // A cancel's, or a receive's given up on: nothing to do.
+                    _ if !self.go.counted(ud) => continue,
                     (RUN, _, kind) => {
                         self.go.in_flight -= 1;
                         if kind == TICK {
@@ -448,6 +469,44 @@ impl<'a> Driver<'a> {
             }
             self.go.cqes = cqes;
         }
+    }
+
+    /// As [`Driver::wait`], but for `most` at the longest: whether a completion came.
+    fn wait_at_most(&mut self, most: Duration) -> Result<bool, String> {
+        let ts = types::Timespec::from(most);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
+            Err(e) => return Err(format!("io_uring wait failed: {e}")),
+        }
+        let mut cq = self.ring.completion();
+        cq.sync();
+        Ok(!cq.is_empty())
+    }
+
+    /// Gives up on the receives of calls already ended ([`GIVE_UP`]): each is asked to end,
+    /// its buffer is left to the kernel (never freed: it may yet write into it), and its
+    /// completion, if one comes, is let pass uncounted.
+    fn give_up(&mut self) -> Result<(), String> {
+        let ended = std::mem::take(&mut self.go.draining);
+        for (t, inbox) in ended {
+            std::mem::forget(inbox);
+            self.go.in_flight -= 1;
+            self.go.abandoned.push(t);
+            let entry = opcode::AsyncCancel::new(t)
+                .build()
+                .user_data(tag(RUN, 0, CANCEL));
+            self.queue(entry)?;
+        }
+        self.ring
+            .submit()
+            .map(|_| ())
+            .map_err(|e| format!("io_uring submit failed: {e}"))
     }
 
     /// Submits what is queued and waits for one completion (the timer's, at the latest).
@@ -740,6 +799,9 @@ struct Going {
     in_flight: usize,
     /// Receives of calls that ended before them, with the buffers they write into.
     draining: Vec<(u64, Inbox)>,
+    /// Receives given up on ([`GIVE_UP`]), no longer counted in flight: their completions,
+    /// should they come, are let pass.
+    abandoned: Vec<u64>,
     /// No call in flight ends its limit before this.
     next_check: Option<Instant>,
     /// Slots whose call goes out with the next submission.
@@ -751,6 +813,24 @@ struct Going {
     tick_ts: types::Timespec,
     /// The timer's removal is in flight (the run is over).
     untick: bool,
+}
+
+impl Going {
+    /// Whether a completion counts against `in_flight`: not a send's (which comes only when
+    /// it failed, and was never counted), nor a cancel's, nor one of a receive given up on
+    /// (no longer counted; let pass once).
+    fn counted(&mut self, ud: u64) -> bool {
+        if matches!(untag(ud).2, SEND | CANCEL) {
+            return false;
+        }
+        match self.abandoned.iter().position(|&t| t == ud) {
+            Some(k) => {
+                self.abandoned.swap_remove(k);
+                false
+            }
+            None => true,
+        }
+    }
 }
 
 /// `addr` as the kernel takes it.
@@ -787,4 +867,105 @@ fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
         }
     };
     (ss, len as libc::socklen_t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::pacing::{Pacing, Stop};
+    use crate::protocol::CallError;
+
+    /// An answer that never ends: the tests' server never sends one.
+    struct Never;
+    impl Answer for Never {
+        fn feed(&mut self, bytes: &[u8], _eof: bool) -> Result<Fed, CallError> {
+            Ok(Fed::More(bytes.len()))
+        }
+    }
+
+    /// Runs `driver` once with no calls to make.
+    fn run_none(driver: &mut Driver<'_>) {
+        let dispenser = Dispenser::new(Pacing::Closed, Stop::Count(0), Duration::ZERO);
+        dispenser.start(Instant::now());
+        let mut rec = Recorder::new(dispenser.measure_start(), false);
+        let counter = AtomicU64::new(0);
+        driver
+            .run(&mut Run {
+                dispenser: &dispenser,
+                rec: &mut rec,
+                counter: &counter,
+                timeout: Duration::from_secs(2),
+            })
+            .unwrap();
+    }
+
+    /// Runs `body` on a thread of its own, bounded: a minute (a bound, not a speed — without
+    /// the give-up its runs never return).
+    fn within_a_minute(body: impl FnOnce() + Send + 'static) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let h = std::thread::spawn(move || {
+            body();
+            let _ = tx.send(());
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => h.join().unwrap(),
+            Err(e) => panic!("the runs did not end: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_receive_that_never_ends_is_given_up_on() {
+        within_a_minute(a_receive_that_never_ends);
+    }
+
+    fn a_receive_that_never_ends() {
+        // A server that accepts and never answers, on this machine only.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let Some(ring) = open(1) else {
+            eprintln!("skipped: this kernel gives no io_uring");
+            return;
+        };
+        let conns = connect(addr, 1, Duration::from_secs(5));
+        assert!(conns[0].is_ok());
+        let fixed = Fixed {
+            addr,
+            request: b"GET / HTTP/1.1\r\n\r\n",
+            reader: Box::new(|| Box::new(Never)),
+        };
+        let mut driver = Driver::new(ring, fixed, conns);
+        // A real receive on the open connection, which no answer will end, left behind by
+        // a call that ended before it — its connection kept open, as a lost shutdown would.
+        driver.receive(0, true).unwrap();
+        let t = driver.slots[0].recv.take().unwrap();
+        let inbox = std::mem::take(&mut driver.slots[0].inbox);
+        driver.go.draining.push((t, inbox));
+        run_none(&mut driver);
+        assert_eq!(driver.go.in_flight, 0);
+        assert!(driver.go.draining.is_empty());
+        assert_eq!(driver.go.abandoned, [t]);
+        // Its cancel ends it; the completion, when it comes, is let pass uncounted.
+        let mut cq = Vec::new();
+        for _ in 0..100 {
+            let _ = driver.wait_at_most(Duration::from_millis(50));
+            let mut c = driver.ring.completion();
+            c.sync();
+            cq.extend(c.map(|c| c.user_data()));
+            if cq.contains(&t) {
+                break;
+            }
+        }
+        assert!(cq.contains(&t), "{cq:?}");
+        for ud in cq {
+            assert!(!driver.go.counted(ud));
+        }
+        assert!(driver.go.abandoned.is_empty());
+        // A receive counted in flight that the kernel has no trace of (how the run once
+        // waited for ever): the same.
+        driver.go.in_flight += 1;
+        driver.go.draining.push((tag(0, 999, RECV), Inbox::new()));
+        run_none(&mut driver);
+        assert_eq!(driver.go.in_flight, 0);
+        drop(listener);
+    }
 }
