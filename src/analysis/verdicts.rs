@@ -910,7 +910,7 @@ mod tests {
         off.between = Some(0.9);
         assert_eq!(off.repetitions_if_no_change(false), None);
         assert!(!off.settle(None).unwrap().contains("no change"));
-        // Centred on 1.00 (±2.6 %), its estimate asked 20 for four times in five; an
+        // Centred on 1.00 (±2.6 %), its estimate asked 21 for four times in five; an
         // equivalence has to fit around wherever the next estimate lands, so 28.
         let mut centred = v(Figure::CpuPerRequest, 1.0, 0.975, 1.026);
         centred.ratio.repetitions = 6;
