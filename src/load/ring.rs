@@ -35,8 +35,9 @@ const RUN: usize = u32::MAX as usize;
 /// How long a run that has nothing left but receives of calls already ended waits for them.
 /// Each is on a connection shut down at its call's timeout or whose request failed, so it
 /// ends at once; one that has not in a second is given up on: asked to end, its buffer left
-/// to the kernel, and no longer waited for. (Once a run waited for ever on such a receive
-/// of a contender that had died, with nothing left in the kernel's ring to end it.)
+/// to the kernel, and no longer waited for. (Once a run waited for ever on a receive the
+/// kernel had dropped without a word — a failed send's, [`Driver::link_broken`]; the bound
+/// stays for whatever else a kernel never ends.)
 const GIVE_UP: Duration = Duration::from_secs(1);
 
 /// Opens a ring for `clients` connections, or `None` when the kernel has none to give (or
@@ -684,6 +685,9 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         let (i, gen, kind) = untag(ud);
+        if kind == SEND && (res < 0 || (res as usize) < self.fixed.request.len()) {
+            self.link_broken(i, gen);
+        }
         let s = &mut self.slots[i];
         if kind == RECV && s.recv == Some(ud) {
             s.recv = None;
@@ -708,7 +712,7 @@ impl<'a> Driver<'a> {
             }
             SEND => Ok(()),
             RECV if res == -libc::ECANCELED => {
-                // Its send failed first (whose own completion may come after this one).
+                // Ended by the kernel before it read (a failed send's receive posts nothing).
                 let e = CallError::Io("the request could not be sent".into());
                 self.settle(i, Err(e), false, now, run)
             }
@@ -743,6 +747,25 @@ impl<'a> Driver<'a> {
                 }
             }
             _ => Ok(()),
+        }
+    }
+
+    /// A send failed (its completion comes only then): the receive linked to it never ran,
+    /// and posts no completion either — the kernel fails the rest of a link silently when its
+    /// failed head asked to skip its own success (`REQ_F_SKIP_LINK_CQES`, since 5.17, with
+    /// the skip itself). So it is no longer waited for, wherever its call left it: still the
+    /// slot's, draining (its buffer never written), or already given up on. (Waiting for it
+    /// once hung a run whose contender had died.)
+    fn link_broken(&mut self, i: usize, gen: u32) {
+        let t = tag(i, gen, RECV);
+        if self.slots[i].recv == Some(t) {
+            self.slots[i].recv = None;
+            self.go.in_flight -= 1;
+        } else if let Some(k) = self.go.draining.iter().position(|(d, _)| *d == t) {
+            self.go.draining.swap_remove(k);
+            self.go.in_flight -= 1;
+        } else if let Some(k) = self.go.abandoned.iter().position(|&d| d == t) {
+            self.go.abandoned.swap_remove(k);
         }
     }
 
@@ -914,6 +937,76 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_send_ends_its_call_and_its_receive_at_once() {
+        within_a_minute(a_failed_send);
+    }
+
+    fn a_failed_send() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let Some(ring) = open(1) else {
+            eprintln!("skipped: this kernel gives no io_uring");
+            return;
+        };
+        let conns = connect(addr, 1, Duration::from_secs(5));
+        // The server resets the connection (a linger of zero: its close sends RST), as a
+        // contender that dies does; the reset is waited for on this end (bounded).
+        let (peer, _) = listener.accept().unwrap();
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: setsockopt(2) with a pointer to a linger that outlives the call.
+        let r = unsafe {
+            libc::setsockopt(
+                peer.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0);
+        drop(peer);
+        let mut pfd = libc::pollfd {
+            fd: conns[0].as_ref().unwrap().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll(2) on one descriptor `conns` owns.
+        let n = unsafe { libc::poll(&mut pfd, 1, 5000) };
+        assert!(n == 1 && pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0);
+        let fixed = Fixed {
+            addr,
+            request: b"GET / HTTP/1.1\r\n\r\n",
+            reader: Box::new(|| Box::new(Never)),
+        };
+        let mut driver = Driver::new(ring, fixed, conns);
+        // One call: its send fails on the reset connection.
+        let dispenser = Dispenser::new(Pacing::Closed, Stop::Count(1), Duration::ZERO);
+        dispenser.start(Instant::now());
+        let mut rec = Recorder::new(dispenser.measure_start(), false);
+        let counter = AtomicU64::new(0);
+        driver
+            .run(&mut Run {
+                dispenser: &dispenser,
+                rec: &mut rec,
+                counter: &counter,
+                timeout: Duration::from_secs(30),
+            })
+            .unwrap();
+        assert_eq!(counter.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let failed: Vec<_> = rec.outcomes().into_iter().filter(|o| !o.success).collect();
+        assert_eq!(failed.len(), 1, "{:?}", rec.outcomes());
+        assert_eq!(failed[0].kind, "io_error");
+        // Its receive, which the kernel never ran and never reports, was not waited for:
+        // nothing was left to drain or to give up on a second later.
+        assert_eq!(driver.go.in_flight, 0);
+        assert!(driver.go.draining.is_empty());
+        assert!(driver.go.abandoned.is_empty());
+    }
+
+    #[test]
     fn a_receive_that_never_ends_is_given_up_on() {
         within_a_minute(a_receive_that_never_ends);
     }
@@ -961,7 +1054,7 @@ mod tests {
         }
         assert!(driver.go.abandoned.is_empty());
         // A receive counted in flight that the kernel has no trace of (how the run once
-        // waited for ever): the same.
+        // waited for ever, on a failed send's receive before `link_broken`): the same.
         driver.go.in_flight += 1;
         driver.go.draining.push((tag(0, 999, RECV), Inbox::new()));
         run_none(&mut driver);
