@@ -152,9 +152,10 @@ impl Ratio {
     }
 
     /// `1.34× (1.29×–1.40×)`, in one notation: all three as divisors when the estimate is
-    /// (`÷2.1 (÷2.2–÷1.96)`), else all as factors (`0.528× (0.497×–0.554×)`).
+    /// one (below 0.5) and the upper end is below 1 (`÷2.1 (÷2.2–÷1.96)`), else all as
+    /// factors (`0.528× (0.497×–0.554×)`; `0.450× (0.400×–1.20×)`, never `÷0.83`).
     pub fn span(&self) -> String {
-        let f = if self.ratio > 0.0 && self.ratio < 0.5 {
+        let f = if self.ratio > 0.0 && self.ratio < 0.5 && self.hi < 1.0 {
             fmt_divisor
         } else {
             fmt_factor
@@ -971,6 +972,8 @@ mod tests {
         assert_eq!(r(1.344, 1.29, 1.40).span(), "1.34× (1.29×–1.40×)");
         assert_eq!(r(441.0, 414.0, 479.0).span(), "441× (414×–479×)");
         assert_eq!(r(1.9, 1.8, 2.1).span(), "1.90× (1.80×–2.1×)");
+        // A small estimate whose interval reaches past 1: factors, not `÷2.2 (÷2.5–÷0.83)`.
+        assert_eq!(r(0.45, 0.40, 1.2).span(), "0.450× (0.400×–1.20×)");
     }
 
     #[test]
