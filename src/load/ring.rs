@@ -906,9 +906,10 @@ mod tests {
         }
     }
 
-    /// Runs `driver` once with no calls to make.
-    fn run_none(driver: &mut Driver<'_>) {
-        let dispenser = Dispenser::new(Pacing::Closed, Stop::Count(0), Duration::ZERO);
+    /// Runs `driver` once for `calls` calls, each limited to `timeout`: what was recorded
+    /// and how many calls were counted.
+    fn run_calls(driver: &mut Driver<'_>, calls: u64, timeout: Duration) -> (Recorder, u64) {
+        let dispenser = Dispenser::new(Pacing::Closed, Stop::Count(calls), Duration::ZERO);
         dispenser.start(Instant::now());
         let mut rec = Recorder::new(dispenser.measure_start(), false);
         let counter = AtomicU64::new(0);
@@ -917,9 +918,15 @@ mod tests {
                 dispenser: &dispenser,
                 rec: &mut rec,
                 counter: &counter,
-                timeout: Duration::from_secs(2),
+                timeout,
             })
             .unwrap();
+        (rec, counter.into_inner())
+    }
+
+    /// Runs `driver` once with no calls to make.
+    fn run_none(driver: &mut Driver<'_>) {
+        run_calls(driver, 0, Duration::from_secs(2));
     }
 
     /// Runs `body` on a thread of its own, bounded: a minute (a bound, not a speed — without
@@ -936,19 +943,34 @@ mod tests {
         }
     }
 
+    /// A listener on this machine and a driver with one connection to it; `None` on a kernel
+    /// that gives no io_uring (the test then has nothing to test).
+    fn one_client() -> Option<(std::net::TcpListener, Driver<'static>)> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let Some(ring) = open(1) else {
+            eprintln!("skipped: this kernel gives no io_uring");
+            return None;
+        };
+        let conns = connect(addr, 1, Duration::from_secs(5));
+        assert!(conns[0].is_ok());
+        let fixed = Fixed {
+            addr,
+            request: b"GET / HTTP/1.1\r\n\r\n",
+            reader: Box::new(|| Box::new(Never)),
+        };
+        Some((listener, Driver::new(ring, fixed, conns)))
+    }
+
     #[test]
     fn a_failed_send_ends_its_call_and_its_receive_at_once() {
         within_a_minute(a_failed_send);
     }
 
     fn a_failed_send() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let Some(ring) = open(1) else {
-            eprintln!("skipped: this kernel gives no io_uring");
+        let Some((listener, mut driver)) = one_client() else {
             return;
         };
-        let conns = connect(addr, 1, Duration::from_secs(5));
         // The server resets the connection (a linger of zero: its close sends RST), as a
         // contender that dies does; the reset is waited for on this end (bounded).
         let (peer, _) = listener.accept().unwrap();
@@ -969,33 +991,16 @@ mod tests {
         assert_eq!(r, 0);
         drop(peer);
         let mut pfd = libc::pollfd {
-            fd: conns[0].as_ref().unwrap().as_raw_fd(),
+            fd: driver.slots[0].fd.as_ref().unwrap().as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
-        // SAFETY: poll(2) on one descriptor `conns` owns.
+        // SAFETY: poll(2) on one descriptor the driver's slot owns.
         let n = unsafe { libc::poll(&mut pfd, 1, 5000) };
         assert!(n == 1 && pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0);
-        let fixed = Fixed {
-            addr,
-            request: b"GET / HTTP/1.1\r\n\r\n",
-            reader: Box::new(|| Box::new(Never)),
-        };
-        let mut driver = Driver::new(ring, fixed, conns);
         // One call: its send fails on the reset connection.
-        let dispenser = Dispenser::new(Pacing::Closed, Stop::Count(1), Duration::ZERO);
-        dispenser.start(Instant::now());
-        let mut rec = Recorder::new(dispenser.measure_start(), false);
-        let counter = AtomicU64::new(0);
-        driver
-            .run(&mut Run {
-                dispenser: &dispenser,
-                rec: &mut rec,
-                counter: &counter,
-                timeout: Duration::from_secs(30),
-            })
-            .unwrap();
-        assert_eq!(counter.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let (rec, counted) = run_calls(&mut driver, 1, Duration::from_secs(30));
+        assert_eq!(counted, 1);
         let failed: Vec<_> = rec.outcomes().into_iter().filter(|o| !o.success).collect();
         assert_eq!(failed.len(), 1, "{:?}", rec.outcomes());
         assert_eq!(failed[0].kind, "io_error");
@@ -1013,20 +1018,9 @@ mod tests {
 
     fn a_receive_that_never_ends() {
         // A server that accepts and never answers, on this machine only.
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let Some(ring) = open(1) else {
-            eprintln!("skipped: this kernel gives no io_uring");
+        let Some((listener, mut driver)) = one_client() else {
             return;
         };
-        let conns = connect(addr, 1, Duration::from_secs(5));
-        assert!(conns[0].is_ok());
-        let fixed = Fixed {
-            addr,
-            request: b"GET / HTTP/1.1\r\n\r\n",
-            reader: Box::new(|| Box::new(Never)),
-        };
-        let mut driver = Driver::new(ring, fixed, conns);
         // A real receive on the open connection, which no answer will end, left behind by
         // a call that ended before it — its connection kept open, as a lost shutdown would.
         driver.receive(0, true).unwrap();
