@@ -482,6 +482,17 @@ pub fn only_on(cmd: &mut Command, cpus: Vec<usize>) {
 
 /// As [`run_plan`], with bakeoff (and so everything it starts) allowed only on `cpus`.
 pub fn run_plan_on(dir: &Path, plan: &str, extra: &[&str], cpus: Option<Vec<usize>>) -> PlanRun {
+    run_plan_env(dir, plan, extra, cpus, &[])
+}
+
+/// As [`run_plan_on`], with `env` set for bakeoff (and so everything it starts).
+pub fn run_plan_env(
+    dir: &Path,
+    plan: &str,
+    extra: &[&str],
+    cpus: Option<Vec<usize>>,
+    env: &[(&str, &str)],
+) -> PlanRun {
     let plan_path = dir.join("plan.toml");
     std::fs::write(&plan_path, plan).unwrap();
     let out_dir = dir.join("out");
@@ -497,6 +508,7 @@ pub fn run_plan_on(dir: &Path, plan: &str, extra: &[&str], cpus: Option<Vec<usiz
         .args(extra)
         // Builds from source go to the test's own cache.
         .env("BAKEOFF_CACHE", dir.join("cache"))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
