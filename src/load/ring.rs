@@ -464,6 +464,9 @@ impl<'a> Driver<'a> {
                         }
                         continue;
                     }
+                    // A receive the run no longer counts: passed over, not taken off the
+                    // count of another operation still in flight.
+                    (i, _, RECV) if !self.awaited(i, ud) => continue,
                     _ => self.go.in_flight -= 1,
                 }
                 self.complete(ud, res, now, run)?;
@@ -769,6 +772,15 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// Whether the receive `ud` of slot `i` is counted in flight: its call's, or draining.
+    /// Every receive counted is one or the other until its completion; another is one the
+    /// run stopped waiting for — a failed send's ([`Driver::link_broken`]), should a kernel
+    /// post it after all.
+    fn awaited(&self, i: usize, ud: u64) -> bool {
+        self.slots.get(i).is_some_and(|s| s.recv == Some(ud))
+            || self.go.draining.iter().any(|(t, _)| *t == ud)
+    }
+
     /// A call ended: what `worker::client` does after `call_once`, then the slot's next call.
     fn settle(
         &mut self,
@@ -1009,6 +1021,36 @@ mod tests {
         assert_eq!(driver.go.in_flight, 0);
         assert!(driver.go.draining.is_empty());
         assert!(driver.go.abandoned.is_empty());
+    }
+
+    #[test]
+    fn a_completion_of_a_receive_not_counted_is_passed_over() {
+        within_a_minute(a_receive_not_counted);
+    }
+
+    fn a_receive_not_counted() {
+        // A server that accepts and never answers: the one call ends at its timeout.
+        let Some((listener, mut driver)) = one_client() else {
+            return;
+        };
+        // A completion tagged as a receive of the slot's, of a call long gone, that the run
+        // never counted (what a failed send's receive would be, were a kernel to post it):
+        // a no-op submitted with the run's first wait, which ends at once.
+        let stray = opcode::Nop::new().build().user_data(tag(0, 77, RECV));
+        // SAFETY: a no-op points to no buffer.
+        unsafe { driver.ring.submission().push(&stray).unwrap() };
+        let (rec, counted) = run_calls(&mut driver, 1, Duration::from_millis(200));
+        // Taken off the count, it would have ended the run with the call's receive still in
+        // flight and the call never counted.
+        assert_eq!(counted, 1);
+        let outcomes = rec.outcomes();
+        assert!(
+            outcomes.len() == 1 && outcomes[0].kind == "timeout",
+            "{outcomes:?}"
+        );
+        assert_eq!(driver.go.in_flight, 0);
+        assert!(driver.go.draining.is_empty());
+        drop(listener);
     }
 
     #[test]
