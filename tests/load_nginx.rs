@@ -314,8 +314,9 @@ fn the_readmes_load_output_is_what_load_prints() {
     );
 }
 
-/// `bakeoff load … --json` with the load threads waiting through the engine's own ring (the
-/// default for a closed loop of fixed HTTP/1.1 calls) or through the runtime (`epoll`).
+/// `bakeoff load … --json` with the load threads waiting the way bakeoff chooses for a closed
+/// loop of fixed HTTP/1.1 calls (the engine's own ring, or blocking calls for a thread with one
+/// connection), or through the runtime (`epoll`).
 fn load_waiting_by(io: Option<&str>, args: &[&str]) -> serde_json::Value {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
     cmd.args(args)
@@ -335,23 +336,40 @@ fn load_waiting_by(io: Option<&str>, args: &[&str]) -> serde_json::Value {
 }
 
 #[test]
-fn the_ring_and_the_runtime_read_http1s_corners_alike() {
+fn every_way_of_driving_calls_reads_http1s_corners_alike() {
     // Of every nine requests the fixture answers seven (by length in pieces, chunked, after
     // a 100 Continue, then closing, HTTP/1.0 until close, a 300 kB body, a 100 kB header),
     // never answers one and closes on one unanswered.
+    // Three ways: the ring (three clients on one load thread), blocking calls (one client on
+    // each of three) and the runtime.
     let nine_bytes = 6 * 37 + 300_000;
-    for io in [None, Some("epoll")] {
+    for (io, threads, expected) in [
+        (None, "1", "io_uring"),
+        (None, "3", "blocking"),
+        (Some("epoll"), "1", "epoll"),
+    ] {
         let (_server, port) = start_http1_quirks(None);
         let url = format!("http://127.0.0.1:{port}/");
         let v = load_waiting_by(
             io,
-            &["load", "-n", "90", "-c", "3", "--timeout", "300ms", &url],
+            &[
+                "load",
+                "-n",
+                "90",
+                "-c",
+                "3",
+                "-t",
+                threads,
+                "--timeout",
+                "300ms",
+                &url,
+            ],
         );
         let way = v["generator"]["io"]
             .as_str()
             .unwrap_or_default()
             .to_string();
-        if io.is_none()
+        if expected == "io_uring"
             && !present_or_skip(
                 way == "io_uring",
                 "io_uring: the kernel refused a ring, so the load went through the runtime",
@@ -359,7 +377,7 @@ fn the_ring_and_the_runtime_read_http1s_corners_alike() {
         {
             continue;
         }
-        assert_eq!(way, io.unwrap_or("io_uring"), "{v}");
+        assert_eq!(way, expected, "{v}");
         assert_eq!(
             outcomes(&v),
             [
@@ -389,23 +407,34 @@ fn the_ring_and_the_runtime_read_http1s_corners_alike() {
 }
 
 #[test]
-fn a_refused_connection_is_counted_and_followed_by_a_pause_both_ways() {
+fn a_refused_connection_is_counted_and_followed_by_a_pause_every_way() {
     // The fixture accepts two connections, then refuses: each client's first close (way 3
     // at the latest) sends it to connections refused, each followed by a 10 ms pause, so
     // a 500 ms run counts at most some fifty a client — not thousands.
-    for io in [None, Some("epoll")] {
+    for (io, threads) in [(None, "1"), (None, "2"), (Some("epoll"), "1")] {
         let (_server, port) = start_http1_quirks(Some(2));
         let url = format!("http://127.0.0.1:{port}/");
         let v = load_waiting_by(
             io,
-            &["load", "-z", "500ms", "-c", "2", "--timeout", "300ms", &url],
+            &[
+                "load",
+                "-z",
+                "500ms",
+                "-c",
+                "2",
+                "-t",
+                threads,
+                "--timeout",
+                "300ms",
+                &url,
+            ],
         );
         let refused = outcomes(&v)
             .iter()
             .find(|(label, _)| label == "connect error")
             .map_or(0, |(_, n)| *n);
-        assert!((1..=130).contains(&refused), "{io:?}: {v}");
-        assert!(u(&v, "requests") <= 150, "{io:?}: {v}");
+        assert!((1..=130).contains(&refused), "{io:?} -t {threads}: {v}");
+        assert!(u(&v, "requests") <= 150, "{io:?} -t {threads}: {v}");
     }
 }
 

@@ -2,6 +2,7 @@
 //! spread over worker threads that each run a single-threaded runtime, optionally pinned to
 //! CPUs. It knows nothing of protocols beyond the [`Protocol`] trait.
 
+mod blocking;
 pub mod pacing;
 pub mod recorder;
 pub mod result;
@@ -208,7 +209,7 @@ pub(super) struct WorkerOut {
     pub(super) stolen: Option<Duration>,
     /// From the start signal to the last call, warm-up included (as `cpu` and `wait` are).
     pub(super) wall: Duration,
-    /// `io_uring` or `epoll` (`result::Generator::io`).
+    /// `io_uring`, `blocking` or `epoll` (`result::Generator::io`).
     pub(super) io: &'static str,
 }
 
@@ -219,7 +220,29 @@ pub(super) struct Usage {
     pub(super) wait: Option<Duration>,
     pub(super) stolen: Option<Duration>,
     pub(super) wall: Duration,
-    pub(super) io: Option<&'static str>,
+    /// The ways the load threads waited (`WorkerOut::io`), each once.
+    pub(super) io: Vec<&'static str>,
+}
+
+impl Usage {
+    /// The ways the load threads waited, as results name them: one, or several in the
+    /// engine's order of preference ("io_uring and blocking").
+    fn io_named(&self) -> Option<String> {
+        let named: Vec<&str> = ["io_uring", "blocking", "epoll"]
+            .into_iter()
+            .filter(|w| self.io.contains(w))
+            .collect();
+        (!named.is_empty()).then(|| named.join(" and "))
+    }
+}
+
+/// What one run of a driver of fixed calls (the ring, the blocking client) is told, as
+/// `worker::client` is.
+pub(super) struct Run<'r> {
+    pub(super) dispenser: &'r Dispenser,
+    pub(super) rec: &'r mut Recorder,
+    pub(super) counter: &'r std::sync::atomic::AtomicU64,
+    pub(super) timeout: Duration,
 }
 
 /// Runs one load and returns its measurements. Fails before measuring when not one
@@ -414,7 +437,7 @@ pub(super) fn summarize<P: Protocol>(
             window_cpu_s: None,
             window_cpu_wait_s: None,
             window_cpu_us_per_request: None,
-            io: usage.io.map(str::to_string),
+            io: usage.io_named(),
         },
     }
 }
@@ -425,6 +448,28 @@ mod tests {
 
     use super::*;
     use crate::protocol::http1::{Http1, Http1Request};
+
+    #[test]
+    fn the_ways_threads_waited_are_named_in_one_order_whatever_order_they_ended_in() {
+        let named = |io: &[&'static str]| {
+            Usage {
+                io: io.to_vec(),
+                ..Usage::default()
+            }
+            .io_named()
+        };
+        assert_eq!(named(&[]), None);
+        assert_eq!(named(&["blocking"]).as_deref(), Some("blocking"));
+        // What results before the blocking way said for a mix stays what they say.
+        assert_eq!(
+            named(&["epoll", "io_uring"]).as_deref(),
+            Some("io_uring and epoll")
+        );
+        assert_eq!(
+            named(&["blocking", "io_uring"]).as_deref(),
+            Some("io_uring and blocking")
+        );
+    }
     use crate::protocol::target::Endpoint;
     use crate::protocol::template::Template;
 

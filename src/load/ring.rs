@@ -5,19 +5,20 @@
 //! own. The calls, their outcomes and what is recorded are `worker::client`'s, step for step:
 //! a duration's grace, timeouts, reconnects, a pause after a refused connection.
 //!
+//! A load thread with one connection uses `blocking` instead (nothing to batch), unless
+//! `BAKEOFF_LOAD_IO=io_uring` asks for the ring.
+//!
 //! A closed loop only (an open loop's due times stay with the runtime's timers). A kernel
 //! without io_uring, or that refuses it (a container's seccomp filter), leaves the calls to
 //! the runtime, as does `BAKEOFF_LOAD_IO=epoll`.
 
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::recorder::Recorder;
-use super::Dispenser;
+use super::Run;
 use crate::protocol::{Answer, CallError, Fed, Fixed, Inbox, Reply};
 
 /// The kinds of operation, in the low byte of each one's `user_data`.
@@ -328,14 +329,6 @@ impl Drop for Driver<'_> {
             std::mem::forget(inbox);
         }
     }
-}
-
-/// What one run is told, as `worker::client` is.
-pub(super) struct Run<'r> {
-    pub(super) dispenser: &'r Dispenser,
-    pub(super) rec: &'r mut Recorder,
-    pub(super) counter: &'r AtomicU64,
-    pub(super) timeout: Duration,
 }
 
 impl<'a> Driver<'a> {
@@ -908,7 +901,10 @@ fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 mod tests {
     use super::*;
     use crate::load::pacing::{Pacing, Stop};
+    use crate::load::recorder::Recorder;
+    use crate::load::Dispenser;
     use crate::protocol::CallError;
+    use std::sync::atomic::AtomicU64;
 
     /// An answer that never ends: the tests' server never sends one.
     struct Never;

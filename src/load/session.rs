@@ -315,10 +315,9 @@ fn join(outs: Vec<Result<WorkerOut, String>>) -> Result<(Recorder, Usage), LoadE
         usage.wait = usage.wait.zip(out.wait).map(|(a, b)| a + b);
         usage.stolen = usage.stolen.zip(out.stolen).map(|(a, b)| a + b);
         usage.wall += out.wall;
-        usage.io = match usage.io {
-            Some(io) if io != out.io => Some("io_uring and epoll"),
-            _ => Some(out.io),
-        };
+        if !usage.io.contains(&out.io) {
+            usage.io.push(out.io);
+        }
         match &mut merged {
             None => merged = Some(out.recorder),
             Some(m) => m.merge(out.recorder),

@@ -8,8 +8,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::recorder::Recorder;
-use super::ring;
-use super::{Dispenser, Ready, WorkerOut};
+use super::{blocking, ring};
+use super::{Dispenser, Ready, Run, WorkerOut};
 use crate::protocol::{CallError, Protocol, Reply};
 use crate::sys;
 
@@ -69,6 +69,9 @@ impl<P: Protocol> Job<P> {
             Ok(Some(rt)) => rt,
             Ok(None) => {
                 let fixed = self.proto.fixed().expect("ringed");
+                if blocking::suits(self.clients) {
+                    return self.work_blocking(fixed, ready, orders, outs);
+                }
                 match ring::open(self.clients) {
                     Some(ring) => return self.work_ring(ring, fixed, ready, orders, outs),
                     // No ring from this kernel: the runtime drives the calls.
@@ -129,7 +132,33 @@ impl<P: Protocol> Job<P> {
         serve(orders, outs, |order| {
             self.measured("io_uring", || {
                 let mut rec = Recorder::new(order.dispenser.measure_start(), false);
-                driver.run(&mut ring::Run {
+                driver.run(&mut Run {
+                    dispenser: &order.dispenser,
+                    rec: &mut rec,
+                    counter: &order.counter,
+                    timeout: self.timeout,
+                })?;
+                Ok(rec)
+            })
+        });
+    }
+
+    /// `work` with one connection, its calls a blocking send and receive (`blocking`).
+    fn work_blocking(
+        &self,
+        fixed: crate::protocol::Fixed<'_>,
+        ready: mpsc::Sender<Ready>,
+        orders: mpsc::Receiver<RunOrder>,
+        outs: mpsc::Sender<Result<WorkerOut, String>>,
+    ) {
+        let conns = ring::connect(fixed.addr, 1, self.timeout);
+        connected(&ready, &conns);
+        let conn = conns.into_iter().next().expect("one connection asked for");
+        let mut client = blocking::Client::new(fixed, conn);
+        serve(orders, outs, |order| {
+            self.measured("blocking", || {
+                let mut rec = Recorder::new(order.dispenser.measure_start(), false);
+                client.run(&mut Run {
                     dispenser: &order.dispenser,
                     rec: &mut rec,
                     counter: &order.counter,
