@@ -19,6 +19,9 @@ command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 # The scale-out simulation runs each shard in its own network and UTS namespace.
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
+# GNU time reads bakeoff's own peak memory in the test that it stays flat (a child forked
+# from the test would carry the test's own peak into its reading).
+[ -x /usr/bin/time ] || need_apt+=(time)
 # Headless Chromium renders the HTML report in its test.
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 

@@ -480,3 +480,87 @@ fn a_target_that_never_answers_a_connection_costs_one_timeout_not_one_a_client()
         );
     }
 }
+
+/// Runs `bakeoff load … --json` with `env` set, and returns its result and its peak resident
+/// memory in KiB, as GNU time reads it (`time`, forked from a small program: a child forked
+/// from this test would start its reading at the test's own peak).
+fn load_peak(
+    time: &std::path::Path,
+    args: &[&str],
+    env: Option<(&str, &str)>,
+) -> (serde_json::Value, i64) {
+    let dir = TempDir::new("load-peak");
+    let peak = dir.path().join("peak");
+    let mut cmd = std::process::Command::new(time);
+    cmd.args(["-f", "%M", "-o"])
+        .arg(&peak)
+        .arg(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(args)
+        .arg("--json")
+        .stdin(std::process::Stdio::null())
+        .env_remove("BAKEOFF_LOAD_IO");
+    if let Some((k, v)) = env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("bakeoff runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let kib = std::fs::read_to_string(&peak).unwrap();
+    let kib = kib
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{kib:?}: {e}"));
+    (v, kib)
+}
+
+#[test]
+fn memory_stays_flat_in_request_count_every_way() {
+    // Forty times the requests, each way of driving calls: blocking calls (one connection),
+    // the ring and the runtime (four), HTTP/2 (four). Histograms and counters, not samples:
+    // the peak grows by less than 4 MiB, which 200 bytes kept a request would pass.
+    let Some(time) = require("GNU time", "BAKEOFF_TEST_TIME", &["/usr/bin/time".into()]) else {
+        return;
+    };
+    let Some(ng) = start_nginx() else { return };
+    let h1 = ng.url("/index.html");
+    let h2 = ng.h2_url("/index.html");
+    type Way<'a> = (&'a str, &'a [&'a str], Option<(&'a str, &'a str)>);
+    let ways: [Way; 4] = [
+        ("blocking", &["-c", "1", &h1], None),
+        ("io_uring", &["-c", "4", &h1], None),
+        (
+            "epoll",
+            &["-c", "4", &h1],
+            Some(("BAKEOFF_LOAD_IO", "epoll")),
+        ),
+        ("epoll", &["-c", "4", "--h2", &h2], None),
+    ];
+    for (way, args, env) in ways {
+        let mut peaks = Vec::new();
+        for n in ["500", "20000"] {
+            let mut all = vec!["load", "-n", n, "-t", "1"];
+            all.extend_from_slice(args);
+            let (v, kib) = load_peak(&time, &all, env);
+            let io = v["generator"]["io"].as_str().unwrap_or_default();
+            if way == "io_uring"
+                && !present_or_skip(io == way, "io_uring: the kernel refused a ring")
+            {
+                break;
+            }
+            assert_eq!(io, way, "{args:?}: {v}");
+            assert_eq!(u(&v, "requests"), n.parse::<u64>().unwrap(), "{v}");
+            peaks.push(kib);
+        }
+        if let [small, large] = peaks[..] {
+            assert!(
+                large - small < 4096,
+                "{way} {args:?}: peak {small} KiB at 500 requests, {large} KiB at 20,000"
+            );
+        }
+    }
+}
