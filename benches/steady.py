@@ -2,7 +2,8 @@
 """The steady generator benchmark: bakeoff's load engine against its peer, interleaved.
 
 The paired idea applied to load generators. For each protocol × connection count, every
-round runs the peer (wrk for HTTP/1.1, h2load for h2c and gRPC unary) and `bakeoff load` for
+round runs the peer (wrk for HTTP/1.1, h2load for h2c and gRPC unary; for the TLS rows,
+named in BENCH_ONLY only, h2load --h1 for "HTTP/1.1 TLS" and h2load for "h2 TLS") and `bakeoff load` for
 one short slice each, in a fresh random order, against the same pinned server
 (benches/peers.py starts them: nginx and etcd 3.5.1 on CPU 1, the generator on CPU 0, one
 thread). A slice's figure is the generator's CPU time per request (user + system of the
@@ -136,9 +137,10 @@ def main():
         raise SystemExit("build first: cargo build --release")
     rng = random.Random(SEED)
     d = tempfile.mkdtemp()
-    nginx, (p1, p2, _, _), _ = peers.start_nginx(d)
+    nginx, (p1, p2, p3, p4), ca = peers.start_nginx(d)
     etcd, etcd_url = peers.start_etcd(d) if "gRPC unary" in ONLY else (None, None)
     h1, h2 = f"http://127.0.0.1:{p1}/index.html", f"http://127.0.0.1:{p2}/index.html"
+    t1, t2 = f"https://127.0.0.1:{p3}/index.html", f"https://127.0.0.1:{p4}/index.html"
     with open(f"{d}/range.bin", "wb") as f:
         f.write(peers.RANGE_FRAME)
     proto = os.path.join(peers.ROOT, "examples/etcd/protos/rpc.proto")
@@ -146,6 +148,10 @@ def main():
     cells = {
         "HTTP/1.1": ("wrk", lambda c: peers.tool_wrk(h1, c), lambda c: peers.tool_bakeoff(h1, c)),
         "h2c": ("h2load", lambda c: peers.tool_h2load(h2, c), lambda c: peers.tool_bakeoff(h2, c, h2=True)),
+        "HTTP/1.1 TLS": ("h2load --h1", lambda c: peers.tool_h2load(t1, c, h1=True),
+                         lambda c: peers.tool_bakeoff(t1, c, extra=["--cacert", ca])),
+        "h2 TLS": ("h2load", lambda c: peers.tool_h2load(t2, c),
+                   lambda c: peers.tool_bakeoff(t2, c, h2=True, extra=["--cacert", ca])),
     }
     if etcd_url:
         grpc = ["--grpc", etcd_url, "--proto", proto, "--call", "etcdserverpb.KV/Range", "-d", '{"key":"YmVuY2g="}']
