@@ -10,7 +10,7 @@ Peak memory is bakeoff's maximum resident set as GNU time reads it (Debian `time
 count, and the growth from the least to the most requests.
     COUNTS=10000,100000,1000000 python3 benches/memory.py
 """
-import json, os, shutil, subprocess, sys, tempfile
+import json, os, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
@@ -67,11 +67,7 @@ def main():
                 print(f"  {name}: {n} requests, peak {m:.1f} MiB", file=sys.stderr)
             rows.append((name, way, mib))
     finally:
-        for p in (nginx, etcd):
-            if p:
-                p.terminate()
-                p.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        peers.stop((nginx, etcd), d)
     print("| load | its threads waited by | " + " | ".join(f"{n:,} requests" for n in COUNTS)
           + f" | {COUNTS[-1] // COUNTS[0]}× the requests |")
     print("|---|---|" + "---|" * len(COUNTS) + "---|")

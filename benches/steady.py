@@ -32,7 +32,7 @@ the interval of "slowed / bakeoff" clears 1.
         python3 benches/steady.py
 Needs target/release/bakeoff and the peers (benches/peers.sh installs them).
 """
-import json, math, os, random, statistics, sys, tempfile, shutil, threading
+import json, math, os, random, statistics, sys, tempfile, threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
@@ -214,11 +214,7 @@ def main():
                              statistics.stdev(vs_peer), ns, base, interval(knob, rng), statistics.stdev(knob),
                              interval(shared, rng)))
     finally:
-        for p in (nginx, etcd):
-            if p:
-                p.terminate()
-                p.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        peers.stop((nginx, etcd), d)
         if os.environ.get("RAW"):  # every slice's figure, for another look at the rounds
             with open(os.environ["RAW"], "w") as f:
                 json.dump(raw, f)

@@ -241,13 +241,10 @@ fn room_within(fd: libc::c_int, left: Duration) -> Result<(), CallError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::pacing::{Pacing, Stop};
     use crate::load::recorder::Recorder;
-    use crate::load::Dispenser;
     use crate::protocol::http1::Http1Answer;
     use std::io::{Read, Write};
     use std::net::{SocketAddr, TcpListener};
-    use std::sync::atomic::AtomicU64;
 
     const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
 
@@ -272,20 +269,9 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut client = Client::new(fixed(addr, request), conn);
-            let dispenser = Dispenser::new(Pacing::Closed, Stop::Count(calls), Duration::ZERO);
             let started = Instant::now();
-            dispenser.start(started);
-            let mut rec = Recorder::new(dispenser.measure_start(), false);
-            let counter = AtomicU64::new(0);
-            client
-                .run(&mut Run {
-                    dispenser: &dispenser,
-                    rec: &mut rec,
-                    counter: &counter,
-                    timeout,
-                })
-                .unwrap();
-            let _ = tx.send((rec, counter.into_inner(), started.elapsed()));
+            let (rec, counted) = crate::load::run_closed(calls, timeout, |run| client.run(run));
+            let _ = tx.send((rec, counted, started.elapsed()));
         });
         rx.recv_timeout(Duration::from_secs(60))
             .expect("the run ended within a minute")

@@ -245,6 +245,28 @@ pub(super) struct Run<'r> {
     pub(super) timeout: Duration,
 }
 
+/// Runs `drive` (a driver of fixed calls) once, a closed loop of `calls` calls each limited
+/// to `timeout`: what was recorded, and how many calls were counted.
+#[cfg(test)]
+fn run_closed(
+    calls: u64,
+    timeout: Duration,
+    drive: impl FnOnce(&mut Run<'_>) -> Result<(), String>,
+) -> (Recorder, u64) {
+    let dispenser = Dispenser::new(pacing::Pacing::Closed, Stop::Count(calls), Duration::ZERO);
+    dispenser.start(Instant::now());
+    let mut rec = Recorder::new(dispenser.measure_start(), false);
+    let counter = std::sync::atomic::AtomicU64::new(0);
+    drive(&mut Run {
+        dispenser: &dispenser,
+        rec: &mut rec,
+        counter: &counter,
+        timeout,
+    })
+    .unwrap();
+    (rec, counter.into_inner())
+}
+
 /// Runs one load and returns its measurements. Fails before measuring when not one
 /// connection can be opened; failures after that are counted, not fatal.
 pub fn run<P: Protocol>(

@@ -900,11 +900,8 @@ fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::pacing::{Pacing, Stop};
     use crate::load::recorder::Recorder;
-    use crate::load::Dispenser;
     use crate::protocol::CallError;
-    use std::sync::atomic::AtomicU64;
 
     /// An answer that never ends: the tests' server never sends one.
     struct Never;
@@ -917,19 +914,7 @@ mod tests {
     /// Runs `driver` once for `calls` calls, each limited to `timeout`: what was recorded
     /// and how many calls were counted.
     fn run_calls(driver: &mut Driver<'_>, calls: u64, timeout: Duration) -> (Recorder, u64) {
-        let dispenser = Dispenser::new(Pacing::Closed, Stop::Count(calls), Duration::ZERO);
-        dispenser.start(Instant::now());
-        let mut rec = Recorder::new(dispenser.measure_start(), false);
-        let counter = AtomicU64::new(0);
-        driver
-            .run(&mut Run {
-                dispenser: &dispenser,
-                rec: &mut rec,
-                counter: &counter,
-                timeout,
-            })
-            .unwrap();
-        (rec, counter.into_inner())
+        crate::load::run_closed(calls, timeout, |run| driver.run(run))
     }
 
     /// Runs `driver` once with no calls to make.

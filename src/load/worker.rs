@@ -129,18 +129,7 @@ impl<P: Protocol> Job<P> {
         let conns = ring::connect(fixed.addr, self.clients, self.timeout);
         connected(&ready, &conns);
         let mut driver = ring::Driver::new(ring, fixed, conns);
-        serve(orders, outs, |order| {
-            self.measured("io_uring", || {
-                let mut rec = Recorder::new(order.dispenser.measure_start(), false);
-                driver.run(&mut Run {
-                    dispenser: &order.dispenser,
-                    rec: &mut rec,
-                    counter: &order.counter,
-                    timeout: self.timeout,
-                })?;
-                Ok(rec)
-            })
-        });
+        self.serve_fixed("io_uring", orders, outs, |run| driver.run(run));
     }
 
     /// `work` with one connection, its calls a blocking send and receive (`blocking`).
@@ -155,10 +144,22 @@ impl<P: Protocol> Job<P> {
         connected(&ready, &conns);
         let conn = conns.into_iter().next().expect("one connection asked for");
         let mut client = blocking::Client::new(fixed, conn);
+        self.serve_fixed("blocking", orders, outs, |run| client.run(run));
+    }
+
+    /// Runs each order it is given through `drive` (a driver of fixed calls: the ring, the
+    /// blocking client), measured as waiting by `io`.
+    fn serve_fixed(
+        &self,
+        io: &'static str,
+        orders: mpsc::Receiver<RunOrder>,
+        outs: mpsc::Sender<Result<WorkerOut, String>>,
+        mut drive: impl FnMut(&mut Run<'_>) -> Result<(), String>,
+    ) {
         serve(orders, outs, |order| {
-            self.measured("blocking", || {
+            self.measured(io, || {
                 let mut rec = Recorder::new(order.dispenser.measure_start(), false);
-                client.run(&mut Run {
+                drive(&mut Run {
                     dispenser: &order.dispenser,
                     rec: &mut rec,
                     counter: &order.counter,
