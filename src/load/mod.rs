@@ -470,6 +470,8 @@ mod tests {
 
     use super::*;
     use crate::protocol::http1::{Http1, Http1Request};
+    use crate::protocol::target::Endpoint;
+    use crate::protocol::template::Template;
 
     #[test]
     fn the_ways_threads_waited_are_named_in_one_order_whatever_order_they_ended_in() {
@@ -492,8 +494,6 @@ mod tests {
             Some("io_uring and blocking")
         );
     }
-    use crate::protocol::target::Endpoint;
-    use crate::protocol::template::Template;
 
     /// A protocol whose calls panic (a bug in a client).
     struct Panics;
