@@ -315,8 +315,10 @@ impl Drop for Driver<'_> {
             let _ = self.ring.submitter().submit_with_args(1, &args);
             let mut cq = self.ring.completion();
             cq.sync();
-            let go = &mut self.go;
-            let ended = cq.filter(|c| go.counted(c.user_data())).count();
+            let (slots, draining) = (&self.slots, &self.go.draining);
+            let ended = cq
+                .filter(|c| counts(slots, draining, c.user_data()))
+                .count();
             self.go.in_flight = self.go.in_flight.saturating_sub(ended);
             if self.go.in_flight == 0 {
                 return;
@@ -364,7 +366,6 @@ impl<'a> Driver<'a> {
                 cqes: Vec::new(),
                 in_flight: 0,
                 draining: Vec::new(),
-                abandoned: Vec::new(),
                 next_check: None,
                 pending: Vec::new(),
                 clock: Instant::now(),
@@ -446,8 +447,8 @@ impl<'a> Driver<'a> {
                 match untag(ud) {
                     // A send's completion comes only when it failed, and is not counted.
                     (_, _, SEND) => {}
-                    // A cancel's, or a receive's given up on: nothing to do.
-                    _ if !self.go.counted(ud) => continue,
+                    // A cancel's: nothing to do.
+                    (_, _, CANCEL) => continue,
                     (RUN, _, kind) => {
                         self.go.in_flight -= 1;
                         if kind == TICK {
@@ -457,8 +458,8 @@ impl<'a> Driver<'a> {
                         }
                         continue;
                     }
-                    // A receive the run no longer counts: passed over, not taken off the
-                    // count of another operation still in flight.
+                    // A receive the run no longer counts (given up on, or a failed send's):
+                    // passed over, not taken off the count of another still in flight.
                     (i, _, RECV) if !self.awaited(i, ud) => continue,
                     _ => self.go.in_flight -= 1,
                 }
@@ -488,13 +489,13 @@ impl<'a> Driver<'a> {
 
     /// Gives up on the receives of calls already ended ([`GIVE_UP`]): each is asked to end,
     /// its buffer is left to the kernel (never freed: it may yet write into it), and its
-    /// completion, if one comes, is let pass uncounted.
+    /// completion, if one comes, is let pass uncounted (no longer draining, it is not
+    /// [`Driver::awaited`]).
     fn give_up(&mut self) -> Result<(), String> {
         let ended = std::mem::take(&mut self.go.draining);
         for (t, inbox) in ended {
             std::mem::forget(inbox);
             self.go.in_flight -= 1;
-            self.go.abandoned.push(t);
             let entry = opcode::AsyncCancel::new(t)
                 .build()
                 .user_data(tag(RUN, 0, CANCEL));
@@ -750,8 +751,8 @@ impl<'a> Driver<'a> {
     /// and posts no completion either — the kernel fails the rest of a link silently when its
     /// failed head asked to skip its own success (`REQ_F_SKIP_LINK_CQES`, since 5.17, with
     /// the skip itself). So it is no longer waited for, wherever its call left it: still the
-    /// slot's, draining (its buffer never written), or already given up on. (Waiting for it
-    /// once hung a run whose contender had died.)
+    /// slot's, or draining (its buffer never written); one already given up on is waited for
+    /// by nothing. (Waiting for it once hung a run whose contender had died.)
     fn link_broken(&mut self, i: usize, gen: u32) {
         let t = tag(i, gen, RECV);
         if self.slots[i].recv == Some(t) {
@@ -760,18 +761,15 @@ impl<'a> Driver<'a> {
         } else if let Some(k) = self.go.draining.iter().position(|(d, _)| *d == t) {
             self.go.draining.swap_remove(k);
             self.go.in_flight -= 1;
-        } else if let Some(k) = self.go.abandoned.iter().position(|&d| d == t) {
-            self.go.abandoned.swap_remove(k);
         }
     }
 
     /// Whether the receive `ud` of slot `i` is counted in flight: its call's, or draining.
     /// Every receive counted is one or the other until its completion; another is one the
-    /// run stopped waiting for — a failed send's ([`Driver::link_broken`]), should a kernel
-    /// post it after all.
+    /// run stopped waiting for — given up on ([`Driver::give_up`]), or a failed send's
+    /// ([`Driver::link_broken`]) should a kernel post it after all.
     fn awaited(&self, i: usize, ud: u64) -> bool {
-        self.slots.get(i).is_some_and(|s| s.recv == Some(ud))
-            || self.go.draining.iter().any(|(t, _)| *t == ud)
+        awaited(&self.slots, &self.go.draining, i, ud)
     }
 
     /// A call ended: what `worker::client` does after `call_once`, then the slot's next call.
@@ -827,9 +825,6 @@ struct Going {
     in_flight: usize,
     /// Receives of calls that ended before them, with the buffers they write into.
     draining: Vec<(u64, Inbox)>,
-    /// Receives given up on ([`GIVE_UP`]), no longer counted in flight: their completions,
-    /// should they come, are let pass.
-    abandoned: Vec<u64>,
     /// No call in flight ends its limit before this.
     next_check: Option<Instant>,
     /// Slots whose call goes out with the next submission.
@@ -843,21 +838,18 @@ struct Going {
     untick: bool,
 }
 
-impl Going {
-    /// Whether a completion counts against `in_flight`: not a send's (which comes only when
-    /// it failed, and was never counted), nor a cancel's, nor one of a receive given up on
-    /// (no longer counted; let pass once).
-    fn counted(&mut self, ud: u64) -> bool {
-        if matches!(untag(ud).2, SEND | CANCEL) {
-            return false;
-        }
-        match self.abandoned.iter().position(|&t| t == ud) {
-            Some(k) => {
-                self.abandoned.swap_remove(k);
-                false
-            }
-            None => true,
-        }
+/// [`Driver::awaited`], on the driver's parts (its drop borrows the ring beside them).
+fn awaited(slots: &[Slot], draining: &[(u64, Inbox)], i: usize, ud: u64) -> bool {
+    slots.get(i).is_some_and(|s| s.recv == Some(ud)) || draining.iter().any(|(t, _)| *t == ud)
+}
+
+/// Whether a completion counts against `in_flight`: not a send's (which comes only when it
+/// failed, and was never counted), nor a cancel's, nor a receive's the run no longer awaits.
+fn counts(slots: &[Slot], draining: &[(u64, Inbox)], ud: u64) -> bool {
+    match untag(ud) {
+        (_, _, SEND | CANCEL) => false,
+        (i, _, RECV) => awaited(slots, draining, i, ud),
+        _ => true,
     }
 }
 
@@ -998,10 +990,11 @@ mod tests {
         assert_eq!(failed.len(), 1, "{:?}", rec.outcomes());
         assert_eq!(failed[0].kind, "io_error");
         // Its receive, which the kernel never ran and never reports, was not waited for:
-        // nothing was left to drain or to give up on a second later.
+        // nothing was left to drain or to give up on a second later, and its completion,
+        // should one come after all, would be passed over.
         assert_eq!(driver.go.in_flight, 0);
         assert!(driver.go.draining.is_empty());
-        assert!(driver.go.abandoned.is_empty());
+        assert!(!driver.awaited(0, tag(0, 0, RECV)));
     }
 
     #[test]
@@ -1053,7 +1046,8 @@ mod tests {
         run_none(&mut driver);
         assert_eq!(driver.go.in_flight, 0);
         assert!(driver.go.draining.is_empty());
-        assert_eq!(driver.go.abandoned, [t]);
+        // Given up on: no longer awaited.
+        assert!(!driver.awaited(0, t));
         // Its cancel ends it; the completion, when it comes, is let pass uncounted.
         let mut cq = Vec::new();
         for _ in 0..100 {
@@ -1067,9 +1061,9 @@ mod tests {
         }
         assert!(cq.contains(&t), "{cq:?}");
         for ud in cq {
-            assert!(!driver.go.counted(ud));
+            assert!(!counts(&driver.slots, &driver.go.draining, ud));
         }
-        assert!(driver.go.abandoned.is_empty());
+        assert!(!driver.awaited(0, t));
         // A receive counted in flight that the kernel has no trace of (how the run once
         // waited for ever, on a failed send's receive before `link_broken`): the same.
         driver.go.in_flight += 1;
