@@ -225,15 +225,24 @@ pub(super) struct Usage {
 }
 
 impl Usage {
-    /// The ways the load threads waited, as results name them: one, or several in the
-    /// engine's order of preference ("io_uring and blocking").
     fn io_named(&self) -> Option<String> {
-        let named: Vec<&str> = ["io_uring", "blocking", "epoll"]
-            .into_iter()
-            .filter(|w| self.io.contains(w))
-            .collect();
-        (!named.is_empty()).then(|| named.join(" and "))
+        name_ways(self.io.iter().copied())
     }
+}
+
+/// Ways load threads waited, as results name them (`result::Generator::io`): each once, one
+/// or several in the engine's order of preference ("io_uring and blocking"); a name this
+/// build does not know (from a later one's results) after those, as it came.
+pub(super) fn name_ways<'w>(ways: impl IntoIterator<Item = &'w str>) -> Option<String> {
+    const ORDER: [&str; 3] = ["io_uring", "blocking", "epoll"];
+    let ways: Vec<&str> = ways.into_iter().collect();
+    let mut named: Vec<&str> = ORDER.into_iter().filter(|w| ways.contains(w)).collect();
+    for w in ways {
+        if !named.contains(&w) {
+            named.push(w);
+        }
+    }
+    (!named.is_empty()).then(|| named.join(" and "))
 }
 
 /// What one run of a driver of fixed calls (the ring, the blocking client) is told, as

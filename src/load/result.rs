@@ -163,6 +163,12 @@ impl LoadResult {
         out.stop_duration_s = out.stop_duration_s.map(|_| out.duration_s);
         out.latency_us = Latency::from_histogram(&latency);
         out.service_time_us = service.as_ref().map(Latency::from_histogram);
+        out.generator.io = super::name_ways(
+            parts
+                .iter()
+                .filter_map(|p| p.generator.io.as_deref())
+                .flat_map(|io| io.split(" and ")),
+        );
         Some(out)
     }
 }
@@ -278,8 +284,10 @@ pub struct Generator {
     #[serde(default)]
     pub window_cpu_us_per_request: Option<f64>,
     /// How the load threads waited for the network: `io_uring` (the engine's own ring, for
-    /// fixed HTTP/1.1 calls in a closed loop) or `epoll` (the runtime); `None` in results
-    /// written before this was recorded.
+    /// fixed HTTP/1.1 calls in a closed loop), `blocking` (the same calls on a thread of one
+    /// connection) or `epoll` (the runtime), or several joined by " and " when threads, or
+    /// the parts of a merged result, differed; `None` in results written before this was
+    /// recorded.
     #[serde(default)]
     pub io: Option<String>,
 }
@@ -398,6 +406,38 @@ pub(crate) mod tests {
         assert_eq!(m.generator.window_cpu_s, Some(0.5));
         assert!((m.generator.window_cpu_us_per_request.unwrap() - 0.5e6 / 300.0).abs() < 1e-6);
         assert!(LoadResult::merge(&[]).is_none());
+    }
+
+    #[test]
+    fn a_merged_result_names_every_way_its_parts_waited() {
+        let with = |io: Option<&str>| {
+            let mut p = part(&[100], 1, 1.0);
+            p.generator.io = io.map(str::to_string);
+            p
+        };
+        let io = |parts: &[LoadResult]| LoadResult::merge(parts).unwrap().generator.io;
+        // A ramp whose first step had one connection (blocking) and later ones many (ring).
+        let ramp = [
+            with(Some("blocking")),
+            with(Some("io_uring")),
+            with(Some("io_uring and epoll")),
+        ];
+        assert_eq!(
+            io(&ramp).as_deref(),
+            Some("io_uring and blocking and epoll")
+        );
+        assert_eq!(io(&ramp[1..2]).as_deref(), Some("io_uring"));
+        // Parts written before the way was recorded say nothing of it, and add nothing.
+        assert_eq!(io(&[with(None), with(None)]), None);
+        assert_eq!(
+            io(&[with(None), with(Some("blocking"))]).as_deref(),
+            Some("blocking")
+        );
+        // A name this build does not know is kept, after the ones it does.
+        assert_eq!(
+            io(&[with(Some("someday")), with(Some("epoll"))]).as_deref(),
+            Some("epoll and someday")
+        );
     }
 
     #[test]
