@@ -564,3 +564,99 @@ fn memory_stays_flat_in_request_count_every_way() {
         }
     }
 }
+
+/// A server that takes `clients` connections and reads a request from each, never answering:
+/// its port, and a channel that gets a message once every request is in. Each connection is
+/// held until the test drops the returned sender.
+fn start_silent(
+    clients: usize,
+) -> (
+    u16,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (all_in, got) = std::sync::mpsc::channel();
+    let (hold, until) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for _ in 0..clients {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                }
+            }
+            held.push(s);
+        }
+        let _ = all_in.send(());
+        // Held open until the test is done with them.
+        let _ = until.recv();
+    });
+    (port, got, hold)
+}
+
+#[test]
+fn a_stop_gives_calls_in_flight_the_grace_not_their_timeout_every_way() {
+    // Every client's call is in flight on a server that never answers, with a 60 s timeout:
+    // SIGINT ends the load about the grace (1 s) later, the calls given up are unfinished,
+    // not failures. The bound is far from both (a busy host), not a speed; once a stop
+    // waited out each call's timeout.
+    for (io, clients) in [(None, "1"), (None, "3"), (Some("epoll"), "2")] {
+        let n: usize = clients.parse().unwrap();
+        let (port, all_in, _hold) = start_silent(n);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+        cmd.args(["load", "-z", "5m", "--warmup", "0s", "--timeout", "60s"])
+            .args(["-c", clients, "-t", "1", "--json"])
+            .arg(format!("http://127.0.0.1:{port}/"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        match io {
+            Some(way) => cmd.env("BAKEOFF_LOAD_IO", way),
+            None => cmd.env_remove("BAKEOFF_LOAD_IO"),
+        };
+        let child = cmd.spawn().expect("bakeoff runs");
+        let pid = child.id() as i32;
+        all_in
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("every client's request reached the server");
+        // SAFETY: a signal to our own child, which has not been waited for.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let stopped = std::time::Instant::now();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let out = rx
+            .recv_timeout(std::time::Duration::from_secs(40))
+            .unwrap_or_else(|_| {
+                // SAFETY: as above; it would otherwise outlive the test.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("{io:?} -c {clients}: still running 40 s after SIGINT")
+            })
+            .unwrap();
+        let took = stopped.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{io:?} -c {clients}: {err}");
+        assert!(
+            took < std::time::Duration::from_secs(20),
+            "{io:?} -c {clients}: {took:?} after SIGINT, the calls' timeout is 60 s: {err}"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["interrupted"], true, "{io:?} -c {clients}: {v}");
+        assert_eq!(u(&v, "unfinished"), n as u64, "{io:?} -c {clients}: {v}");
+        assert_eq!(
+            (u(&v, "requests"), u(&v, "failures")),
+            (0, 0),
+            "{io:?} -c {clients}: {v}"
+        );
+    }
+}

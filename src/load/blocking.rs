@@ -63,8 +63,12 @@ impl<'a> Client<'a> {
             };
             let reconnect = self.conn.is_none();
             let grace = super::grace_left(run.dispenser, sent, run.timeout);
-            let limit = grace.unwrap_or(run.timeout);
-            let outcome = self.call(sent + limit, limit);
+            let mut bound = Bound {
+                sent,
+                limit: grace.unwrap_or(run.timeout),
+                graced: grace.is_some(),
+            };
+            let outcome = self.call(&mut bound, run.dispenser);
             let done = Instant::now();
             let (result, reusable) = match outcome {
                 Ok((reply, reusable)) => (Ok(reply), reusable),
@@ -72,7 +76,7 @@ impl<'a> Client<'a> {
             };
             let ended = super::Ended {
                 warmup: ticket.warmup,
-                graced: grace.is_some(),
+                graced: bound.graced,
                 reconnect,
                 from: sent,
                 sent,
@@ -93,13 +97,18 @@ impl<'a> Client<'a> {
         }
     }
 
-    /// One call, ended by `deadline` (`limit` after it was sent): its reply, and whether the
-    /// connection can carry another.
-    fn call(&mut self, deadline: Instant, limit: Duration) -> Result<(Reply, bool), CallError> {
+    /// One call, ended by its `bound`: its reply, and whether the connection can carry
+    /// another. Waits are cut into [`super::CUT_CHECK`]s to see a stop (`dispenser`
+    /// cancelled), which cuts the bound to the grace.
+    fn call(
+        &mut self,
+        bound: &mut Bound,
+        dispenser: &super::pacing::Dispenser,
+    ) -> Result<(Reply, bool), CallError> {
         let conn = match &mut self.conn {
             Some(c) => c,
             None => {
-                let fd = ring::connect(self.fixed.addr, 1, limit)
+                let fd = ring::connect(self.fixed.addr, 1, bound.limit)
                     .pop()
                     .expect("one connection asked for")?;
                 self.conn.insert(Conn { fd, waits: None })
@@ -110,7 +119,7 @@ impl<'a> Client<'a> {
         let fd = conn.fd.as_raw_fd();
         // What is left of the limit when the answer is first waited for: all of it, unless
         // the send had to wait.
-        let mut left = limit;
+        let mut left = bound.limit;
         let req = self.fixed.request;
         let mut off = 0;
         while off < req.len() {
@@ -132,15 +141,15 @@ impl<'a> Client<'a> {
             match e.raw_os_error() {
                 Some(libc::EINTR) => {}
                 Some(libc::EAGAIN) => {
-                    left = left_of(deadline, limit)?;
-                    room_within(fd, left)?;
-                    left = left_of(deadline, limit)?;
+                    left = bound.left(dispenser)?;
+                    room_within(fd, left.min(super::CUT_CHECK))?;
+                    left = bound.left(dispenser)?;
                 }
                 _ => return Err(CallError::Io(e.to_string())),
             }
         }
         loop {
-            conn.wait_at_most(left)?;
+            conn.wait_at_most(left.min(super::CUT_CHECK))?;
             let space = self.inbox.space()?;
             // SAFETY: recv(2) into the inbox's free space, on a descriptor the connection owns.
             let n = unsafe { libc::recv(fd, space.as_mut_ptr().cast(), space.len(), 0) };
@@ -150,7 +159,7 @@ impl<'a> Client<'a> {
                     return Err(CallError::Io(e.to_string()));
                 }
                 // The wait ran out (or a signal came): the limit decides.
-                left = left_of(deadline, limit)?;
+                left = bound.left(dispenser)?;
                 continue;
             }
             let eof = n == 0;
@@ -166,7 +175,7 @@ impl<'a> Client<'a> {
                 }
                 Fed::More(used) if !eof => {
                     self.inbox.used(used);
-                    left = left_of(deadline, limit)?;
+                    left = bound.left(dispenser)?;
                 }
                 Fed::More(_) => {
                     return Err(CallError::Io("connection closed before a response".into()))
@@ -209,17 +218,34 @@ impl Conn {
     }
 }
 
-/// What is left of a call's limit, or its timeout when nothing is (a duration of zero would
-/// make a socket's read wait for ever).
-fn left_of(deadline: Instant, limit: Duration) -> Result<Duration, CallError> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(CallError::Timeout(limit));
-    }
-    Ok(left)
+/// How long a call may take: `limit` from when it was `sent`, a grace when `graced`.
+struct Bound {
+    sent: Instant,
+    limit: Duration,
+    graced: bool,
 }
 
-/// Waits until `fd` has room to send, for `left` at most (rounded up to a millisecond).
+impl Bound {
+    /// What is left of the limit, or the call's timeout when nothing is (a duration of zero
+    /// would make a socket's read wait for ever). A stop seen first here cuts the limit to
+    /// the grace from now ([`super::cut`]).
+    fn left(&mut self, dispenser: &super::pacing::Dispenser) -> Result<Duration, CallError> {
+        let now = Instant::now();
+        if !self.graced && dispenser.is_cancelled() {
+            if let Some(limit) = super::cut(self.sent, self.limit, now) {
+                (self.limit, self.graced) = (limit, true);
+            }
+        }
+        let left = (self.sent + self.limit).saturating_duration_since(now);
+        if left.is_zero() {
+            return Err(CallError::Timeout(self.limit));
+        }
+        Ok(left)
+    }
+}
+
+/// Waits until `fd` has room to send, for `left` at most (rounded up to a millisecond), or
+/// until it has not: the caller tries again.
 fn room_within(fd: libc::c_int, left: Duration) -> Result<(), CallError> {
     let mut pfd = libc::pollfd {
         fd,

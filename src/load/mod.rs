@@ -25,9 +25,9 @@ use crate::sys::{self, CpuTime};
 /// The longest an open loop bounded by a count may take at its rate.
 const MAX_OPEN_LOOP: Duration = Duration::from_secs(30 * 86_400);
 
-/// How long calls still in flight when a duration ends may take to finish; they are then
-/// given up and counted as unfinished (not as timeouts: the server had less than its
-/// `--timeout`).
+/// How long calls still in flight when a duration ends, or when the load is stopped, may
+/// take to finish; they are then given up and counted as unfinished (not as timeouts: the
+/// server had less than its `--timeout`).
 pub const GRACE: Duration = Duration::from_secs(1);
 
 /// How long a client waits after a refused connection before it tries again.
@@ -325,6 +325,19 @@ fn spin(turns: u64) {
     for i in 0..turns {
         x = std::hint::black_box(x.wrapping_add(i));
     }
+}
+
+/// How often a driver waiting on calls in flight looks whether the load was stopped (Ctrl-C,
+/// SIGTERM, a contender gone): a wait is never longer, so a stop is seen within this.
+const CUT_CHECK: Duration = Duration::from_millis(100);
+
+/// A call `sent` with `limit`, in flight when the load was stopped (seen at `now`): its new
+/// limit when the grace from now ends it sooner. Calls cut this way that do not finish in
+/// the grace are `unfinished`, as those at a duration's end are: a stop waits about a
+/// second for what is in flight, not each call's timeout.
+fn cut(sent: Instant, limit: Duration, now: Instant) -> Option<Duration> {
+    let graced = (now + GRACE).saturating_duration_since(sent);
+    (graced < limit).then_some(graced)
 }
 
 /// What a call's limit is when it is sent at `sent`: past a duration's end, a call in flight

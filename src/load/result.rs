@@ -53,8 +53,8 @@ pub struct LoadResult {
     /// because no client was free before it closed (the generator could not keep up).
     #[serde(default)]
     pub dropped: u64,
-    /// Calls still in flight when a duration ended that did not finish within the grace
-    /// (one second): left out of `requests`.
+    /// Calls still in flight when a duration ended, or the load was stopped (`interrupted`),
+    /// that did not finish within the grace (one second): left out of `requests`.
     #[serde(default)]
     pub unfinished: u64,
     /// Connections opened while measuring (the server closed one, or a call failed on it).

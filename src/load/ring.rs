@@ -261,7 +261,7 @@ struct Call {
     sent: Instant,
     limit: Duration,
     deadline: Instant,
-    /// Its limit is what was left of a duration's grace.
+    /// Its limit is what was left of a duration's grace, or of a stop's.
     graced: bool,
     /// It opened the slot's connection.
     reconnect: bool,
@@ -372,6 +372,7 @@ impl<'a> Driver<'a> {
                 tick: None,
                 tick_ts: types::Timespec::new(),
                 untick: false,
+                cut: None,
             },
         }
     }
@@ -382,6 +383,7 @@ impl<'a> Driver<'a> {
     pub(super) fn run(&mut self, run: &mut Run<'_>) -> Result<(), String> {
         self.go.next_check = None;
         self.go.pending.clear();
+        self.go.cut = None;
         self.go.clock = Instant::now();
         let now = Instant::now();
         for i in 0..self.slots.len() {
@@ -408,7 +410,8 @@ impl<'a> Driver<'a> {
             } else if self.go.tick.is_none() {
                 if let Some(t) = self.go.next_check {
                     // One timer for all the calls' limits, not one a wait: set again only
-                    // when it fires.
+                    // when it fires, at the latest a CUT_CHECK on (a stop is seen then).
+                    let t = t.min(self.go.clock + super::CUT_CHECK);
                     self.go.tick = Some(t);
                     self.go.tick_ts = types::Timespec::from(
                         t.saturating_duration_since(self.go.clock)
@@ -432,6 +435,9 @@ impl<'a> Driver<'a> {
             }
             let now = Instant::now();
             self.go.clock = now;
+            if self.go.cut.is_none() && run.dispenser.is_cancelled() {
+                self.cut(now);
+            }
             // Calls past their limit first, while every operation on their connections was
             // submitted by the wait: closed, a connection's number can go to another.
             if self.go.next_check.is_some_and(|t| t <= now) && self.ring.submission().is_empty() {
@@ -631,12 +637,35 @@ impl<'a> Driver<'a> {
             s.call.sent = t;
             s.call.graced = grace.is_some();
             s.call.limit = grace.unwrap_or(run.timeout);
+            if let Some(limit) = self.go.cut.and_then(|c| super::cut(t, s.call.limit, c)) {
+                (s.call.limit, s.call.graced) = (limit, true);
+            }
             s.call.deadline = t + s.call.limit;
             self.go.next_check = Some(
                 self.go
                     .next_check
                     .map_or(s.call.deadline, |c| c.min(s.call.deadline)),
             );
+        }
+    }
+
+    /// The load was stopped (seen at `now`): each call in flight has the grace from now at
+    /// the most ([`super::cut`]); the next check comes no later than the first of them.
+    fn cut(&mut self, now: Instant) {
+        self.go.cut = Some(now);
+        for s in &mut self.slots {
+            if !matches!(s.state, State::Connecting | State::Exchanging) || s.unstamped {
+                continue;
+            }
+            if let Some(limit) = super::cut(s.call.sent, s.call.limit, now) {
+                (s.call.limit, s.call.graced) = (limit, true);
+                s.call.deadline = s.call.sent + limit;
+                self.go.next_check = Some(
+                    self.go
+                        .next_check
+                        .map_or(s.call.deadline, |c| c.min(s.call.deadline)),
+                );
+            }
         }
     }
 
@@ -836,6 +865,8 @@ struct Going {
     tick_ts: types::Timespec,
     /// The timer's removal is in flight (the run is over).
     untick: bool,
+    /// When the run saw the load stopped (its dispenser cancelled).
+    cut: Option<Instant>,
 }
 
 /// [`Driver::awaited`], on the driver's parts (its drop borrows the ring beside them).

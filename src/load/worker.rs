@@ -1,7 +1,7 @@
 //! One load worker thread: its own single-threaded runtime (pinned when asked), its clients'
 //! connections, and the one loop every client runs, whatever the pacing and stop condition.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc};
@@ -220,6 +220,7 @@ impl<P: Protocol> Job<P> {
                 self.open_loop,
             )));
             let mut panicked: Option<String> = None;
+            let in_calls = Rc::new(Cell::new(0u64));
             *conns = local.block_on(rt, async {
                 let mut tasks = Vec::with_capacity(conns.len());
                 for conn in conns.drain(..) {
@@ -230,8 +231,13 @@ impl<P: Protocol> Job<P> {
                         conn,
                         self.timeout,
                         order.counter.clone(),
+                        in_calls.clone(),
                     )));
                 }
+                let cutter = tokio::task::spawn_local(cut_when_stopped(
+                    order.dispenser.clone(),
+                    tasks.iter().map(|t| t.abort_handle()).collect(),
+                ));
                 let mut back = Vec::with_capacity(tasks.len());
                 for t in tasks {
                     match t.await {
@@ -249,8 +255,11 @@ impl<P: Protocol> Job<P> {
                         Err(_) => back.push(None),
                     }
                 }
+                cutter.abort();
                 back
             });
+            // The measured calls the cut ended (their clients never came back from them).
+            rec.borrow_mut().unfinished += in_calls.get();
             // A client that panicked made the counts meaningless: the run fails, loudly.
             if let Some(msg) = panicked {
                 return Err(format!("a load client panicked: {msg}"));
@@ -289,7 +298,22 @@ fn serve(
     }
 }
 
-/// One client: the same loop for every pacing and stop condition.
+/// Ends the clients of a run that was stopped (its dispenser cancelled, seen within a
+/// [`super::CUT_CHECK`]) and are still in a call a [`super::GRACE`] later: their calls are
+/// unfinished, as those in flight at a duration's end are after the grace, and the stop
+/// waits that long rather than each call's timeout.
+async fn cut_when_stopped(dispenser: Arc<Dispenser>, clients: Vec<tokio::task::AbortHandle>) {
+    while !dispenser.is_cancelled() {
+        tokio::time::sleep(super::CUT_CHECK).await;
+    }
+    tokio::time::sleep(super::GRACE).await;
+    for c in clients {
+        c.abort();
+    }
+}
+
+/// One client: the same loop for every pacing and stop condition. `in_calls` counts the
+/// measured calls of the run's clients under way (those a cut ends are never taken off).
 async fn client<P: Protocol>(
     proto: Arc<P>,
     dispenser: Arc<Dispenser>,
@@ -297,6 +321,7 @@ async fn client<P: Protocol>(
     mut conn: Option<P::Conn>,
     timeout: Duration,
     counter: Arc<AtomicU64>,
+    in_calls: Rc<Cell<u64>>,
 ) -> Option<P::Conn> {
     loop {
         // One clock reading serves the dispenser's stop check and the send time (a
@@ -323,7 +348,10 @@ async fn client<P: Protocol>(
         let reconnect = conn.is_none();
         let grace = super::grace_left(&dispenser, sent, timeout);
         let limit = grace.unwrap_or(timeout);
+        let measured = u64::from(!ticket.warmup);
+        in_calls.set(in_calls.get() + measured);
         let result = call_once(&*proto, &mut conn, ticket.seq, limit).await;
+        in_calls.set(in_calls.get() - measured);
         let done = Instant::now();
         let partial = match (&result, &conn) {
             (Err(CallError::Timeout(_)), Some(c)) => proto.partial_items(c),

@@ -98,8 +98,13 @@ fn outcomes(r: &LoadResult, s: &mut String) {
     }
     if r.unfinished > 0 {
         also.push(format!(
-            "{} calls still in flight when the duration ended, given up after the grace",
-            r.unfinished
+            "{} calls still in flight when the {}, given up after the grace",
+            r.unfinished,
+            if r.interrupted {
+                "load was stopped"
+            } else {
+                "duration ended"
+            }
         ));
     }
     if r.reconnects > 0 {
@@ -141,5 +146,16 @@ mod tests {
         r.target = "HTTP/1.1 GET http://127.0.0.1:1/".into();
         r.items = 3;
         assert!(!render(&r).contains("Items"));
+    }
+
+    #[test]
+    fn calls_given_up_say_whether_a_duration_or_a_stop_ended_them() {
+        let mut r = crate::load::result::tests::part(&[100], 1, 1.0);
+        r.unfinished = 3;
+        let line = "3 calls still in flight when the duration ended, given up after the grace";
+        assert!(render(&r).contains(line), "{}", render(&r));
+        r.interrupted = true;
+        let line = "3 calls still in flight when the load was stopped, given up after the grace";
+        assert!(render(&r).contains(line), "{}", render(&r));
     }
 }
