@@ -327,8 +327,10 @@ fn spin(turns: u64) {
     }
 }
 
-/// How often a driver waiting on calls in flight looks whether the load was stopped (Ctrl-C,
-/// SIGTERM, a contender gone): a wait is never longer, so a stop is seen within this.
+/// How often the engine's own drivers of fixed calls (the ring, blocking calls) look whether
+/// the load was stopped (Ctrl-C, SIGTERM, a contender gone) while calls are in flight: a wait
+/// is never longer, so a stop is seen within this. (The runtime waits for the dispenser's
+/// cancel instead, `worker::cut_when_stopped`.)
 const CUT_CHECK: Duration = Duration::from_millis(100);
 
 /// A call `sent` with `limit`, in flight when the load was stopped (seen at `now`): its new

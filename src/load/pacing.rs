@@ -41,6 +41,8 @@ pub struct Dispenser {
     cancelled: AtomicBool,
     /// The command's cancellation (Ctrl-C): stop issuing tickets, finish what is in flight.
     external: crate::cancel::Cancel,
+    /// Wakes what waits in [`Dispenser::stopped`] when it is cancelled.
+    stop_seen: tokio::sync::Notify,
 }
 
 impl Dispenser {
@@ -55,6 +57,7 @@ impl Dispenser {
             handed: AtomicU64::new(0),
             cancelled: AtomicBool::new(false),
             external: crate::cancel::Cancel::new(),
+            stop_seen: tokio::sync::Notify::new(),
         }
     }
 
@@ -69,8 +72,24 @@ impl Dispenser {
         let _ = self.start.set(at);
     }
 
+    /// Stops issuing tickets, and wakes what waits in [`Dispenser::stopped`]. The session
+    /// calls it, too, when it sees the command cancelled (it looks five times a second).
     pub fn cancel(&self) {
         self.cancelled.store(true, Relaxed);
+        self.stop_seen.notify_waiters();
+    }
+
+    /// Returns once the dispenser is cancelled (by [`Dispenser::cancel`]; the command's
+    /// cancellation reaches it through the session): a wait with no timer of its own, so
+    /// nothing a request.
+    pub async fn stopped(&self) {
+        let mut seen = std::pin::pin!(self.stop_seen.notified());
+        // Registered before the flag is read: a cancel between the two still wakes it.
+        seen.as_mut().enable();
+        if self.is_cancelled() {
+            return;
+        }
+        seen.await;
     }
 
     /// Whether it stopped issuing tickets early: cancelled, or the command was.
@@ -231,6 +250,37 @@ mod tests {
         );
         d.start(Instant::now());
         assert_eq!(drain(&d).len(), 20);
+    }
+
+    #[test]
+    fn what_waits_for_a_stop_wakes_at_the_cancel_and_not_before() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let d = std::sync::Arc::new(Dispenser::new(
+            Pacing::Closed,
+            Stop::Count(10),
+            Duration::ZERO,
+        ));
+        // Not cancelled: still waiting when a bound runs out.
+        let waited = rt
+            .block_on(async { tokio::time::timeout(Duration::from_millis(50), d.stopped()).await });
+        assert!(waited.is_err(), "woke without a cancel");
+        // Cancelled from another thread while it waits: it wakes.
+        let other = d.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            other.cancel();
+        });
+        let waited =
+            rt.block_on(async { tokio::time::timeout(Duration::from_secs(30), d.stopped()).await });
+        t.join().unwrap();
+        assert!(waited.is_ok(), "a cancel did not wake it");
+        // Already cancelled: it returns at once.
+        let waited =
+            rt.block_on(async { tokio::time::timeout(Duration::from_secs(30), d.stopped()).await });
+        assert!(waited.is_ok());
     }
 
     #[test]

@@ -138,7 +138,9 @@ impl<P: Protocol> Runs for Session<P> {
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
             let edge = w.cross(Instant::now(), measure_start, measure_end, &threads_now);
-            if report(edge, progress) == Flow::Stop {
+            // The command cancelled (Ctrl-C) is passed on as the dispenser's own cancel,
+            // which wakes what waits for a stop (the runtime's `cut_when_stopped`).
+            if report(edge, progress) == Flow::Stop || dispenser.is_cancelled() {
                 dispenser.cancel();
             }
         }

@@ -298,14 +298,13 @@ fn serve(
     }
 }
 
-/// Ends the clients of a run that was stopped (its dispenser cancelled, seen within a
-/// [`super::CUT_CHECK`]) and are still in a call a [`super::GRACE`] later: their calls are
-/// unfinished, as those in flight at a duration's end are after the grace, and the stop
-/// waits that long rather than each call's timeout.
+/// Ends the clients of a run that was stopped (its dispenser cancelled) and are still in a
+/// call a [`super::GRACE`] later: their calls are unfinished, as those in flight at a
+/// duration's end are after the grace, and the stop waits that long rather than each call's
+/// timeout. It waits on the dispenser, not on a timer: a timer of 100 ms beside the clients
+/// cost the runtime 0.5–1 % CPU a request at one connection (h2c, gRPC; side by side).
 async fn cut_when_stopped(dispenser: Arc<Dispenser>, clients: Vec<tokio::task::AbortHandle>) {
-    while !dispenser.is_cancelled() {
-        tokio::time::sleep(super::CUT_CHECK).await;
-    }
+    dispenser.stopped().await;
     tokio::time::sleep(super::GRACE).await;
     for c in clients {
         c.abort();
