@@ -83,7 +83,12 @@ fn outcomes(r: &LoadResult, s: &mut String) {
         .iter()
         .map(|o| format!("{} × {}", o.label, o.count))
         .collect();
-    let _ = writeln!(s, "Outcomes   {}", outcomes.join(", "));
+    let outcomes = if outcomes.is_empty() {
+        "none: no measured call ended".to_string()
+    } else {
+        outcomes.join(", ")
+    };
+    let _ = writeln!(s, "Outcomes   {outcomes}");
     for o in r.outcomes.iter().filter(|o| !o.success) {
         if let Some(ex) = &o.example {
             let _ = writeln!(s, "           {}: {}", o.label, ex);
@@ -157,5 +162,12 @@ mod tests {
         r.interrupted = true;
         let line = "3 calls still in flight when the load was stopped, given up after the grace";
         assert!(render(&r).contains(line), "{}", render(&r));
+        // Every call given up: no outcome line left blank.
+        r.outcomes.clear();
+        assert!(
+            render(&r).contains("Outcomes   none: no measured call ended\n"),
+            "{}",
+            render(&r)
+        );
     }
 }
