@@ -267,6 +267,19 @@ struct Call {
     reconnect: bool,
 }
 
+impl Call {
+    /// A stop seen `at` leaves this call the grace from then at the most ([`super::cut`]):
+    /// whether that shortened it.
+    fn cut(&mut self, at: Instant) -> bool {
+        let Some(limit) = super::cut(self.sent, self.limit, at) else {
+            return false;
+        };
+        (self.limit, self.graced) = (limit, true);
+        self.deadline = self.sent + limit;
+        true
+    }
+}
+
 /// One client: its connection, what arrived on it, and its call.
 struct Slot {
     fd: Option<OwnedFd>,
@@ -637,15 +650,11 @@ impl<'a> Driver<'a> {
             s.call.sent = t;
             s.call.graced = grace.is_some();
             s.call.limit = grace.unwrap_or(run.timeout);
-            if let Some(limit) = self.go.cut.and_then(|c| super::cut(t, s.call.limit, c)) {
-                (s.call.limit, s.call.graced) = (limit, true);
-            }
             s.call.deadline = t + s.call.limit;
-            self.go.next_check = Some(
-                self.go
-                    .next_check
-                    .map_or(s.call.deadline, |c| c.min(s.call.deadline)),
-            );
+            if let Some(c) = self.go.cut {
+                s.call.cut(c);
+            }
+            check_by(&mut self.go.next_check, s.call.deadline);
         }
     }
 
@@ -653,18 +662,9 @@ impl<'a> Driver<'a> {
     /// the most ([`super::cut`]); the next check comes no later than the first of them.
     fn cut(&mut self, now: Instant) {
         self.go.cut = Some(now);
-        for s in &mut self.slots {
-            if !matches!(s.state, State::Connecting | State::Exchanging) || s.unstamped {
-                continue;
-            }
-            if let Some(limit) = super::cut(s.call.sent, s.call.limit, now) {
-                (s.call.limit, s.call.graced) = (limit, true);
-                s.call.deadline = s.call.sent + limit;
-                self.go.next_check = Some(
-                    self.go
-                        .next_check
-                        .map_or(s.call.deadline, |c| c.min(s.call.deadline)),
-                );
+        for s in self.slots.iter_mut().filter(|s| s.timed()) {
+            if s.call.cut(now) {
+                check_by(&mut self.go.next_check, s.call.deadline);
             }
         }
     }
@@ -675,15 +675,11 @@ impl<'a> Driver<'a> {
         self.go.next_check = None;
         for i in 0..self.slots.len() {
             let s = &mut self.slots[i];
-            if !matches!(s.state, State::Connecting | State::Exchanging) || s.unstamped {
+            if !s.timed() {
                 continue;
             }
             if s.call.deadline > now {
-                self.go.next_check = Some(
-                    self.go
-                        .next_check
-                        .map_or(s.call.deadline, |c| c.min(s.call.deadline)),
-                );
+                check_by(&mut self.go.next_check, s.call.deadline);
                 continue;
             }
             // Shut down, its operations end at once; closed, its number may be reused,
@@ -867,6 +863,18 @@ struct Going {
     untick: bool,
     /// When the run saw the load stopped (its dispenser cancelled).
     cut: Option<Instant>,
+}
+
+impl Slot {
+    /// Its call is under way with its limit set (sent, or connecting, and stamped).
+    fn timed(&self) -> bool {
+        matches!(self.state, State::Connecting | State::Exchanging) && !self.unstamped
+    }
+}
+
+/// `Going::next_check` (`next`) no later than `t`, a limit of a call in flight.
+fn check_by(next: &mut Option<Instant>, t: Instant) {
+    *next = Some(next.map_or(t, |c| c.min(t)));
 }
 
 /// [`Driver::awaited`], on the driver's parts (its drop borrows the ring beside them).
