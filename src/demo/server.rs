@@ -395,46 +395,61 @@ mod tests {
     #[test]
     fn a_share_costs_that_share_of_the_answers_own_time() {
         // Answers of a known cost (a counted loop, as a real answer's own work) with 20 % of
-        // it owed: over four windows, after the first has sized the share, the thread's CPU
-        // time is a fifth again the answers' own (its CPU clock, not wall time, so a preempted
-        // thread is not charged for being preempted).
-        let answer = rounds_for(Duration::from_micros(50));
-        let time = |owed: &mut Option<Owed>| {
-            let t0 = thread_cpu_clock();
-            for _ in 0..WINDOW * 4 {
-                burn(answer);
-                if let Some(o) = owed.as_mut() {
-                    o.answered();
-                }
-            }
-            (thread_cpu_clock() - t0).as_secs_f64()
-        };
-        // Five trials, each the plain and the owed back to back, and their median ratio: a
-        // host's burst charged to the thread mid-trial (a guest's thread pays for what its
-        // host stole) can move one. (A sum of three read 1.10× once in a test run here, when
-        // the spin was timed on the monotonic clock and a test beside it preempted it
-        // mid-spin; timed on the thread's CPU clock, two CPU hogs beside it leave it be.)
-        let mut ratios: Vec<f64> = (0..5)
-            .map(|_| {
-                let plain = time(&mut None);
-                let mut owed = Some(Owed::new(0.2));
-                for _ in 0..=WINDOW {
-                    burn(answer);
-                    owed.as_mut().unwrap().answered();
-                }
-                time(&mut owed) / plain
-            })
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        assert!((1.12..1.28).contains(&ratios[2]), "{ratios:?}");
-        // Spread over every answer: each spends its part, not a window's lump.
+        // it owed: what each window's `answered()` calls spend is a fifth of what the window
+        // before took itself, read from the thread's CPU clock (not wall time, so a
+        // preempted thread is not charged for being preempted).
+        //
+        // Each window is held to the one before, which is what sized it. A guest's thread
+        // *is* charged for what its host stole, and a neighbour on the sibling hyperthread
+        // slows the loop: the whole thread's CPU time with and without the share, as this
+        // test first compared, read anywhere from 0.84× to 1.78× under three busy
+        // neighbours, and a median of five such trials failed a CI run. What a window took,
+        // stolen time and all, is what the next one owes a fifth of; that holds under both.
+        // (An answer of 200 µs, not 50, so the clock reads around each `answered()`, which
+        // this test counts as spent and the share counts as the answer's, read 0.21, not
+        // 0.23.)
+        let answer = rounds_for(Duration::from_micros(200));
         let mut owed = Owed::new(0.2);
         for _ in 0..=WINDOW {
             burn(answer);
             owed.answered();
         }
-        assert!(owed.each > Duration::from_micros(5), "{:?}", owed.each);
-        assert!(owed.each < Duration::from_micros(20), "{:?}", owed.each);
+        // The first window has been sized; from here each 64 answers are one window.
+        let mut windows = Vec::new();
+        let mut each = Vec::new();
+        for _ in 0..13 {
+            let start = thread_cpu_clock();
+            let mut spent = Duration::ZERO;
+            for _ in 0..WINDOW {
+                burn(answer);
+                let t = thread_cpu_clock();
+                owed.answered();
+                let s = thread_cpu_clock() - t;
+                spent += s;
+                each.push(s);
+            }
+            let took = thread_cpu_clock() - start;
+            windows.push((took - spent, spent));
+        }
+        let mut ratios: Vec<f64> = windows
+            .windows(2)
+            .map(|w| w[1].1.as_secs_f64() / w[0].0.as_secs_f64())
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        assert!(
+            (0.17..0.25).contains(&ratios[ratios.len() / 2]),
+            "{ratios:?}"
+        );
+        // Spread over every answer: each spends its part, not a window's lump (which would
+        // leave most answers spending nothing).
+        each.sort();
+        let part = each[each.len() / 2];
+        let small = each.iter().filter(|s| **s < part / 2).count();
+        assert!(
+            small < each.len() / 10,
+            "{small} of {} spent little",
+            each.len()
+        );
     }
 
     #[test]
