@@ -660,3 +660,142 @@ fn a_stop_gives_calls_in_flight_the_grace_not_their_timeout_every_way() {
         );
     }
 }
+
+/// A server whose listen queue holds one connection: it takes `clients` connections, fills
+/// its queue with one of its own it never takes, then reads a request from each client and
+/// closes it. Each client's call fails, and its reconnect's SYN is dropped (a full queue), so
+/// the connection is never made. Its port, a channel that gets a message once every client's
+/// connection is closed, and a sender: the server is held until it is dropped.
+fn start_full_queue(
+    clients: usize,
+) -> (
+    u16,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    // SAFETY: a plain socket(2), bound to 127.0.0.1:0 and listening with a backlog of 0 (one
+    // connection waits in the queue), then owned by the listener.
+    let listener = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let mut sa: libc::sockaddr_in = std::mem::zeroed();
+        sa.sin_family = libc::AF_INET as libc::sa_family_t;
+        sa.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, (&sa as *const libc::sockaddr_in).cast(), len),
+            0
+        );
+        assert_eq!(libc::listen(fd, 0), 0);
+        std::net::TcpListener::from_raw_fd(fd)
+    };
+    let port = listener.local_addr().unwrap().port();
+    let (hold, until) = std::sync::mpsc::channel::<()>();
+    let (all_closed, closed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut taken = Vec::new();
+        for _ in 0..clients {
+            let Ok((s, _)) = listener.accept() else {
+                return;
+            };
+            taken.push(s);
+        }
+        let filler = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        for mut s in taken {
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                }
+            }
+        }
+        // Every client's connection closed here; the filler and the listener stay.
+        let _ = all_closed.send(());
+        let _ = until.recv();
+        drop((filler, listener));
+    });
+    (port, closed, hold)
+}
+
+/// How many of this host's TCP connections to `port` are still sending their SYN.
+fn connecting_to(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let to = f.get(2).and_then(|r| r.rsplit_once(':'));
+            to.and_then(|(_, p)| u16::from_str_radix(p, 16).ok()) == Some(port)
+                && f.get(3) == Some(&"02")
+        })
+        .count()
+}
+
+#[test]
+fn a_stop_gives_a_reconnect_the_grace_not_its_timeout_every_way() {
+    // Each client's first call fails (the server closes its connection) and its reconnect is
+    // never answered (the server's queue is full, so the SYN is dropped), with a 60 s
+    // timeout. SIGINT once every client is sending its SYN ends the load about the grace
+    // (1 s) later, each reconnect given up as unfinished; once a blocking client's reconnect
+    // waited out its whole timeout.
+    for (io, clients) in [(None, "1"), (None, "2"), (Some("epoll"), "2")] {
+        let n: usize = clients.parse().unwrap();
+        let (port, closed, _hold) = start_full_queue(n);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+        cmd.args(["load", "-z", "5m", "--warmup", "0s", "--timeout", "60s"])
+            .args(["-c", clients, "-t", "1", "--json"])
+            .arg(format!("http://127.0.0.1:{port}/"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        match io {
+            Some(way) => cmd.env("BAKEOFF_LOAD_IO", way),
+            None => cmd.env_remove("BAKEOFF_LOAD_IO"),
+        };
+        let child = cmd.spawn().expect("bakeoff runs");
+        let pid = child.id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        closed
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("every client's first call reached the server");
+        // Each connection on its way now is a reconnect: the first ones were all taken.
+        let asked = std::time::Instant::now();
+        while connecting_to(port) < n {
+            assert!(
+                asked.elapsed() < std::time::Duration::from_secs(30),
+                "{io:?} -c {clients}: the clients never reconnected"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // SAFETY: a signal to our own child, which has not been waited for.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let stopped = std::time::Instant::now();
+        let out = rx
+            .recv_timeout(std::time::Duration::from_secs(40))
+            .unwrap_or_else(|_| {
+                // SAFETY: as above; it would otherwise outlive the test.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("{io:?} -c {clients}: still running 40 s after SIGINT")
+            })
+            .unwrap();
+        let took = stopped.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{io:?} -c {clients}: {err}");
+        assert!(
+            took < std::time::Duration::from_secs(20),
+            "{io:?} -c {clients}: {took:?} after SIGINT, the calls' timeout is 60 s: {err}"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["interrupted"], true, "{io:?} -c {clients}: {v}");
+        assert_eq!(u(&v, "unfinished"), n as u64, "{io:?} -c {clients}: {v}");
+        assert_eq!(u(&v, "failures"), n as u64, "{io:?} -c {clients}: {v}");
+    }
+}

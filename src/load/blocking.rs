@@ -108,9 +108,14 @@ impl<'a> Client<'a> {
         let conn = match &mut self.conn {
             Some(c) => c,
             None => {
-                let fd = ring::connect(self.fixed.addr, 1, bound.limit)
-                    .pop()
-                    .expect("one connection asked for")?;
+                // Waited for in checks, as the answer is: a server that drops new
+                // connections' SYNs would otherwise hold a stop for the whole limit.
+                let limit = bound.limit;
+                let fd = ring::connect_within(self.fixed.addr, 1, limit, || {
+                    Ok(bound.left(dispenser)?.min(super::CUT_CHECK))
+                })
+                .pop()
+                .expect("one connection asked for")?;
                 self.conn.insert(Conn { fd, waits: None })
             }
         };

@@ -78,8 +78,26 @@ pub(super) fn open(clients: usize) -> Option<IoUring> {
 /// yet.
 pub(super) fn connect(addr: SocketAddr, clients: usize, timeout: Duration) -> Vec<Conn> {
     let deadline = Instant::now() + timeout;
+    connect_within(addr, clients, timeout, || {
+        match deadline.saturating_duration_since(Instant::now()) {
+            left if left.is_zero() => Err(CallError::Timeout(timeout)),
+            left => Ok(left),
+        }
+    })
+}
+
+/// As [`connect`], but `wait` says before each wait how long it may be, or ends every
+/// connection still on its way with its `Err` (a blocking call's reconnect: its limit, cut
+/// short by a stop, [`super::blocking`]). `limit` is the timeout a connection that fails
+/// with `ETIMEDOUT` is said to have run out.
+pub(super) fn connect_within(
+    addr: SocketAddr,
+    clients: usize,
+    limit: Duration,
+    mut wait: impl FnMut() -> Result<Duration, CallError>,
+) -> Vec<Conn> {
     let (sa, len) = sockaddr(addr);
-    let fail = |e: std::io::Error| Err(connect_error(addr, e, timeout));
+    let fail = |e: std::io::Error| Err(connect_error(addr, e, limit));
     let mut out: Vec<Conn> = Vec::with_capacity(clients);
     // The connections still on their way, by their place in `out`.
     let mut waiting: Vec<usize> = Vec::new();
@@ -111,10 +129,15 @@ pub(super) fn connect(addr: SocketAddr, clients: usize, timeout: Duration) -> Ve
     }
     let mut polls: Vec<libc::pollfd> = Vec::with_capacity(waiting.len());
     while !waiting.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
+        let left = match wait() {
+            Ok(left) => left,
+            Err(e) => {
+                for i in waiting.drain(..) {
+                    out[i] = Err(e.clone());
+                }
+                break;
+            }
+        };
         polls.clear();
         polls.extend(waiting.iter().map(|&i| libc::pollfd {
             fd: out[i].as_ref().map_or(-1, AsRawFd::as_raw_fd),
@@ -149,9 +172,6 @@ pub(super) fn connect(addr: SocketAddr, clients: usize, timeout: Duration) -> Ve
             }
             !ready
         });
-    }
-    for i in waiting {
-        out[i] = Err(CallError::Timeout(timeout));
     }
     // Blocking again, as a connection made on the ring is, and with Nagle's algorithm off.
     out.into_iter()
