@@ -736,57 +736,70 @@ fn connecting_to(port: u16) -> usize {
         .count()
 }
 
+/// `bakeoff load -c clients` (through `io`, or the default way) with a 60 s timeout against
+/// a server whose listen queue is full ([`start_full_queue`], which takes `taken` clients
+/// first), sent SIGINT once `clients` connections to it are sending their SYN: its output,
+/// and how long it ran after the signal.
+fn stop_while_connecting(
+    io: Option<&str>,
+    clients: &str,
+    taken: usize,
+) -> (std::process::Output, std::time::Duration) {
+    let n: usize = clients.parse().unwrap();
+    let (port, closed, _hold) = start_full_queue(taken);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+    cmd.args(["load", "-z", "5m", "--warmup", "0s", "--timeout", "60s"])
+        .args(["-c", clients, "-t", "1", "--json"])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    match io {
+        Some(way) => cmd.env("BAKEOFF_LOAD_IO", way),
+        None => cmd.env_remove("BAKEOFF_LOAD_IO"),
+    };
+    let child = cmd.spawn().expect("bakeoff runs");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    closed
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("every client taken reached the server");
+    // Each connection on its way now is one the server will never take: the ones it takes
+    // were all taken.
+    let asked = std::time::Instant::now();
+    while connecting_to(port) < n {
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(30),
+            "{io:?} -c {clients}: the clients never connected again"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: a signal to our own child, which has not been waited for.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let stopped = std::time::Instant::now();
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(40))
+        .unwrap_or_else(|_| {
+            // SAFETY: as above; it would otherwise outlive the test.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{io:?} -c {clients}: still running 40 s after SIGINT")
+        })
+        .unwrap();
+    (out, stopped.elapsed())
+}
+
 #[test]
 fn a_stop_gives_a_reconnect_the_grace_not_its_timeout_every_way() {
     // Each client's first call fails (the server closes its connection) and its reconnect is
     // never answered (the server's queue is full, so the SYN is dropped), with a 60 s
-    // timeout. SIGINT once every client is sending its SYN ends the load about the grace
-    // (1 s) later, each reconnect given up as unfinished; once a blocking client's reconnect
-    // waited out its whole timeout.
+    // timeout. SIGINT ends the load about the grace (1 s) later, each reconnect given up as
+    // unfinished; once a blocking client's reconnect waited out its whole timeout.
     for (io, clients) in [(None, "1"), (None, "2"), (Some("epoll"), "2")] {
-        let n: usize = clients.parse().unwrap();
-        let (port, closed, _hold) = start_full_queue(n);
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
-        cmd.args(["load", "-z", "5m", "--warmup", "0s", "--timeout", "60s"])
-            .args(["-c", clients, "-t", "1", "--json"])
-            .arg(format!("http://127.0.0.1:{port}/"))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        match io {
-            Some(way) => cmd.env("BAKEOFF_LOAD_IO", way),
-            None => cmd.env_remove("BAKEOFF_LOAD_IO"),
-        };
-        let child = cmd.spawn().expect("bakeoff runs");
-        let pid = child.id() as i32;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        closed
-            .recv_timeout(std::time::Duration::from_secs(30))
-            .expect("every client's first call reached the server");
-        // Each connection on its way now is a reconnect: the first ones were all taken.
-        let asked = std::time::Instant::now();
-        while connecting_to(port) < n {
-            assert!(
-                asked.elapsed() < std::time::Duration::from_secs(30),
-                "{io:?} -c {clients}: the clients never reconnected"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        // SAFETY: a signal to our own child, which has not been waited for.
-        unsafe { libc::kill(pid, libc::SIGINT) };
-        let stopped = std::time::Instant::now();
-        let out = rx
-            .recv_timeout(std::time::Duration::from_secs(40))
-            .unwrap_or_else(|_| {
-                // SAFETY: as above; it would otherwise outlive the test.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                panic!("{io:?} -c {clients}: still running 40 s after SIGINT")
-            })
-            .unwrap();
-        let took = stopped.elapsed();
+        let n: u64 = clients.parse().unwrap();
+        let (out, took) = stop_while_connecting(io, clients, n as usize);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(130), "{io:?} -c {clients}: {err}");
         assert!(
@@ -795,7 +808,32 @@ fn a_stop_gives_a_reconnect_the_grace_not_its_timeout_every_way() {
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
         assert_eq!(v["interrupted"], true, "{io:?} -c {clients}: {v}");
-        assert_eq!(u(&v, "unfinished"), n as u64, "{io:?} -c {clients}: {v}");
-        assert_eq!(u(&v, "failures"), n as u64, "{io:?} -c {clients}: {v}");
+        assert_eq!(u(&v, "unfinished"), n, "{io:?} -c {clients}: {v}");
+        assert_eq!(u(&v, "failures"), n, "{io:?} -c {clients}: {v}");
+    }
+}
+
+#[test]
+fn a_stop_while_the_first_connections_are_made_ends_them_at_once_every_way() {
+    // No connection can be made at all (the server's queue is full from the start): SIGINT
+    // while every client is sending its SYN ends the command at once, exit 130, saying that
+    // nothing was sent, not that the target cannot be reached. Once it waited out the whole
+    // 60 s timeout and then said the target could not be reached.
+    for (io, clients) in [(None, "1"), (None, "2"), (Some("epoll"), "2")] {
+        let (out, took) = stop_while_connecting(io, clients, 0);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{io:?} -c {clients}: {err}");
+        assert!(
+            took < std::time::Duration::from_secs(20),
+            "{io:?} -c {clients}: {took:?} after SIGINT, the timeout is 60 s: {err}"
+        );
+        assert!(
+            err.contains("interrupted before any load was sent"),
+            "{io:?} -c {clients}: {err}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{io:?} -c {clients}: no result to print"
+        );
     }
 }

@@ -350,7 +350,7 @@ mod tests {
             listener.set_nonblocking(true).unwrap();
             listener.accept().is_err()
         });
-        let conn = ring::connect(addr, 1, Duration::from_secs(5))
+        let conn = ring::connect(addr, 1, Duration::from_secs(5), &Default::default())
             .pop()
             .unwrap();
         let (rec, counted, _) = run_calls(addr, GET, conn, 3, Duration::from_secs(20));
@@ -380,7 +380,7 @@ mod tests {
             let _ = done_rx.recv();
             held.len()
         });
-        let conn = ring::connect(addr, 1, Duration::from_secs(5))
+        let conn = ring::connect(addr, 1, Duration::from_secs(5), &Default::default())
             .pop()
             .unwrap();
         let limit = Duration::from_millis(150);
@@ -402,7 +402,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let big: &'static [u8] = Box::leak(vec![b'a'; 64 << 20].into_boxed_slice());
-        let conn = ring::connect(addr, 1, Duration::from_secs(5))
+        let conn = ring::connect(addr, 1, Duration::from_secs(5), &Default::default())
             .pop()
             .unwrap();
         let limit = Duration::from_millis(200);
@@ -442,7 +442,7 @@ mod tests {
             s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
                 .unwrap();
         });
-        let conn = ring::connect(addr, 1, Duration::from_secs(5))
+        let conn = ring::connect(addr, 1, Duration::from_secs(5), &Default::default())
             .pop()
             .unwrap();
         let (rec, counted, _) = run_calls(addr, GET, conn, 2, Duration::from_secs(20));

@@ -58,6 +58,9 @@ pub enum LoadError {
     Unreachable(String),
     #[error("a load worker failed: {0}")]
     Worker(String),
+    /// Stopped (Ctrl-C, SIGTERM) before a connection was made: nothing was sent.
+    #[error("interrupted before any load was sent")]
+    Interrupted,
 }
 
 impl LoadConfig {

@@ -75,13 +75,22 @@ pub(super) fn open(clients: usize) -> Option<IoUring> {
 /// Connects `clients` connections for the ring, all started at once and waited for together
 /// (a target that never answers a connection costs one timeout before the run, not one a
 /// client); each `Err` is what its connection failed with. The worker has nothing else to do
-/// yet.
-pub(super) fn connect(addr: SocketAddr, clients: usize, timeout: Duration) -> Vec<Conn> {
+/// yet. Waits are cut into [`super::CUT_CHECK`]s: `cancel` (the command's Ctrl-C, before a
+/// run has a dispenser to see it by) ends every connection still on its way at once.
+pub(super) fn connect(
+    addr: SocketAddr,
+    clients: usize,
+    timeout: Duration,
+    cancel: &crate::cancel::Cancel,
+) -> Vec<Conn> {
     let deadline = Instant::now() + timeout;
     connect_within(addr, clients, timeout, || {
+        if cancel.is_cancelled() {
+            return Err(CallError::Io("interrupted while connecting".into()));
+        }
         match deadline.saturating_duration_since(Instant::now()) {
             left if left.is_zero() => Err(CallError::Timeout(timeout)),
-            left => Ok(left),
+            left => Ok(left.min(super::CUT_CHECK)),
         }
     })
 }
@@ -996,7 +1005,7 @@ mod tests {
             eprintln!("skipped: this kernel gives no io_uring");
             return None;
         };
-        let conns = connect(addr, 1, Duration::from_secs(5));
+        let conns = connect(addr, 1, Duration::from_secs(5), &Default::default());
         assert!(conns[0].is_ok());
         let fixed = Fixed {
             addr,

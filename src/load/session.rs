@@ -60,6 +60,7 @@ impl<P: Protocol> Session<P> {
                 timeout: cfg.timeout,
                 pin,
                 open_loop: matches!(cfg.pacing, Pacing::Open { .. }),
+                cancel: cfg.cancel.clone(),
             };
             let (ready_tx, out_tx) = (ready_tx.clone(), out_tx.clone());
             let h = std::thread::Builder::new()
@@ -96,6 +97,8 @@ impl<P: Protocol> Session<P> {
         // results. (Dropping the session ends the workers.)
         match (setup_error, connected) {
             (Some(e), _) => Err(LoadError::Worker(e)),
+            // Stopped while connecting: nothing was sent, and nothing is said of the target.
+            (None, 0) if cfg.cancel.is_cancelled() => Err(LoadError::Interrupted),
             (None, 0) => Err(LoadError::Unreachable(
                 first_error.map_or("no worker started".to_string(), |e| e.to_string()),
             )),

@@ -26,6 +26,10 @@ pub(super) struct Job<P> {
     pub(super) timeout: Duration,
     pub(super) pin: Option<usize>,
     pub(super) open_loop: bool,
+    /// The command's cancellation, seen while the connections are opened: a stop then
+    /// ends the connecting at once rather than after the timeout (the dispenser, which a
+    /// run sees it through, does not exist yet).
+    pub(super) cancel: crate::cancel::Cancel,
 }
 
 impl<P: Protocol> Job<P> {
@@ -94,8 +98,17 @@ impl<P: Protocol> Job<P> {
             let tasks: Vec<_> = (0..self.clients)
                 .map(|_| {
                     let proto = self.proto.clone();
+                    let cancel = self.cancel.clone();
                     tokio::task::spawn_local(async move {
-                        let c = tokio::time::timeout(timeout, proto.connect()).await;
+                        let connect = async {
+                            tokio::select! {
+                                c = proto.connect() => c,
+                                _ = stopped(&cancel) => {
+                                    Err(CallError::Io("interrupted while connecting".into()))
+                                }
+                            }
+                        };
+                        let c = tokio::time::timeout(timeout, connect).await;
                         c.unwrap_or(Err(CallError::Timeout(timeout)))
                     })
                 })
@@ -126,7 +139,7 @@ impl<P: Protocol> Job<P> {
         orders: mpsc::Receiver<RunOrder>,
         outs: mpsc::Sender<Result<WorkerOut, String>>,
     ) {
-        let conns = ring::connect(fixed.addr, self.clients, self.timeout);
+        let conns = ring::connect(fixed.addr, self.clients, self.timeout, &self.cancel);
         connected(&ready, &conns);
         let mut driver = ring::Driver::new(ring, fixed, conns);
         self.serve_fixed("io_uring", orders, outs, |run| driver.run(run));
@@ -140,7 +153,7 @@ impl<P: Protocol> Job<P> {
         orders: mpsc::Receiver<RunOrder>,
         outs: mpsc::Sender<Result<WorkerOut, String>>,
     ) {
-        let conns = ring::connect(fixed.addr, 1, self.timeout);
+        let conns = ring::connect(fixed.addr, 1, self.timeout, &self.cancel);
         connected(&ready, &conns);
         let conn = conns.into_iter().next().expect("one connection asked for");
         let mut client = blocking::Client::new(fixed, conn);
@@ -308,6 +321,14 @@ async fn cut_when_stopped(dispenser: Arc<Dispenser>, clients: Vec<tokio::task::A
     tokio::time::sleep(super::GRACE).await;
     for c in clients {
         c.abort();
+    }
+}
+
+/// Returns once `cancel` is set, looking every [`super::CUT_CHECK`]: only while the
+/// connections are opened, before a run's dispenser can be waited on instead.
+async fn stopped(cancel: &crate::cancel::Cancel) {
+    while !cancel.is_cancelled() {
+        tokio::time::sleep(super::CUT_CHECK).await;
     }
 }
 

@@ -36,12 +36,15 @@ pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
     };
     let result = match forced_pids {
         None => client.run(&cfg, &mut progress),
-        Some((pid, pids)) => {
+        Some((pid, pids)) => 'forced: {
             use crate::contender::nodelay;
             let port = args.target.call()?.1.addr.port();
             let what = format!("pid {pid}");
             let mut forced = nodelay::force(&pids, &[port], false, &what);
-            let mut session = client.open(&cfg)?;
+            let mut session = match client.open(&cfg) {
+                Ok(session) => session,
+                Err(e) => break 'forced Err(e),
+            };
             // Once the server has accepted what the load opened (2 s at most).
             nodelay::wait_accepted(
                 &pids,
@@ -61,7 +64,14 @@ pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
         }
     };
     bar.finish();
-    let result = result?;
+    let result = match result {
+        // Ctrl-C while connecting: no result to print.
+        Err(e @ load::LoadError::Interrupted) => {
+            eprintln!("bakeoff: {e}");
+            return Ok(130);
+        }
+        r => r?,
+    };
     if args.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
     } else {
