@@ -415,6 +415,84 @@ fn etcd_bidi_streams_lease_keepalive_and_watch() {
     assert_eq!(u(&v, "items"), 3, "one `created` message per call: {v}");
 }
 
+#[test]
+fn a_stream_a_stop_cuts_keeps_the_items_it_received() {
+    // Two watches on etcd, each answered with its `created` message and then open for as
+    // long as the client waits (a 60 s timeout). SIGINT once etcd has both: the calls get the
+    // stop's grace and are then cut, unfinished, and the message each received still counts
+    // as an item, as it does for a call that times out. Once the cut lost them: items 0.
+    let Some(bin) = etcd35_bin() else {
+        return;
+    };
+    let etcd = start_etcd(&bin);
+    let proto = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/etcd/protos/rpc.proto"
+    );
+    let url = etcd.url();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(["load", "--grpc", &url, "--proto", proto])
+        .args(["--call", "etcdserverpb.Watch/Watch"])
+        .args(["-d", r#"[{"create_request": {"key": "d2F0Y2g="}}]"#])
+        .args([
+            "-z",
+            "5m",
+            "--warmup",
+            "0s",
+            "--timeout",
+            "60s",
+            "-c",
+            "2",
+            "--json",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bakeoff runs");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    // etcd's own count of its watchers says when both calls are in.
+    let watchers = || -> u64 {
+        let Ok((200, body)) = http_get(etcd.client, "/metrics", std::time::Duration::from_secs(2))
+        else {
+            return 0;
+        };
+        body.lines()
+            .find_map(|l| l.strip_prefix("etcd_debugging_mvcc_watcher_total "))
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .map_or(0, |n| n as u64)
+    };
+    let asked = std::time::Instant::now();
+    while watchers() < 2 {
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(30),
+            "etcd never had both watches"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: a signal to our own child, which has not been waited for.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(40))
+        .unwrap_or_else(|_| {
+            // SAFETY: as above; it would otherwise outlive the test.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("still running 40 s after SIGINT")
+        })
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert_eq!(u(&v, "unfinished"), 2, "{v}");
+    assert_eq!((u(&v, "requests"), u(&v, "failures")), (0, 0), "{v}");
+    assert_eq!(u(&v, "items"), 2, "one `created` message per call: {v}");
+}
+
 /// A plan whose contender makes its own certificate at start ({state}/ca.pem), serves gRPC
 /// over TLS with reflection, and is trusted through `tls` in its probe, a scenario and a
 /// compat section; with no `protos` at all.

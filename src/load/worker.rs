@@ -1,7 +1,7 @@
 //! One load worker thread: its own single-threaded runtime (pinned when asked), its clients'
 //! connections, and the one loop every client runs, whatever the pacing and stop condition.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc};
@@ -233,7 +233,6 @@ impl<P: Protocol> Job<P> {
                 self.open_loop,
             )));
             let mut panicked: Option<String> = None;
-            let in_calls = Rc::new(Cell::new(0u64));
             *conns = local.block_on(rt, async {
                 let mut tasks = Vec::with_capacity(conns.len());
                 for conn in conns.drain(..) {
@@ -244,7 +243,6 @@ impl<P: Protocol> Job<P> {
                         conn,
                         self.timeout,
                         order.counter.clone(),
-                        in_calls.clone(),
                     )));
                 }
                 let cutter = tokio::task::spawn_local(cut_when_stopped(
@@ -271,8 +269,6 @@ impl<P: Protocol> Job<P> {
                 cutter.abort();
                 back
             });
-            // The measured calls the cut ended (their clients never came back from them).
-            rec.borrow_mut().unfinished += in_calls.get();
             // A client that panicked made the counts meaningless: the run fails, loudly.
             if let Some(msg) = panicked {
                 return Err(format!("a load client panicked: {msg}"));
@@ -332,17 +328,49 @@ async fn stopped(cancel: &crate::cancel::Cancel) {
     }
 }
 
-/// One client: the same loop for every pacing and stop condition. `in_calls` counts the
-/// measured calls of the run's clients under way (those a cut ends are never taken off).
+/// A client's connection, and whether a measured call is under way on it. A client the
+/// cut ([`cut_when_stopped`]) ends is dropped mid-call, and so is this: the call is then
+/// counted unfinished, with the items of a stream it had received, as a call a stop's grace
+/// ran out on is.
+struct Line<P: Protocol> {
+    proto: Arc<P>,
+    rec: Rc<RefCell<Recorder>>,
+    conn: Option<P::Conn>,
+    in_call: bool,
+}
+
+impl<P: Protocol> Drop for Line<P> {
+    fn drop(&mut self) {
+        if !self.in_call {
+            return;
+        }
+        let partial = self
+            .conn
+            .as_ref()
+            .map_or(0, |c| self.proto.partial_items(c));
+        // Never a second panic: a client that panicked holding the recorder fails the run.
+        if let Ok(mut rec) = self.rec.try_borrow_mut() {
+            rec.cut_short(Instant::now(), partial);
+            rec.unfinished += 1;
+        }
+    }
+}
+
+/// One client: the same loop for every pacing and stop condition.
 async fn client<P: Protocol>(
     proto: Arc<P>,
     dispenser: Arc<Dispenser>,
     rec: Rc<RefCell<Recorder>>,
-    mut conn: Option<P::Conn>,
+    conn: Option<P::Conn>,
     timeout: Duration,
     counter: Arc<AtomicU64>,
-    in_calls: Rc<Cell<u64>>,
 ) -> Option<P::Conn> {
+    let mut line = Line {
+        proto: proto.clone(),
+        rec: rec.clone(),
+        conn,
+        in_call: false,
+    };
     loop {
         // One clock reading serves the dispenser's stop check and the send time (a
         // closed loop sends at once); a client that slept until its due time reads again.
@@ -365,15 +393,14 @@ async fn client<P: Protocol>(
             }
             None => now,
         };
-        let reconnect = conn.is_none();
+        let reconnect = line.conn.is_none();
         let grace = super::grace_left(&dispenser, sent, timeout);
         let limit = grace.unwrap_or(timeout);
-        let measured = u64::from(!ticket.warmup);
-        in_calls.set(in_calls.get() + measured);
-        let result = call_once(&*proto, &mut conn, ticket.seq, limit).await;
-        in_calls.set(in_calls.get() - measured);
+        line.in_call = !ticket.warmup;
+        let result = call_once(&*proto, &mut line.conn, ticket.seq, limit).await;
+        line.in_call = false;
         let done = Instant::now();
-        let partial = match (&result, &conn) {
+        let partial = match (&result, &line.conn) {
             (Err(CallError::Timeout(_)), Some(c)) => proto.partial_items(c),
             _ => 0,
         };
@@ -388,15 +415,15 @@ async fn client<P: Protocol>(
         };
         let counted = super::tally(&mut rec.borrow_mut(), &counter, ended, &result);
         let refused = matches!(result, Err(CallError::Connect { .. }));
-        if !counted || result.is_err() || conn.as_ref().is_some_and(|c| !proto.reusable(c)) {
-            conn = None;
+        if !counted || result.is_err() || line.conn.as_ref().is_some_and(|c| !proto.reusable(c)) {
+            line.conn = None;
         }
         if refused {
             // Do not spin on a server that refuses connections; each attempt is counted.
             tokio::time::sleep(super::REFUSED_PAUSE).await;
         }
     }
-    conn
+    line.conn.take()
 }
 
 async fn call_once<P: Protocol>(
