@@ -160,6 +160,18 @@ fn the_lean_http2_client_takes_the_protocols_corners() {
         "{v}"
     );
     assert_eq!(u(&v, "bytes"), 16 * answer);
+
+    // Every fourth request on a connection is refused by a GOAWAY naming the third as the
+    // last: not processed, so it is sent again on a new connection, and every call is
+    // answered. Once each was a failure ("the server is closing the connection").
+    let Some((_server, port)) = start_h2_quirks(&["4096", "0", "0", "4"]) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let v = bakeoff_json(&["load", "--h2", "-n", "12", "-c", "1", &url]);
+    assert_eq!(outcomes(&v), [("HTTP 200".to_string(), 12)], "{v}");
+    // Three a connection: the 4th, 7th and 10th calls were sent again, each on a new one.
+    assert_eq!(u(&v, "reconnects"), 3, "{v}");
 }
 
 #[test]

@@ -397,7 +397,8 @@ async fn client<P: Protocol>(
         let grace = super::grace_left(&dispenser, sent, timeout);
         let limit = grace.unwrap_or(timeout);
         line.in_call = !ticket.warmup;
-        let result = call_once(&*proto, &mut line.conn, ticket.seq, limit).await;
+        let mut retried = false;
+        let result = call_once(&*proto, &mut line.conn, ticket.seq, limit, &mut retried).await;
         line.in_call = false;
         let done = Instant::now();
         let partial = match (&result, &line.conn) {
@@ -407,7 +408,7 @@ async fn client<P: Protocol>(
         let ended = super::Ended {
             warmup: ticket.warmup,
             graced: grace.is_some(),
-            reconnect,
+            reconnect: reconnect || retried,
             from: late_from.unwrap_or(sent),
             sent,
             done,
@@ -426,18 +427,30 @@ async fn client<P: Protocol>(
     line.conn.take()
 }
 
+/// One call on `conn` (opened first if there is none), within `timeout`. A call the server
+/// says it did not process ([`CallError::Unprocessed`]: a GOAWAY that came after the request
+/// went out) is sent once more on a new connection within the same limit, as HTTP/2 clients
+/// do; `retried` then says so, and the call counts a reconnect.
 async fn call_once<P: Protocol>(
     proto: &P,
     conn: &mut Option<P::Conn>,
     seq: u64,
     timeout: Duration,
+    retried: &mut bool,
 ) -> Result<Reply, CallError> {
     let attempt = async {
         let c = match conn {
             Some(c) => c,
             None => conn.insert(proto.connect().await?),
         };
-        proto.call(c, seq).await
+        match proto.call(c, seq).await {
+            Err(CallError::Unprocessed(_)) => {
+                *retried = true;
+                let c = conn.insert(proto.connect().await?);
+                proto.call(c, seq).await
+            }
+            r => r,
+        }
     };
     // `timeout`, not `timeout_at` from the send time: it would save a clock reading, but
     // its future is moved by copying (some 670 instructions a request, benches/profile.sh).

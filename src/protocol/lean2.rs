@@ -45,6 +45,9 @@ const END_HEADERS: u8 = 0x4;
 const PADDED: u8 = 0x8;
 const PRIORITY: u8 = 0x20;
 
+/// The error code of a stream the server refused before processing it.
+const REFUSED_STREAM: u32 = 0x7;
+
 /// Whether `BAKEOFF_HTTP2_CLIENT=h2` asks for the `h2` crate everywhere.
 pub fn disabled() -> bool {
     std::env::var("BAKEOFF_HTTP2_CLIENT").is_ok_and(|v| v == "h2")
@@ -535,10 +538,14 @@ impl Lean {
                 let code = self.rbuf[start..end]
                     .get(..4)
                     .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
-                Err(CallError::Protocol(format!(
+                let why = format!(
                     "the server reset the stream ({})",
                     code.map_or("no code".into(), reason)
-                )))
+                );
+                Err(match code {
+                    Some(REFUSED_STREAM) => CallError::Unprocessed(why),
+                    _ => CallError::Protocol(why),
+                })
             }
             SETTINGS if flags & ACK == 0 => {
                 if len % 6 != 0 {
@@ -597,9 +604,10 @@ impl Lean {
                     reason(code)
                 );
                 self.closed = Some(why.clone());
-                // The call in flight is answered only if the server says it will be.
+                // The call in flight is answered only if the server says it will be; if not,
+                // the server has not processed it.
                 if call.id > last {
-                    return Err(CallError::Io(why));
+                    return Err(CallError::Unprocessed(why));
                 }
                 Ok(false)
             }

@@ -174,6 +174,12 @@ pub enum CallError {
     Timeout(std::time::Duration),
     #[error("connection failed: {0}")]
     Io(String),
+    /// The server said it did not process the request (RFC 9113 §8.7: a GOAWAY naming an
+    /// earlier stream as its last, or `REFUSED_STREAM`): safe to send again on a new
+    /// connection, which the load engine does once. Counted as a connection failure if that
+    /// one is refused too.
+    #[error("connection failed: {0}; the request was not processed")]
+    Unprocessed(String),
     #[error("protocol error: {0}")]
     Protocol(String),
     /// A TLS failure, already explained (`TLS: …`).
@@ -189,7 +195,7 @@ impl CallError {
         match self {
             CallError::Connect { .. } => Class::Connect,
             CallError::Timeout(_) => Class::Timeout,
-            CallError::Io(_) => Class::Io,
+            CallError::Io(_) | CallError::Unprocessed(_) => Class::Io,
             CallError::Protocol(_) => Class::Protocol,
             CallError::Tls(_) => Class::Tls,
             CallError::Request(_) => Class::Request,
