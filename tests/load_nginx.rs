@@ -108,8 +108,9 @@ fn http2_cleartext_works() {
 /// corners on every connection (tests/fixtures/h2_quirks.py): PINGs before answers, Huffman
 /// headers entered in and evicted from the client's table, a 40 kB header past the whole
 /// table cut into CONTINUATION frames, padded DATA, a 150 kB request body past the server's
-/// window and a 4.5 MB answer past the client's, a GOAWAY while a call is in flight, and
-/// (second run) a header table of 0 for the client's requests and requests never answered.
+/// window and a 4.5 MB answer past the client's, a GOAWAY while a call is in flight,
+/// (second run) a header table of 0 for the client's requests and requests never answered,
+/// and (third) requests refused unprocessed by a GOAWAY, through both HTTP/2 clients.
 #[test]
 fn the_lean_http2_client_takes_the_protocols_corners() {
     let dir = TempDir::new("h2quirks");
@@ -172,6 +173,19 @@ fn the_lean_http2_client_takes_the_protocols_corners() {
     assert_eq!(outcomes(&v), [("HTTP 200".to_string(), 12)], "{v}");
     // Three a connection: the 4th, 7th and 10th calls were sent again, each on a new one.
     assert_eq!(u(&v, "reconnects"), 3, "{v}");
+    // The same through the `h2` crate's client.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(["load", "--h2", "-n", "12", "-c", "1", "--json", &url])
+        .env("BAKEOFF_HTTP2_CLIENT", "h2")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        outcomes(&v),
+        [("HTTP 200".to_string(), 12)],
+        "h2 crate: {v}"
+    );
+    assert_eq!(u(&v, "reconnects"), 3, "h2 crate: {v}");
 }
 
 #[test]

@@ -218,6 +218,17 @@ pub fn h2_error(e: h2::Error) -> CallError {
             return CallError::Tls(why);
         }
     }
+    // Not processed (RFC 9113 §8.7): a graceful GOAWAY errors only the streams past its last
+    // (those before it end in a broken pipe if the connection closes) and requests made after
+    // it, which never went out; REFUSED_STREAM says so of its stream.
+    let refused = match e.reason() {
+        Some(h2::Reason::NO_ERROR) => e.is_go_away(),
+        Some(h2::Reason::REFUSED_STREAM) => e.is_reset(),
+        _ => false,
+    };
+    if refused && e.is_remote() {
+        return CallError::Unprocessed(e.to_string());
+    }
     if e.is_io() {
         CallError::Io(e.to_string())
     } else {
