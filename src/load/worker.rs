@@ -397,8 +397,11 @@ async fn client<P: Protocol>(
         let grace = super::grace_left(&dispenser, sent, timeout);
         let limit = grace.unwrap_or(timeout);
         line.in_call = !ticket.warmup;
-        let mut retried = false;
-        let result = call_once(&*proto, &mut line.conn, ticket.seq, limit, &mut retried).await;
+        let mut result = call_once(&*proto, &mut line.conn, ticket.seq, limit).await;
+        let retried = matches!(result, Err(CallError::Unprocessed(_)));
+        if retried {
+            result = Box::pin(again(&*proto, &mut line.conn, ticket.seq, sent, limit)).await;
+        }
         line.in_call = false;
         let done = Instant::now();
         let partial = match (&result, &line.conn) {
@@ -427,30 +430,40 @@ async fn client<P: Protocol>(
     line.conn.take()
 }
 
-/// One call on `conn` (opened first if there is none), within `timeout`. A call the server
-/// says it did not process ([`CallError::Unprocessed`]: a GOAWAY that came after the request
-/// went out) is sent once more on a new connection within the same limit, as HTTP/2 clients
-/// do; `retried` then says so, and the call counts a reconnect.
+/// A call the server said it did not process ([`CallError::Unprocessed`]: a GOAWAY that
+/// came after the request went out) sent once more on a new connection, as HTTP/2 clients
+/// do, within what is left of its `limit` from when it was `sent`; the call counts a
+/// reconnect. Boxed by its caller: a rare path, kept out of every client's own future.
+async fn again<P: Protocol>(
+    proto: &P,
+    conn: &mut Option<P::Conn>,
+    seq: u64,
+    sent: Instant,
+    limit: Duration,
+) -> Result<Reply, CallError> {
+    *conn = None;
+    let left = (sent + limit).saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(CallError::Timeout(limit));
+    }
+    match call_once(proto, conn, seq, left).await {
+        Err(CallError::Timeout(_)) => Err(CallError::Timeout(limit)),
+        r => r,
+    }
+}
+
 async fn call_once<P: Protocol>(
     proto: &P,
     conn: &mut Option<P::Conn>,
     seq: u64,
     timeout: Duration,
-    retried: &mut bool,
 ) -> Result<Reply, CallError> {
     let attempt = async {
         let c = match conn {
             Some(c) => c,
             None => conn.insert(proto.connect().await?),
         };
-        match proto.call(c, seq).await {
-            Err(CallError::Unprocessed(_)) => {
-                *retried = true;
-                let c = conn.insert(proto.connect().await?);
-                proto.call(c, seq).await
-            }
-            r => r,
-        }
+        proto.call(c, seq).await
     };
     // `timeout`, not `timeout_at` from the send time: it would save a clock reading, but
     // its future is moved by copying (some 670 instructions a request, benches/profile.sh).
