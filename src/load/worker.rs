@@ -398,9 +398,10 @@ async fn client<P: Protocol>(
         let limit = grace.unwrap_or(timeout);
         line.in_call = !ticket.warmup;
         let mut result = call_once(&*proto, &mut line.conn, ticket.seq, limit).await;
-        let retried = matches!(result, Err(CallError::Unprocessed(_)));
-        if retried {
-            result = Box::pin(again(&*proto, &mut line.conn, ticket.seq, sent, limit)).await;
+        let mut retried = false;
+        if let Err(CallError::Unprocessed(_)) = result {
+            retried = true;
+            result = again(&*proto, &mut line.conn, ticket.seq, sent, limit).await;
         }
         line.in_call = false;
         let done = Instant::now();
@@ -433,23 +434,31 @@ async fn client<P: Protocol>(
 /// A call the server said it did not process ([`CallError::Unprocessed`]: a GOAWAY that
 /// came after the request went out) sent once more on a new connection, as HTTP/2 clients
 /// do, within what is left of its `limit` from when it was `sent`; the call counts a
-/// reconnect. Boxed by its caller: a rare path, kept out of every client's own future.
-async fn again<P: Protocol>(
-    proto: &P,
-    conn: &mut Option<P::Conn>,
+/// reconnect.
+///
+/// A rare path, kept out of the client's own code: boxed and called through its vtable.
+/// Awaited in place (an `async fn` awaited in the client, boxed or not, or a second caller
+/// of `call_once`), its code was the client's, and every gRPC call cost 1–3 % more (side by
+/// side, benches/steady.py).
+#[cold]
+#[inline(never)]
+fn again<'a, P: Protocol>(
+    proto: &'a P,
+    conn: &'a mut Option<P::Conn>,
     seq: u64,
     sent: Instant,
     limit: Duration,
-) -> Result<Reply, CallError> {
-    *conn = None;
-    let left = (sent + limit).saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(CallError::Timeout(limit));
-    }
-    match call_once(proto, conn, seq, left).await {
-        Err(CallError::Timeout(_)) => Err(CallError::Timeout(limit)),
-        r => r,
-    }
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Reply, CallError>> + 'a>> {
+    Box::pin(async move {
+        let left = (sent + limit).saturating_duration_since(Instant::now());
+        let attempt = async {
+            let c = conn.insert(proto.connect().await?);
+            proto.call(c, seq).await
+        };
+        tokio::time::timeout(left, attempt)
+            .await
+            .unwrap_or(Err(CallError::Timeout(limit)))
+    })
 }
 
 async fn call_once<P: Protocol>(
