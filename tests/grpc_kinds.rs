@@ -6,6 +6,12 @@ mod common;
 
 use common::*;
 
+/// etcd's own `.proto` files, kept with the example plan.
+const ETCD_PROTO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/examples/etcd/protos/rpc.proto"
+);
+
 fn run(args: &[&str]) -> (bool, String, String) {
     let out = bakeoff(args);
     (
@@ -301,10 +307,7 @@ fn etcd_bidi_streams_lease_keepalive_and_watch() {
         return;
     };
     let etcd = start_etcd(&bin);
-    let proto = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/etcd/protos/rpc.proto"
-    );
+    let proto = ETCD_PROTO;
     let url = etcd.url();
     let lease = call_json(&[
         "--grpc",
@@ -425,13 +428,10 @@ fn a_stream_a_stop_cuts_keeps_the_items_it_received() {
         return;
     };
     let etcd = start_etcd(&bin);
-    let proto = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/etcd/protos/rpc.proto"
-    );
+    let proto = ETCD_PROTO;
     let url = etcd.url();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"))
-        .args(["load", "--grpc", &url, "--proto", proto])
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+    cmd.args(["load", "--grpc", &url, "--proto", proto])
         .args(["--call", "etcdserverpb.Watch/Watch"])
         .args(["-d", r#"[{"create_request": {"key": "d2F0Y2g="}}]"#])
         .args([
@@ -444,17 +444,7 @@ fn a_stream_a_stop_cuts_keeps_the_items_it_received() {
             "-c",
             "2",
             "--json",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("bakeoff runs");
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
+        ]);
     // etcd's own count of its watchers says when both calls are in.
     let watchers = || -> u64 {
         let Ok((200, body)) = http_get(etcd.client, "/metrics", std::time::Duration::from_secs(2))
@@ -466,24 +456,17 @@ fn a_stream_a_stop_cuts_keeps_the_items_it_received() {
             .and_then(|n| n.trim().parse::<f64>().ok())
             .map_or(0, |n| n as u64)
     };
-    let asked = std::time::Instant::now();
-    while watchers() < 2 {
-        assert!(
-            asked.elapsed() < std::time::Duration::from_secs(30),
-            "etcd never had both watches"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // SAFETY: a signal to our own child, which has not been waited for.
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    let out = rx
-        .recv_timeout(std::time::Duration::from_secs(40))
-        .unwrap_or_else(|_| {
-            // SAFETY: as above; it would otherwise outlive the test.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("still running 40 s after SIGINT")
-        })
-        .unwrap();
+    let both_in = || {
+        let asked = std::time::Instant::now();
+        while watchers() < 2 {
+            assert!(
+                asked.elapsed() < std::time::Duration::from_secs(30),
+                "etcd never had both watches"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let (out, _) = interrupted(cmd, both_in, "two watches");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");

@@ -629,6 +629,40 @@ fn start_silent(
     (port, got, hold)
 }
 
+/// `bakeoff load` of `clients` clients for 5 minutes, each call's timeout 60 s, against
+/// 127.0.0.1:`port`, its calls driven the way `io` asks (`BAKEOFF_LOAD_IO`) or the default;
+/// its result as JSON. For a test that stops it long before either.
+fn load_for_minutes(io: Option<&str>, clients: &str, port: u16) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+    cmd.args(["load", "-z", "5m", "--warmup", "0s", "--timeout", "60s"])
+        .args(["-c", clients, "-t", "1", "--json"])
+        .arg(format!("http://127.0.0.1:{port}/"));
+    match io {
+        Some(way) => cmd.env("BAKEOFF_LOAD_IO", way),
+        None => cmd.env_remove("BAKEOFF_LOAD_IO"),
+    };
+    cmd
+}
+
+/// What a load stopped by SIGINT `took` to end (`out`) must be: exit 130, well within the
+/// calls' 60 s timeout (20 s: far from both it and the grace, for a busy host; a bound, not a
+/// speed), and its result, printed, says it was interrupted. The result.
+fn stopped_in_the_grace(
+    out: &std::process::Output,
+    took: std::time::Duration,
+    what: &str,
+) -> serde_json::Value {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{what}: {err}");
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "{what}: {took:?} after SIGINT, the calls' timeout is 60 s: {err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["interrupted"], true, "{what}: {v}");
+    v
+}
+
 #[test]
 fn a_stop_gives_calls_in_flight_the_grace_not_their_timeout_every_way() {
     // Every client's call is in flight on a server that never answers, with a 60 s timeout:
@@ -638,46 +672,18 @@ fn a_stop_gives_calls_in_flight_the_grace_not_their_timeout_every_way() {
     for (io, clients) in [(None, "1"), (None, "3"), (Some("epoll"), "2")] {
         let n: usize = clients.parse().unwrap();
         let (port, all_in, _hold) = start_silent(n);
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
-        cmd.args(["load", "-z", "5m", "--warmup", "0s", "--timeout", "60s"])
-            .args(["-c", clients, "-t", "1", "--json"])
-            .arg(format!("http://127.0.0.1:{port}/"))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        match io {
-            Some(way) => cmd.env("BAKEOFF_LOAD_IO", way),
-            None => cmd.env_remove("BAKEOFF_LOAD_IO"),
-        };
-        let child = cmd.spawn().expect("bakeoff runs");
-        let pid = child.id() as i32;
-        all_in
-            .recv_timeout(std::time::Duration::from_secs(30))
-            .expect("every client's request reached the server");
-        // SAFETY: a signal to our own child, which has not been waited for.
-        unsafe { libc::kill(pid, libc::SIGINT) };
-        let stopped = std::time::Instant::now();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        let out = rx
-            .recv_timeout(std::time::Duration::from_secs(40))
-            .unwrap_or_else(|_| {
-                // SAFETY: as above; it would otherwise outlive the test.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                panic!("{io:?} -c {clients}: still running 40 s after SIGINT")
-            })
-            .unwrap();
-        let took = stopped.elapsed();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(130), "{io:?} -c {clients}: {err}");
-        assert!(
-            took < std::time::Duration::from_secs(20),
-            "{io:?} -c {clients}: {took:?} after SIGINT, the calls' timeout is 60 s: {err}"
+        let cmd = load_for_minutes(io, clients, port);
+        let what = format!("{io:?} -c {clients}");
+        let (out, took) = interrupted(
+            cmd,
+            || {
+                all_in
+                    .recv_timeout(std::time::Duration::from_secs(30))
+                    .expect("every client's request reached the server");
+            },
+            &what,
         );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        assert_eq!(v["interrupted"], true, "{io:?} -c {clients}: {v}");
+        let v = stopped_in_the_grace(&out, took, &format!("{io:?} -c {clients}"));
         assert_eq!(u(&v, "unfinished"), n as u64, "{io:?} -c {clients}: {v}");
         assert_eq!(
             (u(&v, "requests"), u(&v, "failures")),
@@ -773,48 +779,27 @@ fn stop_while_connecting(
 ) -> (std::process::Output, std::time::Duration) {
     let n: usize = clients.parse().unwrap();
     let (port, closed, _hold) = start_full_queue(taken);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bakeoff"));
-    cmd.args(["load", "-z", "5m", "--warmup", "0s", "--timeout", "60s"])
-        .args(["-c", clients, "-t", "1", "--json"])
-        .arg(format!("http://127.0.0.1:{port}/"))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    match io {
-        Some(way) => cmd.env("BAKEOFF_LOAD_IO", way),
-        None => cmd.env_remove("BAKEOFF_LOAD_IO"),
-    };
-    let child = cmd.spawn().expect("bakeoff runs");
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    closed
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("every client taken reached the server");
-    // Each connection on its way now is one the server will never take: the ones it takes
-    // were all taken.
-    let asked = std::time::Instant::now();
-    while connecting_to(port) < n {
-        assert!(
-            asked.elapsed() < std::time::Duration::from_secs(30),
-            "{io:?} -c {clients}: the clients never connected again"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    // SAFETY: a signal to our own child, which has not been waited for.
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    let stopped = std::time::Instant::now();
-    let out = rx
-        .recv_timeout(std::time::Duration::from_secs(40))
-        .unwrap_or_else(|_| {
-            // SAFETY: as above; it would otherwise outlive the test.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("{io:?} -c {clients}: still running 40 s after SIGINT")
-        })
-        .unwrap();
-    (out, stopped.elapsed())
+    let cmd = load_for_minutes(io, clients, port);
+    let what = format!("{io:?} -c {clients}");
+    interrupted(
+        cmd,
+        || {
+            closed
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("every client taken reached the server");
+            // Each connection on its way now is one the server will never take: the ones it
+            // takes were all taken.
+            let asked = std::time::Instant::now();
+            while connecting_to(port) < n {
+                assert!(
+                    asked.elapsed() < std::time::Duration::from_secs(30),
+                    "{what}: the clients never connected again"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        },
+        &what,
+    )
 }
 
 #[test]
@@ -826,14 +811,7 @@ fn a_stop_gives_a_reconnect_the_grace_not_its_timeout_every_way() {
     for (io, clients) in [(None, "1"), (None, "2"), (Some("epoll"), "2")] {
         let n: u64 = clients.parse().unwrap();
         let (out, took) = stop_while_connecting(io, clients, n as usize);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(130), "{io:?} -c {clients}: {err}");
-        assert!(
-            took < std::time::Duration::from_secs(20),
-            "{io:?} -c {clients}: {took:?} after SIGINT, the calls' timeout is 60 s: {err}"
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        assert_eq!(v["interrupted"], true, "{io:?} -c {clients}: {v}");
+        let v = stopped_in_the_grace(&out, took, &format!("{io:?} -c {clients}"));
         assert_eq!(u(&v, "unfinished"), n, "{io:?} -c {clients}: {v}");
         assert_eq!(u(&v, "failures"), n, "{io:?} -c {clients}: {v}");
     }

@@ -982,3 +982,34 @@ fn port_fixture(name: &str, args: &[&str]) -> (Proc, u16) {
     let port = line.trim().parse().expect("a port number");
     (proc, port)
 }
+
+/// Starts `cmd` (stdin closed, stdout and stderr piped), waits for `ready` (which fails the
+/// test itself if what it waits for never comes), sends SIGINT and waits for the command to
+/// end, 40 s at most: then it is killed and the test fails, naming `what`. Its output, and how
+/// long it ran after the signal.
+pub fn interrupted(mut cmd: Command, ready: impl FnOnce(), what: &str) -> (Output, Duration) {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    ready();
+    // SAFETY: a signal to our own child, which has not been waited for.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let stopped = Instant::now();
+    let out = rx
+        .recv_timeout(Duration::from_secs(40))
+        .unwrap_or_else(|_| {
+            // SAFETY: as above; it would otherwise outlive the test.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what}: still running 40 s after SIGINT")
+        })
+        .expect("the command's output");
+    (out, stopped.elapsed())
+}
