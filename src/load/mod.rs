@@ -331,10 +331,17 @@ fn spin(turns: u64) {
 }
 
 /// How often the engine's own drivers of fixed calls (the ring, blocking calls) look whether
-/// the load was stopped (Ctrl-C, SIGTERM, a contender gone) while calls are in flight: a wait
-/// is never longer, so a stop is seen within this. (The runtime waits for the dispenser's
-/// cancel instead, `worker::cut_when_stopped`.)
+/// the load was stopped (Ctrl-C, SIGTERM, a contender gone) while calls are in flight, and
+/// every way looks whether the command was while the connections are opened before a run: a
+/// wait is never longer, so a stop is seen within this. (During a run the runtime waits for
+/// the dispenser's cancel instead, `worker::cut_when_stopped`.)
 const CUT_CHECK: Duration = Duration::from_millis(100);
+
+/// What a connection still being opened before a run ends with when the command is stopped
+/// (the session then says `LoadError::Interrupted` if none was made).
+fn connecting_stopped() -> CallError {
+    CallError::Io("interrupted while connecting".into())
+}
 
 /// A call `sent` with `limit`, in flight when the load was stopped (seen at `now`): its new
 /// limit when the grace from now ends it sooner. Calls cut this way that do not finish in

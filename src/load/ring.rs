@@ -86,7 +86,7 @@ pub(super) fn connect(
     let deadline = Instant::now() + timeout;
     connect_within(addr, clients, timeout, || {
         if cancel.is_cancelled() {
-            return Err(CallError::Io("interrupted while connecting".into()));
+            return Err(super::connecting_stopped());
         }
         match deadline.saturating_duration_since(Instant::now()) {
             left if left.is_zero() => Err(CallError::Timeout(timeout)),

@@ -103,9 +103,7 @@ impl<P: Protocol> Job<P> {
                         let connect = async {
                             tokio::select! {
                                 c = proto.connect() => c,
-                                _ = stopped(&cancel) => {
-                                    Err(CallError::Io("interrupted while connecting".into()))
-                                }
+                                _ = stopped(&cancel) => Err(super::connecting_stopped()),
                             }
                         };
                         let c = tokio::time::timeout(timeout, connect).await;
