@@ -317,6 +317,67 @@ pub fn thread_run_queue_wait() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
+/// Takes the calling thread out of the kernel's restartable sequences (rseq), which glibc
+/// (2.35 and later) signs every thread up for. While a thread is signed up, each time it is
+/// switched out the kernel marks it to update the thread's rseq area on its way back to user
+/// space — a pass through the return-to-user work (`__rseq_handle_notify_resume`, two user
+/// reads and a write, the block-cgroup throttle check) every wake-up. A load thread wakes
+/// once an answer and never reads the area (glibc's `sched_getcpu` falls back to the system
+/// call when it reads "unregistered"; the standard library and tokio do not use it). Whether
+/// it was left: not under another C library, a glibc that did not sign up, or a kernel
+/// without rseq.
+pub fn leave_rseq() -> bool {
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    {
+        // glibc's own signature for the area it registers (sysdeps/unix/sysv/linux/*/bits/rseq.h).
+        #[cfg(target_arch = "x86_64")]
+        const RSEQ_SIG: u32 = 0x5305_3053;
+        #[cfg(target_arch = "aarch64")]
+        const RSEQ_SIG: u32 = 0xd428_bc00;
+        const RSEQ_FLAG_UNREGISTER: libc::c_int = 1;
+        // Looked up rather than linked: a build against an older glibc still runs.
+        // SAFETY: dlsym with NUL-terminated names; each found symbol is glibc's exported
+        // `ptrdiff_t __rseq_offset` / `unsigned int __rseq_size`, read as such.
+        let (offset, size) = unsafe {
+            let o = libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr());
+            let s = libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr());
+            if o.is_null() || s.is_null() {
+                return false;
+            }
+            (*(o as *const isize), *(s as *const u32))
+        };
+        if size == 0 {
+            return false;
+        }
+        let tp: *mut u8;
+        // SAFETY: reads the thread pointer: on x86-64 glibc's TCB starts with a pointer to
+        // itself at %fs:0; on AArch64 it is TPIDR_EL0.
+        unsafe {
+            #[cfg(target_arch = "x86_64")]
+            std::arch::asm!("mov {}, fs:0", out(reg) tp, options(nostack, readonly, preserves_flags));
+            #[cfg(target_arch = "aarch64")]
+            std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags));
+        }
+        let area = tp.wrapping_offset(offset);
+        // glibc before 2.40 says the registered length in `__rseq_size` (32); later ones
+        // say the features' size (20) and register 32: the kernel wants the registered one.
+        [32, size].iter().any(|&len| {
+            // SAFETY: rseq(2) unregistering the area glibc registered for this thread; the
+            // kernel checks the address, length and signature and changes nothing if any
+            // differs.
+            unsafe { libc::syscall(libc::SYS_rseq, area, len, RSEQ_FLAG_UNREGISTER, RSEQ_SIG) == 0 }
+        })
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    false
+}
+
 /// The calling thread's id, to read its scheduler counters from another thread.
 pub fn thread_id() -> i32 {
     // SAFETY: gettid has no preconditions.
@@ -495,6 +556,32 @@ mod tests {
             std::thread::yield_now();
             let waited = thread_run_queue_wait().unwrap() - wait0;
             assert!(waited >= Duration::from_millis(5), "waited {waited:?}");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_thread_that_leaves_rseq_is_out_of_it_and_still_knows_its_cpu() {
+        std::thread::spawn(|| {
+            // SAFETY: dlsym with a NUL-terminated name; glibc's `unsigned int __rseq_size`.
+            let signed_up = unsafe {
+                let s = libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr());
+                !s.is_null() && *(s as *const u32) > 0
+            };
+            assert!(
+                signed_up || std::env::var_os("CI").is_none(),
+                "this glibc signs no thread up for rseq: nothing here tests leaving it"
+            );
+            if !signed_up {
+                return;
+            }
+            assert!(leave_rseq(), "the thread was signed up and could not leave");
+            // The kernel knows it no more: a second leave is refused.
+            assert!(!leave_rseq());
+            // SAFETY: sched_getcpu has no preconditions.
+            let cpu = unsafe { libc::sched_getcpu() };
+            assert!(allowed_cpus().contains(&(cpu as usize)), "{cpu}");
         })
         .join()
         .unwrap();
