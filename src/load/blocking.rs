@@ -7,15 +7,15 @@
 //! step: a duration's grace, timeouts, reconnects, a pause after a refused connection.
 //!
 //! A call's limit bounds it. The request goes out without waiting (should the send buffer be
-//! full, `poll` waits for room within what is left of the limit), and each read waits at most
-//! what is left of it (`SO_RCVTIMEO`, rounded up to a whole millisecond — the kernel counts
-//! it in its own ticks, rounded up again — and set only when that changes: not a system call a
-//! request).
+//! full, `poll` waits for room within what is left of the limit), and each read waits with no
+//! timeout of the kernel's: a watchdog ends it with a signal if it still waits when what is
+//! left of the limit, or a [`super::CUT_CHECK`], has passed ([`super::watch`]; a socket's
+//! receive timeout would arm and delete a kernel timer every wait).
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use super::{ring, Run};
+use super::{ring, watch::Watch, Run};
 use crate::protocol::{Answer, CallError, Fed, Fixed, Inbox, Reply};
 
 /// Whether a load thread with `clients` connections of fixed calls uses this way:
@@ -29,27 +29,29 @@ pub(super) fn suits(clients: usize) -> bool {
 /// One connection and what a run needs to call on it.
 pub(super) struct Client<'a> {
     fixed: Fixed<'a>,
-    conn: Option<Conn>,
+    conn: Option<OwnedFd>,
     inbox: Inbox,
     answer: Box<dyn Answer>,
-}
-
-struct Conn {
-    fd: OwnedFd,
-    /// The receive timeout set on it (none yet: a new socket's reads wait for ever).
-    waits: Option<Duration>,
+    /// Ends a read that waits too long.
+    watch: Watch,
 }
 
 impl<'a> Client<'a> {
     /// A client on `conn`, the connection opened before the run (or how it failed: the first
-    /// call then opens one).
-    pub(super) fn new(fixed: Fixed<'a>, conn: ring::Conn) -> Client<'a> {
+    /// call then opens one), run by the thread `watch` watches.
+    pub(super) fn new(fixed: Fixed<'a>, conn: ring::Conn, watch: Watch) -> Client<'a> {
         Client {
-            conn: conn.ok().map(|fd| Conn { fd, waits: None }),
+            conn: conn.ok(),
             inbox: Inbox::new(),
             answer: (fixed.reader)(),
             fixed,
+            watch,
         }
+    }
+
+    /// What reads the CPU time of the client's watchdog.
+    pub(super) fn watchdog(&self) -> super::watch::Meter {
+        self.watch.meter()
     }
 
     /// One run: calls until the dispenser gives no more. The connection stays open for the
@@ -67,6 +69,7 @@ impl<'a> Client<'a> {
                 sent,
                 limit: grace.unwrap_or(run.timeout),
                 graced: grace.is_some(),
+                checked: sent,
             };
             let outcome = self.call(&mut bound, run.dispenser);
             let done = Instant::now();
@@ -116,12 +119,12 @@ impl<'a> Client<'a> {
                 })
                 .pop()
                 .expect("one connection asked for")?;
-                self.conn.insert(Conn { fd, waits: None })
+                self.conn.insert(fd)
             }
         };
         // Room for the answer first: nothing is sent on a connection the call then drops.
         self.inbox.space()?;
-        let fd = conn.fd.as_raw_fd();
+        let fd = conn.as_raw_fd();
         // What is left of the limit when the answer is first waited for: all of it, unless
         // the send had to wait.
         let mut left = bound.limit;
@@ -154,16 +157,17 @@ impl<'a> Client<'a> {
             }
         }
         loop {
-            conn.wait_at_most(left.min(super::CUT_CHECK))?;
             let space = self.inbox.space()?;
+            self.watch.arm(bound.checked + left.min(super::CUT_CHECK));
             // SAFETY: recv(2) into the inbox's free space, on a descriptor the connection owns.
             let n = unsafe { libc::recv(fd, space.as_mut_ptr().cast(), space.len(), 0) };
+            self.watch.disarm();
             if n < 0 {
                 let e = std::io::Error::last_os_error();
                 if !matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) {
                     return Err(CallError::Io(e.to_string()));
                 }
-                // The wait ran out (or a signal came): the limit decides.
+                // The watchdog ended the wait (or another signal came): the limit decides.
                 left = bound.left(dispenser)?;
                 continue;
             }
@@ -190,52 +194,21 @@ impl<'a> Client<'a> {
     }
 }
 
-impl Conn {
-    /// Makes the next read wait at most `left`, rounded up to a whole millisecond; sets the
-    /// socket's timeout only when that differs from the one it has.
-    fn wait_at_most(&mut self, left: Duration) -> Result<(), CallError> {
-        let ms = Duration::from_millis(left.as_nanos().div_ceil(1_000_000) as u64);
-        if self.waits == Some(ms) {
-            return Ok(());
-        }
-        let tv = libc::timeval {
-            tv_sec: ms.as_secs() as libc::time_t,
-            tv_usec: ms.subsec_micros() as libc::suseconds_t,
-        };
-        // SAFETY: setsockopt(2) with a pointer to a timeval that outlives the call.
-        let r = unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&tv as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            return Err(CallError::Io(format!(
-                "cannot bound a read: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        self.waits = Some(ms);
-        Ok(())
-    }
-}
-
-/// How long a call may take: `limit` from when it was `sent`, a grace when `graced`.
+/// How long a call may take: `limit` from when it was `sent`, a grace when `graced`; when
+/// what is left of it was last `checked`.
 struct Bound {
     sent: Instant,
     limit: Duration,
     graced: bool,
+    checked: Instant,
 }
 
 impl Bound {
-    /// What is left of the limit, or the call's timeout when nothing is (a duration of zero
-    /// would make a socket's read wait for ever). A stop seen first here cuts the limit to
-    /// the grace from now ([`super::cut`]).
+    /// What is left of the limit (never zero), or the call's timeout when nothing is. A stop
+    /// seen first here cuts the limit to the grace from now ([`super::cut`]).
     fn left(&mut self, dispenser: &super::pacing::Dispenser) -> Result<Duration, CallError> {
         let now = Instant::now();
+        self.checked = now;
         if !self.graced && dispenser.is_cancelled() {
             if let Some(limit) = super::cut(self.sent, self.limit, now) {
                 (self.limit, self.graced) = (limit, true);
@@ -299,7 +272,8 @@ mod tests {
     ) -> (Recorder, u64, Duration) {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut client = Client::new(fixed(addr, request), conn);
+            let watch = Watch::start().expect("a watchdog");
+            let mut client = Client::new(fixed(addr, request), conn, watch);
             let started = Instant::now();
             let (rec, counted) = crate::load::run_closed(calls, timeout, |run| client.run(run));
             let _ = tx.send((rec, counted, started.elapsed()));

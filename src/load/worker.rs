@@ -63,14 +63,6 @@ impl<P: Protocol> Job<P> {
         orders: mpsc::Receiver<RunOrder>,
         outs: mpsc::Sender<Result<WorkerOut, String>>,
     ) {
-        let setup_failed = |e: String| {
-            let _ = ready.send(Ready {
-                tid: sys::thread_id(),
-                connected: 0,
-                first_error: None,
-                setup_error: Some(e),
-            });
-        };
         let rt = match self.setup() {
             Ok(Some(rt)) => rt,
             Ok(None) => {
@@ -86,11 +78,13 @@ impl<P: Protocol> Job<P> {
                         .build()
                     {
                         Ok(rt) => rt,
-                        Err(e) => return setup_failed(format!("cannot start a runtime: {e}")),
+                        Err(e) => {
+                            return setup_failed(&ready, format!("cannot start a runtime: {e}"))
+                        }
                     },
                 }
             }
-            Err(e) => return setup_failed(e),
+            Err(e) => return setup_failed(&ready, e),
         };
         let local = tokio::task::LocalSet::new();
         let conns: Vec<Result<P::Conn, CallError>> = local.block_on(&rt, async {
@@ -142,7 +136,7 @@ impl<P: Protocol> Job<P> {
         let conns = ring::connect(fixed.addr, self.clients, self.timeout, &self.cancel);
         connected(&ready, &conns);
         let mut driver = ring::Driver::new(ring, fixed, conns);
-        self.serve_fixed("io_uring", orders, outs, |run| driver.run(run));
+        self.serve_fixed("io_uring", orders, outs, None, |run| driver.run(run));
     }
 
     /// `work` with one connection, its calls a blocking send and receive (`blocking`).
@@ -153,24 +147,33 @@ impl<P: Protocol> Job<P> {
         orders: mpsc::Receiver<RunOrder>,
         outs: mpsc::Sender<Result<WorkerOut, String>>,
     ) {
+        let watch = match super::watch::Watch::start() {
+            Ok(w) => w,
+            Err(e) => return setup_failed(&ready, format!("cannot start a watchdog thread: {e}")),
+        };
         let conns = ring::connect(fixed.addr, 1, self.timeout, &self.cancel);
         connected(&ready, &conns);
         let conn = conns.into_iter().next().expect("one connection asked for");
-        let mut client = blocking::Client::new(fixed, conn);
-        self.serve_fixed("blocking", orders, outs, |run| client.run(run));
+        let mut client = blocking::Client::new(fixed, conn, watch);
+        let watchdog = client.watchdog();
+        self.serve_fixed("blocking", orders, outs, Some(&watchdog), |run| {
+            client.run(run)
+        });
     }
 
     /// Runs each order it is given through `drive` (a driver of fixed calls: the ring, the
-    /// blocking client), measured as waiting by `io`.
+    /// blocking client), measured as waiting by `io`, the CPU time of the client's
+    /// `watchdog` with the thread's.
     fn serve_fixed(
         &self,
         io: &'static str,
         orders: mpsc::Receiver<RunOrder>,
         outs: mpsc::Sender<Result<WorkerOut, String>>,
+        watchdog: Option<&super::watch::Meter>,
         mut drive: impl FnMut(&mut Run<'_>) -> Result<(), String>,
     ) {
         serve(orders, outs, |order| {
-            self.measured(io, || {
+            self.measured(io, watchdog, || {
                 let mut rec = Recorder::new(order.dispenser.measure_start(), false);
                 drive(&mut Run {
                     dispenser: &order.dispenser,
@@ -188,8 +191,10 @@ impl<P: Protocol> Job<P> {
     fn measured(
         &self,
         io: &'static str,
+        watchdog: Option<&super::watch::Meter>,
         body: impl FnOnce() -> Result<Recorder, String>,
     ) -> Result<WorkerOut, String> {
+        let watched = watchdog.map(|w| w.cpu());
         let (cpu0, wait0, ticks0, wall0) = (
             sys::thread_cpu_time(),
             sys::thread_run_queue_wait(),
@@ -197,7 +202,11 @@ impl<P: Protocol> Job<P> {
             Instant::now(),
         );
         let recorder = body()?;
-        let cpu = sys::thread_cpu_time().since(cpu0);
+        let mut cpu = sys::thread_cpu_time().since(cpu0);
+        if let Some((w, w0)) = watchdog.zip(watched) {
+            let w = w.cpu().since(w0);
+            (cpu.user, cpu.system) = (cpu.user + w.user, cpu.system + w.system);
+        }
         let wall = wall0.elapsed();
         // The kernel adds a wait when the thread gets its CPU: this thread is running, so
         // every wait before now is in the reading.
@@ -227,7 +236,7 @@ impl<P: Protocol> Job<P> {
         conns: &mut Vec<Option<P::Conn>>,
         order: RunOrder,
     ) -> Result<WorkerOut, String> {
-        self.measured("epoll", || {
+        self.measured("epoll", None, || {
             let rec = Rc::new(RefCell::new(Recorder::new(
                 order.dispenser.measure_start(),
                 self.open_loop,
@@ -281,6 +290,16 @@ impl<P: Protocol> Job<P> {
 }
 
 /// Reports the worker ready: how many of its clients connected, and the first failure.
+/// Reports that the thread could not be set up.
+fn setup_failed(ready: &mpsc::Sender<Ready>, e: String) {
+    let _ = ready.send(Ready {
+        tid: sys::thread_id(),
+        connected: 0,
+        first_error: None,
+        setup_error: Some(e),
+    });
+}
+
 fn connected<C>(ready: &mpsc::Sender<Ready>, conns: &[Result<C, CallError>]) {
     let _ = ready.send(Ready {
         tid: sys::thread_id(),
