@@ -5,6 +5,10 @@
 //! own. The calls, their outcomes and what is recorded are `worker::client`'s, step for step:
 //! a duration's grace, timeouts, reconnects, a pause after a refused connection.
 //!
+//! Operations name a connection by its slot's place in a table of files registered with the
+//! ring, so the kernel looks up no descriptor an operation (`BAKEOFF_RING_FILES=0`, or a
+//! kernel before 5.19: descriptors).
+//!
 //! A load thread with one connection uses `blocking` instead (nothing to batch), unless
 //! `BAKEOFF_LOAD_IO=io_uring` asks for the ring.
 //!
@@ -272,6 +276,19 @@ fn untag(t: u64) -> (usize, u32, u64) {
     ((t >> 32) as usize, ((t >> 8) & 0xFF_FFFF) as u32, t & 0xFF)
 }
 
+/// `build` (an operation's constructor, given where its connection is) on slot `i`'s
+/// connection: its place in the ring's table of files when the ring has one (`files`; the
+/// kernel then looks up no descriptor an operation), else the descriptor `raw`.
+macro_rules! on_conn {
+    ($files:expr, $i:expr, $raw:expr, $build:expr) => {
+        if $files {
+            ($build)(types::Fixed($i as u32))
+        } else {
+            ($build)(types::Fd($raw))
+        }
+    };
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum State {
     Connecting,
@@ -334,6 +351,10 @@ pub(super) struct Driver<'a> {
     /// `IORING_RECVSEND_POLL_FIRST` for a call's first receive where the kernel knows it
     /// (5.19; a ring with a single issuer is 6.0 or later), else 0: read once, not a call.
     poll_first: u16,
+    /// Each slot's connection is in the ring's table of files, at the slot's index (5.19). A
+    /// connection dropped stays there until the slot's next one replaces it, or the ring
+    /// goes: one registration a connection, not two.
+    files: bool,
     go: Going,
 }
 
@@ -377,7 +398,7 @@ impl Drop for Driver<'_> {
 
 impl<'a> Driver<'a> {
     pub(super) fn new(ring: IoUring, fixed: Fixed<'a>, conns: Vec<Conn>) -> Driver<'a> {
-        let slots = conns
+        let slots: Vec<Slot> = conns
             .into_iter()
             .map(|c| Slot {
                 fd: c.ok(),
@@ -397,9 +418,11 @@ impl<'a> Driver<'a> {
                 unstamped: false,
             })
             .collect();
+        let files = register(&ring, &slots);
         Driver {
             addr: sockaddr(fixed.addr),
             poll_first: u16::from(ring.params().is_setup_single_issuer()),
+            files,
             ring,
             fixed,
             slots,
@@ -614,12 +637,23 @@ impl<'a> Driver<'a> {
             }
         };
         no_delay(&fd);
-        let entry = opcode::Connect::new(
-            types::Fd(fd.as_raw_fd()),
+        if self.files {
+            if let Err(e) = self
+                .ring
+                .submitter()
+                .register_files_update(i as u32, &[fd.as_raw_fd()])
+            {
+                let e = CallError::Io(format!("cannot give the ring a connection: {e}"));
+                return self.settle(i, Err(e), false, now, run);
+            }
+        }
+        let (addr, len) = (
             (&self.addr.0 as *const libc::sockaddr_storage).cast(),
             self.addr.1,
-        )
-        .build()
+        );
+        let entry = on_conn!(self.files, i, fd.as_raw_fd(), |t| {
+            opcode::Connect::new(t, addr, len).build()
+        })
         .user_data(tag(i, s.gen, CONNECT));
         s.fd = Some(fd);
         self.push(entry)
@@ -633,13 +667,15 @@ impl<'a> Driver<'a> {
             return self.settle(i, Err(e), false, now, run);
         }
         s.state = State::Exchanging;
-        let fd = types::Fd(s.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd));
+        let raw = s.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
         let req = self.fixed.request;
-        let send = opcode::Send::new(fd, req.as_ptr(), req.len() as u32)
-            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-            .build()
-            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
-            .user_data(tag(i, s.gen, SEND));
+        let send = on_conn!(self.files, i, raw, |t| {
+            opcode::Send::new(t, req.as_ptr(), req.len() as u32)
+                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                .build()
+        })
+        .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+        .user_data(tag(i, s.gen, SEND));
         self.queue(send)?;
         self.receive(i, true)
     }
@@ -649,17 +685,19 @@ impl<'a> Driver<'a> {
     /// wait for it at once rather than try a read that would find nothing.
     fn receive(&mut self, i: usize, first: bool) -> Result<(), String> {
         let s = &mut self.slots[i];
-        let fd = types::Fd(s.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd));
+        let raw = s.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
         let space = s
             .inbox
             .space()
             .map_err(|e| format!("a receive without room: {e}"))?;
         let len = space.len().min(u32::MAX as usize) as u32;
         let t = tag(i, s.gen, RECV);
-        let entry = opcode::Recv::new(fd, space.as_mut_ptr(), len)
-            .ioprio(if first { self.poll_first } else { 0 })
-            .build()
-            .user_data(t);
+        let prio = if first { self.poll_first } else { 0 };
+        let buf = space.as_mut_ptr();
+        let entry = on_conn!(self.files, i, raw, |f| {
+            opcode::Recv::new(f, buf, len).ioprio(prio).build()
+        })
+        .user_data(t);
         s.recv = Some(t);
         self.push(entry)
     }
@@ -902,6 +940,29 @@ impl Slot {
 }
 
 /// `Going::next_check` (`next`) no later than `t`, a limit of a call in flight.
+/// Gives the ring a table of files, one place a slot, with each slot's connection in its
+/// place: whether it took them all (else the operations name descriptors).
+fn register(ring: &IoUring, slots: &[Slot]) -> bool {
+    if std::env::var_os("BAKEOFF_RING_FILES").is_some_and(|v| v == "0") {
+        return false;
+    }
+    let s = ring.submitter();
+    if s.register_files_sparse(slots.len() as u32).is_err() {
+        return false;
+    }
+    let fds: Vec<_> = slots
+        .iter()
+        .map(|s| s.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd))
+        .collect();
+    if s.register_files_update(0, &fds)
+        .is_ok_and(|n| n == fds.len())
+    {
+        return true;
+    }
+    let _ = s.unregister_files();
+    false
+}
+
 fn check_by(next: &mut Option<Instant>, t: Instant) {
     *next = Some(next.map_or(t, |c| c.min(t)));
 }
