@@ -53,6 +53,11 @@ VS_EPOLL = os.environ.get("VS_EPOLL") == "1"
 # VS_BIN=PATH: in every row, another build of bakeoff (say the commit before a change to the
 # engine, copied aside) side by side with this one, and a second table: this build ÷ that one.
 VS_BIN = os.environ.get("VS_BIN")
+# VS_ENV=KEY=VALUE: in every row, this build with KEY=VALUE in its environment side by side
+# with itself without it, and a second table: this build ÷ it so. What one switch of the
+# engine is worth, in one build: VS_ENV=BAKEOFF_RING_FILES=0 (the ring's operations naming
+# descriptors rather than places in its table of files).
+VS_ENV = os.environ.get("VS_ENV")
 # VS_C=1: in the HTTP/1.1 row at one connection, a further generator, the minimal blocking C
 # client of benches/baseline.py (benches/blocking.c: a write and a read a request, nothing
 # else), and a second table: bakeoff ÷ it — what one connection's CPU per request costs any
@@ -184,6 +189,9 @@ def main():
                     gens["blocking C"] = (alone(blocking_c(d, p1)), ("blocking C",))
                 if VS_BIN:
                     gens["other build"] = (side_by_side(ours, with_bin(ours, VS_BIN)), ("beside it", "other build"))
+                if VS_ENV:
+                    key, value = VS_ENV.split("=", 1)
+                    gens["env"] = (side_by_side(ours, with_env(ours, key, value)), ("beside env", "env"))
                 per = {f: [] for _, figures in gens.values() for f in figures}
                 for r in range(ROUNDS):
                     order = list(gens)
@@ -209,6 +217,10 @@ def main():
                     vs = [math.log(a / b) for a, b in zip(per["beside it"], per["other build"])]
                     variants.append((name, c, f"other build, side by side (±{statistics.stdev(vs) * 100:.1f} % a round)",
                                      statistics.median(per["other build"]), interval(vs, rng), peer_name, None))
+                if "env" in per:
+                    vs = [math.log(a / b) for a, b in zip(per["beside env"], per["env"])]
+                    variants.append((name, c, f"itself with {VS_ENV}, side by side (±{statistics.stdev(vs) * 100:.1f} % a round)",
+                                     statistics.median(per["env"]), interval(vs, rng), peer_name, None))
                 rows.append((name, c, peer_name, statistics.median(per["bakeoff"]),
                              statistics.median(per["peer"]), interval(vs_peer, rng),
                              statistics.stdev(vs_peer), ns, base, interval(knob, rng), statistics.stdev(knob),
