@@ -362,8 +362,8 @@ pub fn leave_rseq() -> bool {
             std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags));
         }
         let area = tp.wrapping_offset(offset);
-        // glibc before 2.40 says the registered length in `__rseq_size` (32); later ones
-        // say the features' size (20) and register 32: the kernel wants the registered one.
+        // The kernel wants the length registered, 32 here; `__rseq_size` says it in some
+        // glibc builds, and the features' size (20) in others (2.40, and Debian 12's 2.36).
         [32, size].iter().any(|&len| {
             // SAFETY: rseq(2) unregistering the area glibc registered for this thread; the
             // kernel checks the address, length and signature and changes nothing if any

@@ -939,7 +939,6 @@ impl Slot {
     }
 }
 
-/// `Going::next_check` (`next`) no later than `t`, a limit of a call in flight.
 /// Gives the ring a table of files, one place a slot, with each slot's connection in its
 /// place: whether it took them all (else the operations name descriptors).
 fn register(ring: &IoUring, slots: &[Slot]) -> bool {
@@ -963,6 +962,7 @@ fn register(ring: &IoUring, slots: &[Slot]) -> bool {
     false
 }
 
+/// `Going::next_check` (`next`) no later than `t`, a limit of a call in flight.
 fn check_by(next: &mut Option<Instant>, t: Instant) {
     *next = Some(next.map_or(t, |c| c.min(t)));
 }

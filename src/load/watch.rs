@@ -4,10 +4,10 @@
 //! A socket's receive timeout (`SO_RCVTIMEO`) makes every wait arm a kernel timer and
 //! delete it when the answer comes — about 2 % of a request's CPU at one connection here
 //! (BENCHMARKS.md). Instead, the client says when it wants to be woken should it still be
-//! waiting ([`Watch::arm`], two atomic stores a read), and a thread of its own looks at that
-//! once its time comes: if the read is still waiting, it sends the client's thread a signal
-//! whose handler does nothing, and the read ends with `EINTR`. The client then decides, as it
-//! did when the read's timeout ran out: the call's limit, a stop.
+//! waiting ([`Watch::arm`]: two atomic stores and a load a read), and a thread of its own
+//! looks at that once its time comes: if the read is still waiting, it sends the client's
+//! thread a signal whose handler does nothing, and the read ends with `EINTR`. The client
+//! then decides, as it did when the read's timeout ran out: the call's limit, a stop.
 //!
 //! The watchdog wakes when the armed time comes or a [`super::CUT_CHECK`] after it last
 //! looked, whichever is sooner: about ten times a second while calls are answered. A time
