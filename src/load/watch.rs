@@ -256,8 +256,10 @@ mod tests {
         let (a, mut b) = UnixStream::pair().unwrap();
         let reader = std::thread::spawn(move || {
             let watch = Watch::start().unwrap();
-            // Armed and over before the read: the read is not this watch's to end.
-            watch.arm(Instant::now() + Duration::from_millis(1));
+            // Armed and over before the read: the read is not this watch's to end. (Its time
+            // is far enough off that the watchdog sees it disarmed: one that found it still
+            // armed and past would end the read, which a client takes in its stride.)
+            watch.arm(Instant::now() + Duration::from_millis(50));
             watch.disarm();
             let mut buf = [0u8; 16];
             // SAFETY: recv(2) into a live buffer, on a socket `a` owns.
