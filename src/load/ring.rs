@@ -7,7 +7,7 @@
 //!
 //! Operations name a connection by its slot's place in a table of files registered with the
 //! ring, so the kernel looks up no descriptor an operation (`BAKEOFF_RING_FILES=0`, or a
-//! kernel before 5.19: descriptors).
+//! kernel that refuses the table: descriptors).
 //!
 //! A load thread with one connection uses `blocking` instead (nothing to batch), unless
 //! `BAKEOFF_LOAD_IO=io_uring` asks for the ring.
@@ -351,7 +351,7 @@ pub(super) struct Driver<'a> {
     /// `IORING_RECVSEND_POLL_FIRST` for a call's first receive where the kernel knows it
     /// (5.19; a ring with a single issuer is 6.0 or later), else 0: read once, not a call.
     poll_first: u16,
-    /// Each slot's connection is in the ring's table of files, at the slot's index (5.19). A
+    /// Each slot's connection is in the ring's table of files, at the slot's index. A
     /// connection dropped stays there until the slot's next one replaces it, or the ring
     /// goes: one registration a connection, not two.
     files: bool,
@@ -945,21 +945,12 @@ fn register(ring: &IoUring, slots: &[Slot]) -> bool {
     if std::env::var_os("BAKEOFF_RING_FILES").is_some_and(|v| v == "0") {
         return false;
     }
-    let s = ring.submitter();
-    if s.register_files_sparse(slots.len() as u32).is_err() {
-        return false;
-    }
     let fds: Vec<_> = slots
         .iter()
         .map(|s| s.fd.as_ref().map_or(-1, AsRawFd::as_raw_fd))
         .collect();
-    if s.register_files_update(0, &fds)
-        .is_ok_and(|n| n == fds.len())
-    {
-        return true;
-    }
-    let _ = s.unregister_files();
-    false
+    // A place of -1 is an empty one, for a slot whose connection failed.
+    ring.submitter().register_files(&fds).is_ok()
 }
 
 /// `Going::next_check` (`next`) no later than `t`, a limit of a call in flight.
@@ -1074,6 +1065,55 @@ mod tests {
             reader: Box::new(|| Box::new(Never)),
         };
         Some((listener, Driver::new(ring, fixed, conns)))
+    }
+
+    #[test]
+    fn a_slot_whose_connection_failed_gets_its_place_in_the_table_when_it_connects() {
+        // Two slots, the second without a connection: the table is registered with an
+        // empty place for it, which its first call's connection then fills.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let Some(ring) = open(2) else {
+            eprintln!("skipped: this kernel gives no io_uring");
+            return;
+        };
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let serve = |mut s: std::net::TcpStream| {
+                let mut buf = [0u8; 4096];
+                while s.read(&mut buf).is_ok_and(|n| n > 0) {
+                    s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                        .unwrap();
+                }
+            };
+            let accepted: Vec<_> = (0..2).map(|_| listener.accept().unwrap().0).collect();
+            let handles: Vec<_> = accepted
+                .into_iter()
+                .map(|s| std::thread::spawn(move || serve(s)))
+                .collect();
+            handles.len()
+        });
+        let mut conns = connect(addr, 1, Duration::from_secs(5), &Default::default());
+        conns.push(Err(CallError::Io("not connected".into())));
+        let fixed = Fixed {
+            addr,
+            request: b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            reader: Box::new(|| Box::new(crate::protocol::http1::Http1Answer::new(false, false))),
+        };
+        let mut driver = Driver::new(ring, fixed, conns);
+        assert!(driver.files, "the table was refused");
+        let (rec, counted) = run_calls(&mut driver, 6, Duration::from_secs(20));
+        assert_eq!(counted, 6);
+        let outcomes: Vec<_> = rec
+            .outcomes()
+            .into_iter()
+            .map(|o| (o.kind, o.count))
+            .collect();
+        assert_eq!(outcomes, [("http".to_string(), 6)]);
+        assert_eq!(rec.successes, 6);
+        assert_eq!(rec.reconnects, 1);
+        drop(driver);
+        assert_eq!(server.join().unwrap(), 2);
     }
 
     #[test]

@@ -289,7 +289,6 @@ impl<P: Protocol> Job<P> {
     }
 }
 
-/// Reports the worker ready: how many of its clients connected, and the first failure.
 /// Reports that the thread could not be set up.
 fn setup_failed(ready: &mpsc::Sender<Ready>, e: String) {
     let _ = ready.send(Ready {
@@ -300,6 +299,7 @@ fn setup_failed(ready: &mpsc::Sender<Ready>, e: String) {
     });
 }
 
+/// Reports the worker ready: how many of its clients connected, and the first failure.
 fn connected<C>(ready: &mpsc::Sender<Ready>, conns: &[Result<C, CallError>]) {
     let _ = ready.send(Ready {
         tid: sys::thread_id(),
