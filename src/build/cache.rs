@@ -1,7 +1,11 @@
 //! The build cache: `$BAKEOFF_CACHE`, else `$XDG_CACHE_HOME/bakeoff`, else
-//! `~/.cache/bakeoff`. `builds/KEY/` holds a finished build (its tree and `build.json`),
-//! `builds/KEY.lock` the lock two runs take before building the same key, `repos/` the
-//! partial clones of URLs.
+//! `~/.cache/bakeoff`, else `$TMPDIR/bakeoff-cache-UID`. `builds/KEY/` holds a finished
+//! build (its tree and `build.json`), `builds/KEY.lock` the lock two runs take before
+//! building the same key, `repos/` the partial clones of URLs.
+//!
+//! A cached build is run as it is found, so the cache is used only when nobody else can
+//! have put anything in it: its folders must be the user's own and writable by nobody else
+//! (see [`ready`]), and a lock is never opened through a link.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -20,7 +24,80 @@ pub fn root() -> PathBuf {
     var("BAKEOFF_CACHE")
         .or_else(|| var("XDG_CACHE_HOME").map(|x| x.join("bakeoff")))
         .or_else(|| var("HOME").map(|h| h.join(".cache").join("bakeoff")))
-        .unwrap_or_else(|| std::env::temp_dir().join("bakeoff-cache"))
+        // SAFETY: geteuid cannot fail.
+        .unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("bakeoff-cache-{}", unsafe { libc::geteuid() }))
+        })
+}
+
+/// Makes the cache at `root` (mode 0700) where it is missing, and checks that it and its
+/// `builds` and `repos` folders are the user's own and writable by nobody else: a build
+/// another user could have put there would be taken as cached and run.
+pub fn ready(root: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    if let Some(parent) = root.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    for dir in [root.to_path_buf(), root.join("builds"), root.join("repos")] {
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("the build cache `{}`: {e}", dir.display())),
+        }
+        private(&dir)?;
+    }
+    Ok(())
+}
+
+/// Whether `dir` is a folder of the user's own that nobody else can write to; why not.
+fn private(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let fix = "set BAKEOFF_CACHE to a folder of your own";
+    let m = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("the build cache `{}`: {e}", dir.display()))?;
+    if m.file_type().is_symlink() {
+        return Err(format!(
+            "the build cache `{}` is a symbolic link: bakeoff keeps builds only in a folder of your own ({fix})",
+            dir.display()
+        ));
+    }
+    if !m.is_dir() {
+        return Err(format!(
+            "the build cache `{}` is not a folder ({fix})",
+            dir.display()
+        ));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me {
+        return Err(format!(
+            "the build cache `{}` belongs to user {}, not to you ({me}): a build in it could have been put there by them, and would run as you; {fix}",
+            dir.display(),
+            m.uid()
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "the build cache `{}` can be written by others (mode {:o}): a build in it could have been put there by them, and would run as you; `chmod go-w` it or {fix}",
+            dir.display(),
+            m.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Removes whatever is at `path` (a folder with all it holds, a file, a link — never what a
+/// link names).
+pub(super) fn remove_any(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(path);
+        }
+        Err(_) => {}
+    }
 }
 
 /// What `build.json` says of a finished build.
@@ -63,12 +140,18 @@ impl Lock {
         waiting: &mut dyn FnMut(),
     ) -> Result<Lock, String> {
         use std::os::fd::AsRawFd as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // O_NOFOLLOW: a link planted at the lock's name makes no file where it points.
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        if !f.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(format!("{}: not a regular file", path.display()));
+        }
         let mut told = false;
         loop {
             // SAFETY: flock on a descriptor this function owns.
@@ -144,20 +227,25 @@ pub fn prune(root: &Path, older: Option<Duration>) -> Vec<Listed> {
         let Ok(_held) = Lock::take_now(&lock) else {
             continue;
         };
-        if std::fs::remove_dir_all(&l.dir).is_ok() {
+        remove_any(&l.dir);
+        if std::fs::symlink_metadata(&l.dir).is_err() {
             let _ = std::fs::remove_file(&lock);
             removed.push(l);
         }
     }
-    // Interrupted builds' folders.
+    // Interrupted builds' folders, and what is at a key's place but is no build (a file, a
+    // folder without `build.json`).
     if let Ok(dir) = std::fs::read_dir(root.join("builds")) {
         for e in dir.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if let Some((key, _)) = name.split_once(".tmp-") {
-                let lock = root.join("builds").join(format!("{key}.lock"));
-                if Lock::take_now(&lock).is_ok() {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
+            let key = match name.split_once(".tmp-") {
+                Some((key, _)) => key.to_string(),
+                None if name.ends_with(".lock") || read_entry(&e.path()).is_some() => continue,
+                None => name.clone(),
+            };
+            let lock = root.join("builds").join(format!("{key}.lock"));
+            if Lock::take_now(&lock).is_ok() {
+                remove_any(&e.path());
             }
         }
     }

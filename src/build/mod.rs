@@ -31,8 +31,38 @@ impl Fnv {
         self.0 = (self.0 ^ 0xff).wrapping_mul(0x0000_0100_0000_01b3);
         self
     }
+    /// Bytes fed as part of one piece (`feed` ends a piece): a file fed in chunks hashes as
+    /// it would whole.
+    fn feed_part(&mut self, bytes: &[u8]) -> &mut Fnv {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self
+    }
     fn hex(self) -> String {
         format!("{:016x}", self.0)
+    }
+}
+
+/// `url` as it may be shown or saved: a password in it replaced by `***`.
+pub fn redact(url: &str) -> String {
+    crate::protocol::target::Endpoint::redact(url)
+}
+
+/// `text` (a message that may quote `url`, git's own included) with the URL's password
+/// replaced by `***`.
+fn scrub(text: &str, url: &str) -> String {
+    let Some((_, rest)) = url.split_once("://") else {
+        return text.to_string();
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let Some(at) = rest[..end].rfind('@') else {
+        return text.to_string();
+    };
+    let credentials = &rest[..at];
+    match credentials.split_once(':') {
+        Some((user, _)) => text.replace(credentials, &format!("{user}:***")),
+        None => text.to_string(),
     }
 }
 
@@ -50,7 +80,7 @@ pub struct Resolved {
 
 /// Resolves a source's ref to a commit (fetching a URL into the cache's partial clone); a ref
 /// that does not exist is an error naming the nearest refs the repository has.
-pub fn resolve(src: &Source, cache: &Path) -> Result<Resolved, String> {
+pub fn resolve(src: &Source, cache: &Path, cancel: &Cancel) -> Result<Resolved, String> {
     match &src.from {
         SourceKind::Path(p) => {
             if !p.is_dir() {
@@ -59,27 +89,30 @@ pub fn resolve(src: &Source, cache: &Path) -> Result<Resolved, String> {
             Ok(Resolved {
                 commit: None,
                 dirty: true,
-                fingerprint: folder_fingerprint(p)?,
+                fingerprint: folder_fingerprint(p, cancel)?,
                 from: p.clone(),
             })
         }
         SourceKind::Git { repo, at, rev } => {
             let from = match at {
                 Location::Local(p) => {
-                    git::git(Some(p), &["rev-parse", "--git-dir"]).map_err(|_| {
-                        format!(
-                            "`source.git` `{repo}` ({}) is not a git repository",
-                            p.display()
-                        )
-                    })?;
+                    git::git(cancel, Some(p), &["rev-parse", "--git-dir"]).map_err(
+                        |e| match cancel.is_cancelled() {
+                            true => e,
+                            false => format!(
+                                "`source.git` `{repo}` ({}) is not a git repository",
+                                p.display()
+                            ),
+                        },
+                    )?;
                     p.clone()
                 }
-                Location::Url(url) => fetch(url, cache)?,
+                Location::Url(url) => fetch(url, cache, cancel)?,
             };
             match rev {
                 Rev::Worktree => {
-                    let commit = git::commit_of(&from, "HEAD")?;
-                    let fingerprint = worktree_fingerprint(&from)?;
+                    let commit = git::commit_of(cancel, &from, "HEAD")?;
+                    let fingerprint = worktree_fingerprint(&from, cancel)?;
                     let dirty = fingerprint != Fnv::new().hex();
                     Ok(Resolved {
                         commit: Some(commit),
@@ -89,8 +122,11 @@ pub fn resolve(src: &Source, cache: &Path) -> Result<Resolved, String> {
                     })
                 }
                 Rev::Ref(r) => {
-                    let commit = git::commit_of(&from, r).map_err(|e| {
-                        let refs = git::refs(&from);
+                    let commit = git::commit_of(cancel, &from, r).map_err(|e| {
+                        if cancel.is_cancelled() {
+                            return e;
+                        }
+                        let refs = git::refs(cancel, &from);
                         let near = crate::plan::error::nearest(r, refs.iter().map(String::as_str));
                         match near {
                             Some(n) => format!("{e}; did you mean `{n}`?"),
@@ -114,39 +150,49 @@ pub fn resolve(src: &Source, cache: &Path) -> Result<Resolved, String> {
 }
 
 /// The cache's partial clone of `url`, fetched again.
-fn fetch(url: &str, cache: &Path) -> Result<PathBuf, String> {
+fn fetch(url: &str, cache: &Path, cancel: &Cancel) -> Result<PathBuf, String> {
+    cache::ready(cache)?;
     let dir = cache
         .join("repos")
         .join(Fnv::new().feed(url.as_bytes()).hex());
     let offline = |e: String| {
-        format!("cannot fetch `{url}`: {e} (a URL needs the network: no network here, or a repository that is not there)")
+        let why = match cancel.is_cancelled() {
+            true => String::new(),
+            false => {
+                " (a URL needs the network: no network here, or a repository that is not there)"
+                    .into()
+            }
+        };
+        scrub(&format!("cannot fetch `{url}`: {e}{why}"), url)
     };
+    let git = |dir: Option<&Path>, args: &[&str]| git::git(cancel, dir, args);
     if dir.join("HEAD").is_file() {
-        git::git(
+        git(
             Some(&dir),
             &["fetch", "--quiet", "--prune", "--tags", "origin"],
         )
         .map_err(offline)?;
     } else {
-        std::fs::create_dir_all(cache.join("repos")).map_err(|e| e.to_string())?;
+        let repos = cache.join("repos");
+        std::fs::create_dir_all(&repos).map_err(|e| e.to_string())?;
         let tmp = dir.with_extension(format!("tmp-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         let t = tmp.to_string_lossy().into_owned();
-        git::git(
-            None,
-            &["clone", "--quiet", "--bare", "--filter=blob:none", url, &t],
-        )
-        .map_err(offline)?;
+        // `--`: a URL that looks like an option (`--upload-pack=…`) is a URL to git.
+        let clone = [
+            "clone",
+            "--quiet",
+            "--bare",
+            "--filter=blob:none",
+            "--",
+            url,
+            &t,
+        ];
+        git(None, &clone).map_err(offline)?;
         // Branches as remote-tracking refs too, so `origin/main` resolves as it does locally.
-        let _ = git::git(
-            Some(&tmp),
-            &[
-                "config",
-                "remote.origin.fetch",
-                "+refs/heads/*:refs/remotes/origin/*",
-            ],
-        );
-        let _ = git::git(Some(&tmp), &["fetch", "--quiet", "origin"]);
+        let tracking = "+refs/heads/*:refs/remotes/origin/*";
+        let _ = git(Some(&tmp), &["config", "remote.origin.fetch", tracking]);
+        let _ = git(Some(&tmp), &["fetch", "--quiet", "origin"]);
         std::fs::rename(&tmp, &dir).or_else(|e| {
             // Another run made it meanwhile.
             let _ = std::fs::remove_dir_all(&tmp);
@@ -161,24 +207,88 @@ fn fetch(url: &str, cache: &Path) -> Result<PathBuf, String> {
 }
 
 /// What a working tree holds beyond `HEAD`: the diff of tracked files, and every untracked
-/// (not ignored) file's name and bytes. The empty hash for a clean tree.
-fn worktree_fingerprint(repo: &Path) -> Result<String, String> {
+/// (not ignored) file's name and what it is (see [`feed_file`]). The empty hash for a clean
+/// tree.
+fn worktree_fingerprint(repo: &Path, cancel: &Cancel) -> Result<String, String> {
     let mut h = Fnv::new();
-    let diff = git::git(Some(repo), &["diff", "HEAD", "--binary", "--no-ext-diff"])?;
-    let untracked = git::ls_files(repo, &["--others", "--exclude-standard"])?;
+    let diff = git::git(
+        cancel,
+        Some(repo),
+        &["diff", "HEAD", "--binary", "--no-ext-diff"],
+    )?;
+    let untracked = git::ls_files(cancel, repo, &["--others", "--exclude-standard"])?;
     if diff.is_empty() && untracked.is_empty() {
         return Ok(h.hex());
     }
     h.feed(&diff);
     for f in untracked {
         h.feed(f.as_bytes());
-        h.feed(&std::fs::read(repo.join(&f)).unwrap_or_default());
+        feed_file(&mut h, &repo.join(&f), cancel)?;
     }
     Ok(h.hex())
 }
 
-/// Every file's name and bytes under a folder (`.git` left out), in name order.
-fn folder_fingerprint(dir: &Path) -> Result<String, String> {
+/// Feeds what a file of a tree is, never following a link: a regular file's bytes, read in
+/// pieces (a file of any size costs a buffer); a symbolic link's target as written (not the
+/// file it names: `/dev/zero`, a FIFO or a file outside the tree); a FIFO, socket or device
+/// its kind only (it is never opened).
+fn feed_file(h: &mut Fnv, path: &Path, cancel: &Cancel) -> Result<(), String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let shown = |e: std::io::Error| format!("{}: {e}", path.display());
+    let Ok(meta) = path.symlink_metadata() else {
+        // Gone since git listed it.
+        h.feed(b"");
+        return Ok(());
+    };
+    let t = meta.file_type();
+    if t.is_symlink() {
+        let target = std::fs::read_link(path).map_err(shown)?;
+        h.feed(b"symlink")
+            .feed(target.as_os_str().as_encoded_bytes());
+        return Ok(());
+    }
+    if !t.is_file() {
+        let kind: &[u8] = match () {
+            _ if t.is_dir() => b"folder",
+            _ if t.is_fifo() => b"fifo",
+            _ if t.is_socket() => b"socket",
+            _ => b"device",
+        };
+        h.feed(b"special").feed(kind);
+        return Ok(());
+    }
+    // O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO since it was looked at
+    // is refused, not followed or waited on.
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(shown)?;
+    if !f.metadata().map_err(shown)?.is_file() {
+        return Err(format!("{}: changed while it was read", path.display()));
+    }
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        if cancel.is_cancelled() {
+            return Err("interrupted".into());
+        }
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                h.feed_part(&buf[..n]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(shown(e)),
+        }
+    }
+    h.feed(b"");
+    Ok(())
+}
+
+/// Every file's name and what it is (see [`feed_file`]) under a folder (`.git` left out),
+/// in name order.
+fn folder_fingerprint(dir: &Path, cancel: &Cancel) -> Result<String, String> {
     fn walk(d: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         for e in std::fs::read_dir(d)? {
             let e = e?;
@@ -189,7 +299,7 @@ fn folder_fingerprint(dir: &Path) -> Result<String, String> {
             let t = e.file_type()?;
             if t.is_dir() {
                 walk(&e.path(), &rel.join(&name), out)?;
-            } else if t.is_file() {
+            } else if t.is_file() || t.is_symlink() {
                 out.push(rel.join(&name));
             }
         }
@@ -201,7 +311,7 @@ fn folder_fingerprint(dir: &Path) -> Result<String, String> {
     let mut h = Fnv::new();
     for f in files {
         h.feed(f.to_string_lossy().as_bytes());
-        h.feed(&std::fs::read(dir.join(&f)).map_err(|e| format!("{}: {e}", f.display()))?);
+        feed_file(&mut h, &dir.join(&f), cancel)?;
     }
     Ok(h.hex())
 }
@@ -227,7 +337,7 @@ pub struct Built {
 }
 
 /// The key of a build: the source as resolved, the build commands, the env, the toolchain.
-fn key(src: &Source, r: &Resolved, env: &[(String, String)]) -> String {
+fn key(src: &Source, r: &Resolved, env: &[(String, String)], cancel: &Cancel) -> String {
     let mut h = Fnv::new();
     h.feed(r.from.to_string_lossy().as_bytes())
         .feed(r.commit.as_deref().unwrap_or("").as_bytes())
@@ -245,23 +355,84 @@ fn key(src: &Source, r: &Resolved, env: &[(String, String)]) -> String {
     programs.sort_unstable();
     programs.dedup();
     for p in programs {
-        h.feed(p.as_bytes()).feed(&toolchain(p));
+        h.feed(p.as_bytes()).feed(&toolchain(p, cancel));
     }
     h.hex()
 }
 
-/// What a build program says of its version (`--version`), where it answers in 10 s.
-fn toolchain(program: &str) -> Vec<u8> {
-    let mut c = std::process::Command::new(program);
-    c.arg("--version").stdin(std::process::Stdio::null());
-    git::bounded(c, Duration::from_secs(10)).unwrap_or_default()
+/// What identifies a build program's version, for the key:
+/// - a program found on PATH (`cc`, `make`): what it says of itself (`--version`), asked
+///   from an empty folder, under a guard and the command's cancel, within 10 s;
+/// - a program named by an absolute path: its size and modification time (it is not run:
+///   `--version` means nothing to a user's script, which may act on any argument);
+/// - a relative path (`./build.sh`): nothing — it is in the tree, whose commit is the key's.
+fn toolchain(program: &str, cancel: &Cancel) -> Vec<u8> {
+    let p = Path::new(program);
+    if p.is_absolute() {
+        return p.metadata().map_or_else(
+            |_| Vec::new(),
+            |m| {
+                let mtime = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                format!("{} {:?}", m.len(), mtime).into_bytes()
+            },
+        );
+    }
+    let Some(found) = crate::contender::on_path(program) else {
+        return Vec::new();
+    };
+    let Ok(empty) = EmptyDir::new() else {
+        return Vec::new();
+    };
+    crate::contender::capture(&crate::contender::Capture {
+        program: &found,
+        args: &["--version"],
+        dir: Some(empty.path()),
+        env: &[],
+        cancel,
+        limit: Duration::from_secs(10),
+        max_output: 64 << 10,
+    })
+    .unwrap_or_default()
+}
+
+/// A new empty folder of bakeoff's own (mode 0700) under the temporary folder, removed when
+/// dropped with whatever was written into it.
+struct EmptyDir(PathBuf);
+
+impl EmptyDir {
+    fn new() -> std::io::Result<EmptyDir> {
+        use std::os::unix::fs::DirBuilderExt as _;
+        use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let n = NEXT.fetch_add(1, Relaxed);
+            let p = std::env::temp_dir().join(format!("bakeoff-empty-{}-{n}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&p) {
+                Ok(()) => return Ok(EmptyDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for EmptyDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Where a source is from, as results record it (the rest is filled in as it is built).
 fn provenance(source: &Source) -> SourceInfo {
     SourceInfo {
         repository: match &source.from {
-            SourceKind::Git { repo, .. } => repo.clone(),
+            SourceKind::Git { repo, .. } => redact(repo),
             SourceKind::Path(p) => p.display().to_string(),
         },
         reference: match &source.from {
@@ -308,13 +479,16 @@ pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<So
         info.error = Some(e);
         Box::new(info)
     };
-    let resolved = match resolve(req.source, req.cache) {
+    if let Err(e) = cache::ready(req.cache) {
+        return Err(fail(info, e));
+    }
+    let resolved = match resolve(req.source, req.cache, req.cancel) {
         Ok(r) => r,
         Err(e) => return Err(fail(info, e)),
     };
     info.commit = resolved.commit.clone();
     info.dirty = resolved.dirty;
-    info.key = key(req.source, &resolved, req.env);
+    info.key = key(req.source, &resolved, req.env, req.cancel);
     let builds = req.cache.join("builds");
     if let Err(e) = std::fs::create_dir_all(&builds) {
         return Err(fail(info, format!("{}: {e}", builds.display())));
@@ -331,21 +505,22 @@ pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<So
     };
     let done = builds.join(&info.key);
     if req.rebuild {
-        let _ = std::fs::remove_dir_all(&done);
+        cache::remove_any(&done);
     }
     if let Some(entry) = cache::read_entry(&done) {
         return Ok(cached(req, entry, &done, info, say));
     }
-    let _ = std::fs::remove_dir_all(&done);
+    // Whatever is there instead of a finished build (a folder without `build.json`, a file).
+    cache::remove_any(&done);
     let tmp = builds.join(format!("{}.tmp-{}", info.key, std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
+    cache::remove_any(&tmp);
     say(format!(
         "{}: building {} ({})",
         req.contender,
         req.source.describe(),
         short(&info)
     ));
-    let outcome = checkout(req.source, &resolved, &tmp.join("tree"))
+    let outcome = checkout(req.source, &resolved, &tmp.join("tree"), req.cancel)
         .and_then(|()| run_build(req, &tmp.join("tree"), say));
     let b = match outcome {
         Ok(b) => b,

@@ -5,7 +5,13 @@ use super::*;
 /// Puts the source's tree at `tree`: a shared clone checked out at the commit (the user's
 /// repository is only read), with a dirty working tree's changes copied over; a folder's
 /// copy.
-pub(super) fn checkout(src: &Source, r: &Resolved, tree: &Path) -> Result<(), String> {
+pub(super) fn checkout(
+    src: &Source,
+    r: &Resolved,
+    tree: &Path,
+    cancel: &Cancel,
+) -> Result<(), String> {
+    let git = |dir: Option<&Path>, args: &[&str]| git::git(cancel, dir, args);
     std::fs::create_dir_all(tree.parent().unwrap_or(tree)).map_err(|e| e.to_string())?;
     let t = tree.to_string_lossy().into_owned();
     let from = r.from.to_string_lossy().into_owned();
@@ -16,21 +22,19 @@ pub(super) fn checkout(src: &Source, r: &Resolved, tree: &Path) -> Result<(), St
             match at {
                 // The cache's own partial clone: a worktree of it fetches what it lacks.
                 Location::Url(_) => {
-                    git::git(
+                    git(
                         Some(&r.from),
-                        &["worktree", "add", "--quiet", "--detach", &t, commit],
+                        &["worktree", "add", "--quiet", "--detach", "--", &t, commit],
                     )?;
                 }
                 Location::Local(_) => {
-                    git::git(
-                        None,
-                        &["clone", "--quiet", "--shared", "--no-checkout", &from, &t],
-                    )?;
-                    git::git(Some(tree), &["checkout", "--quiet", "--detach", commit])?;
+                    let clone = ["clone", "--quiet", "--shared", "--no-checkout", "--"];
+                    git(None, &[&clone[..], &[from.as_str(), t.as_str()]].concat())?;
+                    git(Some(tree), &["checkout", "--quiet", "--detach", commit])?;
                 }
             }
             if *rev == Rev::Worktree && r.dirty {
-                copy_changes(&r.from, tree)?;
+                copy_changes(&r.from, tree, cancel)?;
             }
             Ok(())
         }
@@ -38,23 +42,58 @@ pub(super) fn checkout(src: &Source, r: &Resolved, tree: &Path) -> Result<(), St
 }
 
 /// A working tree's changes, onto a checkout of its `HEAD`: changed and untracked (not
-/// ignored) files copied, deleted ones removed.
-pub(super) fn copy_changes(repo: &Path, tree: &Path) -> Result<(), String> {
-    let mut changed = git::ls_files(repo, &["--modified", "--others", "--exclude-standard"])?;
+/// ignored) files copied, deleted ones removed. A symbolic link is copied as a link (what
+/// it names is never read: it may be outside the repository, `/dev/zero` or a FIFO), as git
+/// itself keeps one; a FIFO, socket or device is left out.
+pub(super) fn copy_changes(repo: &Path, tree: &Path, cancel: &Cancel) -> Result<(), String> {
+    let listed = ["--modified", "--others", "--exclude-standard"];
+    let mut changed = git::ls_files(cancel, repo, &listed)?;
     changed.sort();
     changed.dedup();
     for f in changed {
         let (from, to) = (repo.join(&f), tree.join(&f));
-        if from.is_file() {
-            if let Some(d) = to.parent() {
-                std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
-            }
-            std::fs::copy(&from, &to).map_err(|e| format!("copying {f}: {e}"))?;
-        } else if !from.exists() {
+        let Ok(meta) = from.symlink_metadata() else {
             let _ = std::fs::remove_file(&to);
+            continue;
+        };
+        if !(meta.is_file() || meta.file_type().is_symlink()) {
+            continue;
         }
+        if let Some(d) = to.parent() {
+            std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+        }
+        copy_entry(&from, &to).map_err(|e| format!("copying {f}: {e}"))?;
     }
     Ok(())
+}
+
+/// One regular file (its bytes, never through a link) or symbolic link (as a link) from
+/// `from` to `to`, replacing what `to` was.
+fn copy_entry(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if let Ok(m) = to.symlink_metadata() {
+        if m.is_dir() {
+            std::fs::remove_dir_all(to)?;
+        } else {
+            std::fs::remove_file(to)?;
+        }
+    }
+    if from.symlink_metadata()?.file_type().is_symlink() {
+        return std::os::unix::fs::symlink(std::fs::read_link(from)?, to);
+    }
+    // O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO since it was listed is
+    // refused, not followed or waited on.
+    let mut src = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(from)?;
+    let meta = src.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut dest = std::fs::File::create(to)?;
+    std::io::copy(&mut src, &mut dest)?;
+    dest.set_permissions(meta.permissions())
 }
 
 pub(super) fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
@@ -65,8 +104,8 @@ pub(super) fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
         let dest = to.join(e.file_name());
         if t.is_dir() {
             copy_dir(&e.path(), &dest)?;
-        } else if t.is_file() {
-            std::fs::copy(e.path(), &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+        } else if t.is_file() || t.is_symlink() {
+            copy_entry(&e.path(), &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
         }
     }
     Ok(())

@@ -22,7 +22,8 @@ pub use member::kill_all_live;
 use member::{describe_exit, log_tail, register_group, unregister_group, MemberProc};
 pub use probe::ProbeError;
 pub use spawn::{
-    expand, ports_named, run_guarded, run_guarded_spent, Oneshot, Owner, Placeholders, Spent,
+    capture, expand, on_path, ports_named, run_guarded, run_guarded_spent, Capture, Oneshot, Owner,
+    Placeholders, Spent,
 };
 use usage::{Sampler, Usage};
 

@@ -52,13 +52,16 @@ pub enum Rev {
 }
 
 impl Source {
-    /// `repository @ ref` as the plan says it.
+    /// `repository @ ref` as the plan says it (a password in a URL shown as `***`).
     pub fn describe(&self) -> String {
         match &self.from {
-            SourceKind::Git { repo, rev, .. } => match rev {
-                Rev::Ref(r) => format!("{repo} @ {r}"),
-                Rev::Worktree => format!("{repo} (working tree)"),
-            },
+            SourceKind::Git { repo, rev, .. } => {
+                let repo = crate::protocol::target::Endpoint::redact(repo);
+                match rev {
+                    Rev::Ref(r) => format!("{repo} @ {r}"),
+                    Rev::Worktree => format!("{repo} (working tree)"),
+                }
+            }
             SourceKind::Path(p) => p.display().to_string(),
         }
     }

@@ -53,7 +53,7 @@ pub fn run(
         mut results,
         protos,
     } = match &opts.resume {
-        Some(dir) => resume(dir)?,
+        Some(dir) => resume(dir, &opts.cancel)?,
         None => fresh(plan_path.context("give a plan file")?, opts)?,
     };
     let (contender_cpus, load_cpus) = pinning(&plan, &mut results.warnings);
@@ -155,6 +155,7 @@ pub fn check_plan(path: &std::path::Path, refs: &[(String, String)]) -> anyhow::
         .with_refs(refs)
         .map_err(anyhow::Error::msg)?;
     let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
-    preflight::check(&plan, &protos)?;
+    // No handler: Ctrl-C ends bakeoff, and the guard of a git command (a fetch) with it.
+    preflight::check(&plan, &protos, &crate::cancel::Cancel::new())?;
     Ok(plan)
 }

@@ -12,8 +12,12 @@ use crate::plan::Plan;
 
 use crate::client::{self, Client, Descriptors, Options};
 
-pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
-    sources_and_hosts_resolve(plan)?;
+pub fn check(
+    plan: &Plan,
+    protos: &Descriptors,
+    cancel: &crate::cancel::Cancel,
+) -> anyhow::Result<()> {
+    sources_and_hosts_resolve(plan, cancel)?;
     programs_exist(plan)?;
     let dummy = client::endpoints(&["http://127.0.0.1:1".to_string()])?;
     // The dummy endpoint is plaintext: TLS settings are checked when a contender's
@@ -47,16 +51,16 @@ pub fn check(plan: &Plan, protos: &Descriptors) -> anyhow::Result<()> {
 
 /// Every source's ref resolves (a URL is fetched into the cache for it), and every outside
 /// compat reference's host (the plan check read its syntax only).
-fn sources_and_hosts_resolve(plan: &Plan) -> anyhow::Result<()> {
+fn sources_and_hosts_resolve(plan: &Plan, cancel: &crate::cancel::Cancel) -> anyhow::Result<()> {
     let cache = crate::build::cache::root();
     for c in plan.contenders.iter().filter(|c| c.variant.is_none()) {
         if let Some(s) = &c.source {
-            crate::build::resolve(s, &cache)
+            crate::build::resolve(s, &cache, cancel)
                 .map_err(|e| anyhow::anyhow!("contender `{}`: source: {e}", c.name))?;
         }
         for m in &c.members {
             if let Some(s) = &m.source {
-                crate::build::resolve(s, &cache).map_err(|e| {
+                crate::build::resolve(s, &cache, cancel).map_err(|e| {
                     anyhow::anyhow!("contender `{}`, member `{}`: source: {e}", c.name, m.name)
                 })?;
             }

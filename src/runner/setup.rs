@@ -138,7 +138,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
     let plan = as_run(&path, opts)?;
     // Every check before the results folder exists: a plan that cannot start leaves none.
     let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
-    super::preflight::check(&plan, &protos)?;
+    super::preflight::check(&plan, &protos, &opts.cancel)?;
     let started_at = results::now_utc();
     let dir = match &opts.out {
         Some(d) => d.clone(),
@@ -224,7 +224,7 @@ fn plan_hash(plan: &Plan, opts: &RunOptions) -> anyhow::Result<String> {
 
 /// Reopens an interrupted run: the plan is the copy kept with the results (paths in it are
 /// still relative to the original plan file); repetitions that did not finish are redone.
-pub(super) fn resume(dir: &Path) -> anyhow::Result<Opened> {
+pub(super) fn resume(dir: &Path, cancel: &crate::cancel::Cancel) -> anyhow::Result<Opened> {
     let dir = &std::fs::canonicalize(dir)
         .with_context(|| format!("cannot resume `{}`", dir.display()))?;
     // Only a results folder is cleaned, and only once it has been read as one.
@@ -269,7 +269,7 @@ pub(super) fn resume(dir: &Path) -> anyhow::Result<Opened> {
     results.status = Status::Running;
     results.finished_at = None;
     let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
-    super::preflight::check(&plan, &protos)?;
+    super::preflight::check(&plan, &protos, cancel)?;
     Ok(Opened {
         plan,
         dir: dir.to_path_buf(),

@@ -192,7 +192,7 @@ pub(super) fn run_cache(action: &CacheAction) -> anyhow::Result<u8> {
             "{}  {}  {} @ {} ({at})  {}  built {} ago, used {} ago",
             l.key,
             l.entry.contender,
-            s.repository,
+            crate::build::redact(&s.repository),
             s.reference.as_deref().unwrap_or("working tree"),
             report::fmt_bytes(l.bytes as f64),
             age(l.entry.built_at),
@@ -214,6 +214,9 @@ pub(super) fn run_cache(action: &CacheAction) -> anyhow::Result<u8> {
             );
         }
         CacheAction::Prune { older_than, all } => {
+            if root.exists() {
+                cache::ready(&root).map_err(anyhow::Error::msg)?;
+            }
             let older = if *all {
                 None
             } else {

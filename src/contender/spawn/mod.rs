@@ -11,7 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::plan::{Check, Contender, Probe};
+mod capture;
 mod ports;
+pub use capture::{capture, Capture};
 pub use ports::*;
 
 pub struct SpawnSpec<'a> {
@@ -106,8 +108,22 @@ fn program_found(program: &str, dir: Option<&Path>) -> bool {
             _ => runnable(p),
         };
     }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(program))))
+    on_path(program).is_some()
+}
+
+/// Where a program named without a `/` is found on PATH (a runnable file), as `exec` finds it.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    if program.contains('/') || program.is_empty() {
+        return None;
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// What a contender's start and everything it runs belong to: the start's mark (carried in
@@ -265,6 +281,11 @@ pub fn run_guarded_spent(o: &Oneshot) -> (Result<(), String>, Option<Spent>) {
     }
     // What it left in its group (its guard reaped what re-parented to it).
     super::kill_group(guard, libc::SIGKILL);
+    // What a command that killed its own guard left (re-parented to bakeoff, with or
+    // without its mark): now, not at the end of the run — nothing a build or a setup
+    // started serves through the measurements that follow, or outlives a bakeoff killed
+    // later.
+    crate::sys::children::sweep();
     super::leftovers::forget(&o.owner.results, guard);
     // Its output is in the log before the caller reads it — unless something it started
     // outside its group still holds the pipe: then the copy goes on by itself.
