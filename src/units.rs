@@ -14,6 +14,17 @@ pub fn fmt_us(us: f64) -> String {
     }
 }
 
+/// Seconds as a person says them for a run's length: `42 s`, `3 min 5 s`, `1 h 2 min`.
+pub fn duration(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 if s % 60 == 0 => format!("{} min", s / 60),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
 /// `1 repetition`, `3 repetitions`: a count with its noun, singular for one.
 pub fn count(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();

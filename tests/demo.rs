@@ -44,6 +44,10 @@ fn the_demo_runs_a_whole_bake_off_and_finds_what_it_should() {
         7,
         "v1 and v2 three times, the noise instance once"
     );
+    // Decided at the plan's repetitions: the budget bought nothing more.
+    let budget = r.budget.as_ref().expect("the demo's budget is recorded");
+    assert_eq!(budget.budget_s, Some(75.0));
+    assert_eq!((budget.more_repetitions, budget.left), (0, 0), "{budget:?}");
     // v1 builds its index slowly: ready well after v2.
     let ready = |c: &str| {
         let mut v: Vec<f64> = r

@@ -268,6 +268,18 @@ fields = [{{ ours = "", theirs = "", transform = ["string"], ours_transform = ["
     assert_eq!(r["runs"][0]["compat"].as_array().unwrap().len(), 2, "{r}");
     assert_eq!(r["compat_reference"].as_array().unwrap().len(), 2, "{r}");
     assert_fits_schema(RESULTS_SCHEMA, r);
+    // What a budget bought (a paired run's second stage), as the library writes it.
+    let mut with_budget = r.clone();
+    with_budget["budget"] = serde_json::to_value(bakeoff::results::BudgetSpent {
+        budget_s: Some(600.0),
+        first_s: 95.5,
+        more_s: 130.25,
+        more_repetitions: 5,
+        points: 2,
+        left: 1,
+    })
+    .unwrap();
+    assert_fits_schema(RESULTS_SCHEMA, &with_budget);
 
     // The reports written at the end of the run: Markdown, a CSV per table, JSON that fits
     // its schema; `bakeoff report DIR` writes them again and appends to a GitHub summary.

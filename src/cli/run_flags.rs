@@ -81,6 +81,12 @@ pub struct RunArgs {
     /// Build contenders from source again even when the cache has their build.
     #[arg(long = "rebuild")]
     pub rebuild: bool,
+    /// How long a paired run may spend measuring, the plan's repetitions included: what is
+    /// left after them buys repetitions for the comparisons still inconclusive (e.g. 20m;
+    /// `off`: the plan's repetitions only) [default: the plan's `budget`, else 10m]
+    /// (docs/verdicts.md, "The budget").
+    #[arg(long = "budget", value_name = "DURATION", value_parser = parse_budget, conflicts_with = "resume")]
+    pub budget: Option<Budget>,
     /// Exit with status 4 when a paired verdict reads *different* and worse than the
     /// baseline by more than this (e.g. 5%): more CPU per request or item, less throughput,
     /// or a higher p50/p99, with the whole interval past it (the rule of `merge`).
@@ -91,6 +97,14 @@ pub struct RunArgs {
     /// change that must not change performance.
     #[arg(long = "fail-unless-equivalent", value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_unless_equivalent: Option<f64>,
+}
+
+/// `--budget`: a duration, or none for `off`.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget(pub Option<std::time::Duration>);
+
+fn parse_budget(s: &str) -> Result<Budget, String> {
+    crate::plan::parse_budget(s).map(Budget)
 }
 
 /// `NAME=REF` of `--ref`.

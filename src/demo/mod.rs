@@ -20,6 +20,8 @@ baseline = "v1"
 # v1 and v2 run side by side and take turns in half-second slices (docs/verdicts.md).
 order = "paired"
 paired = { slice = "500ms", max_rounds = 6 }
+# Points still inconclusive after the three get more repetitions, within this (docs/verdicts.md).
+budget = "75s"
 
 [[contender]]
 name = "v1"
@@ -69,6 +71,10 @@ pub fn run(
     let opts = RunOptions {
         out,
         cancel,
+        // As `run`'s: a point still inconclusive gets more repetitions within the budget.
+        unsettled: Some(runner::Unsettled(std::sync::Arc::new(
+            crate::analysis::verdicts::unsettled,
+        ))),
         ..RunOptions::default()
     };
     let done = runner::run(Some(Path::new(&plan)), &opts, rep);

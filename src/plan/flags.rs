@@ -124,6 +124,7 @@ impl Plan {
         // A smoke run checks the plan; its one-call points are no evidence either way.
         self.confirm = false;
         self.paired.max_repetitions = None;
+        self.budget = None;
         for s in &mut self.scenarios {
             let most = s.points.iter().map(|p| p.clients).max().unwrap_or(1);
             s.stop = Stop::Count(most as u64);

@@ -17,7 +17,7 @@ mod what_if;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use check::MIN_STEP_CALLS;
+pub use check::{parse_budget, MIN_STEP_CALLS};
 pub use error::PlanError;
 pub use point::{PointId, Vars};
 pub use source::{
@@ -58,7 +58,14 @@ pub struct Plan {
     /// Points whose calls sit in the ~40 ms band are measured again at the end of their
     /// repetition with TCP_NODELAY forced on the contender (docs/what-if.md).
     pub confirm: bool,
+    /// How long a paired run may spend measuring, its plan's repetitions included: what is
+    /// left after them buys repetitions for the points still inconclusive (docs/verdicts.md,
+    /// "The budget"). `None`: the plan's repetitions only (or exactly `max_repetitions`).
+    pub budget: Option<Duration>,
 }
+
+/// The budget of a plan that names neither `budget` nor `paired.max_repetitions`.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(600);
 
 /// `[[compat]]`: one call made with many requests; every contender gets every request and
 /// the answers are compared with the baseline's.

@@ -27,6 +27,8 @@ pub struct RawPlan {
     pub log_limit: Option<Spanned<String>>,
     /// Measure points with a ~40 ms stall again with TCP_NODELAY forced [default: true].
     pub confirm: Option<bool>,
+    /// How long a paired run may measure, its second stage included (`"10m"`, `"off"`).
+    pub budget: Option<Spanned<String>>,
     #[serde(rename = "contender", default, skip_serializing_if = "is_empty")]
     pub contenders: Vec<Spanned<RawContender>>,
     #[serde(rename = "scenario", default, skip_serializing_if = "is_empty")]

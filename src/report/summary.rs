@@ -37,6 +37,7 @@ pub(super) fn summary(
         out.push(format!("**Start-up:** {}", parts.join("; ")));
     }
     out.extend(super::paired::summary(paired, family));
+    out.extend(r.budget.as_ref().and_then(|b| budget(b, r.repetitions)));
     if paired.is_empty() {
         out.extend(unpaired(r));
     }
@@ -54,6 +55,42 @@ pub(super) fn summary(
         ));
     }
     out
+}
+
+/// `**Budget:**` what a paired run's second stage bought (docs/verdicts.md, "The budget"):
+/// `budget 10 min: the plan's 3 repetitions took 1 min 40 s; 5 more at 2 points, 2 min 10 s`,
+/// and what it could not buy; nothing when every point was decided at the plan's.
+fn budget(b: &crate::results::BudgetSpent, planned: u32) -> Option<String> {
+    if b.more_repetitions == 0 && b.left == 0 {
+        return None;
+    }
+    let minutes = crate::units::duration;
+    let head = match b.budget_s {
+        Some(s) => format!("{} budget", minutes(s)),
+        None => "no budget (`paired.max_repetitions` alone)".into(),
+    };
+    let first = format!(
+        "the plan's {} took {}",
+        super::count(u64::from(planned), "repetition"),
+        minutes(b.first_s)
+    );
+    let more = match b.more_repetitions {
+        0 => "; no further repetition fitted in what was left".to_string(),
+        n => format!(
+            "; {} more at {}, {}",
+            n,
+            super::count(u64::from(b.points), "point"),
+            minutes(b.more_s)
+        ),
+    };
+    let left = match b.left {
+        0 => String::new(),
+        n => format!(
+            "; the budget ran out with {} that more repetitions could settle (a larger `budget`, or `--budget`)",
+            super::count(u64::from(n), "point")
+        ),
+    };
+    Some(format!("**Budget:** {head}: {first}{more}{left}"))
 }
 
 /// `**Same answers?**`: per contender, the cases that answer like the baseline, and the

@@ -102,6 +102,28 @@ pub struct Results {
     /// all of them after `bakeoff merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<Shards>,
+    /// What a paired run's budget bought (docs/verdicts.md, "The budget"); absent without a
+    /// second stage, and in results from before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetSpent>,
+}
+
+/// How a paired run spent its budget: the plan's repetitions, then further repetitions at
+/// the points still inconclusive.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BudgetSpent {
+    /// The budget (`None`: `paired.max_repetitions` alone, unbounded in time).
+    pub budget_s: Option<f64>,
+    /// What the plan's repetitions took.
+    pub first_s: f64,
+    /// What the further repetitions took.
+    pub more_s: f64,
+    /// Further repetitions run, and at how many points in all.
+    pub more_repetitions: u32,
+    pub points: u32,
+    /// Points still inconclusive that more repetitions could have settled but the budget
+    /// could not buy.
+    pub left: u32,
 }
 
 /// The shards a results file holds.

@@ -12,6 +12,7 @@ mod ctx;
 pub mod events;
 mod live;
 mod measure;
+mod more;
 mod options;
 mod order;
 mod point;
@@ -105,18 +106,33 @@ pub fn run(
             .any(|r| r.id.is(of, variant) && r.id.repetition == repetition)
     };
     let blocks = order::blocks(plan.order, &schedule, &done);
+    let measuring = std::time::Instant::now();
     let mut served = order::serve_all(&ctx, &blocks, schedule.len(), &mut results, rep);
-    if let (Ok(()), Order::Paired, Some(max), Some(judge)) = (
-        &served,
-        plan.order,
-        plan.paired.max_repetitions,
-        &opts.unsettled,
-    ) {
+    let more = more::More {
+        max: plan.paired.max_repetitions,
+        budget: plan.budget,
+    };
+    if let (Ok(()), Order::Paired, true, Some(judge)) =
+        (&served, plan.order, more.wanted(), &opts.unsettled)
+    {
         if shard.is_some() {
             // Each machine would number its own: the merged run would hold two repetition 4s.
-            rep.warning("a sharded run makes the plan's repetitions only (`paired.max_repetitions` is left for a run on one machine)");
-        } else {
-            served = order::serve_more(&ctx, &schedule, max, &*judge.0, &mut results, rep);
+            if more.max.is_some() {
+                rep.warning("a sharded run makes the plan's repetitions only (`paired.max_repetitions` is left for a run on one machine)");
+            }
+        } else if !opts.cancel.is_cancelled() {
+            // What the plan's repetitions took; a resumed run keeps what its first stage
+            // recorded, so it plans the same second stage.
+            let first_s = measuring.elapsed().as_secs_f64();
+            results.budget.get_or_insert(results::BudgetSpent {
+                budget_s: None,
+                first_s,
+                more_s: 0.0,
+                more_repetitions: 0,
+                points: 0,
+                left: 0,
+            });
+            served = more::serve_more(&ctx, &schedule, &more, &*judge.0, &mut results, rep);
         }
     }
     let _ = crate::sys::pin_current_thread(&allowed);

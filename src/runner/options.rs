@@ -28,6 +28,8 @@ pub struct RunOptions {
     pub refs: Vec<(String, String)>,
     /// `--rebuild`: build contenders from source again even when the cache has them.
     pub rebuild: bool,
+    /// `--budget`: instead of the plan's (`Some(None)`: off).
+    pub budget: Option<Option<std::time::Duration>>,
     /// The command's cancellation: set by Ctrl-C or SIGTERM, the run stops after the step in
     /// progress and keeps what it measured.
     pub cancel: crate::cancel::Cancel,

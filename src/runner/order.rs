@@ -6,7 +6,6 @@
 use super::ctx::Ctx;
 use super::events::Reporter;
 use super::live::Live;
-use super::options::Judge;
 use crate::plan::{Order, PointId};
 use crate::results::Results;
 
@@ -100,78 +99,9 @@ pub(super) fn serve_all(
     Ok(())
 }
 
-/// After the plan's repetitions of a paired run, its second stage (docs/verdicts.md, "More
-/// repetitions"): `unsettled` reads the first and names the points still inconclusive, each
-/// with the repetitions it should have in all (at most `max`); then one more repetition at a
-/// time — every contender that serves, started afresh, side by side — of the points that
-/// want it, without reading the verdicts again in between. `schedule` is the planned one:
-/// its contenders, and the steps counted so far.
-pub(super) fn serve_more(
-    ctx: &Ctx,
-    schedule: &[(u32, usize)],
-    max: u32,
-    unsettled: &Judge,
-    results: &mut Results,
-    rep: &mut dyn Reporter,
-) -> anyhow::Result<()> {
-    let mut contenders: Vec<usize> = Vec::new();
-    for &(_, ci) in schedule {
-        if ctx.plan.contenders[ci].noise_of.is_none() && !contenders.contains(&ci) {
-            contenders.push(ci);
-        }
-    }
-    let wanted: Vec<(PointId, u32)> = unsettled(results, max)
-        .into_iter()
-        .map(|(p, n)| (p, n.min(max)))
-        .collect();
-    let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0);
-    // A resumed run goes on from the last repetition it has.
-    let from = results
-        .runs
-        .iter()
-        .map(|r| r.id.repetition)
-        .max()
-        .unwrap_or(0)
-        + 1;
-    let mut steps = schedule.len();
-    let mut total =
-        paired_points(ctx) * schedule.iter().map(|&(r, _)| r).max().unwrap_or(0) as usize;
-    for repetition in from..=last {
-        if ctx.cancel.is_cancelled() || contenders.is_empty() {
-            break;
-        }
-        let only: Vec<(PointId, u32)> = wanted
-            .iter()
-            .filter(|(_, n)| *n >= repetition)
-            .cloned()
-            .collect();
-        let labels: Vec<String> = only
-            .iter()
-            .map(|(p, _)| format!("{} [{}]", p.scenario, p.label()))
-            .collect();
-        rep.more_repetitions(repetition, &labels);
-        total += only.len();
-        rep.paired_points(total);
-        let members = contenders
-            .iter()
-            .enumerate()
-            .map(|(k, &ci)| (ci, steps + k + 1))
-            .collect();
-        steps += contenders.len();
-        let b = Block {
-            repetition,
-            members,
-            paired: true,
-            only: Some(only),
-        };
-        serve_block(ctx, &b, steps, results, rep)?;
-    }
-    Ok(())
-}
-
 /// The points a paired block serves in rounds: capacity searches and ramps follow each
 /// contender alone.
-fn paired_points(ctx: &Ctx) -> usize {
+pub(super) fn paired_points(ctx: &Ctx) -> usize {
     ctx.plan
         .scenarios
         .iter()
@@ -182,7 +112,7 @@ fn paired_points(ctx: &Ctx) -> usize {
 
 /// One block: its contenders started one at a time (start-up is only timed cleanly alone),
 /// every point served, stall findings confirmed, then each stopped.
-fn serve_block(
+pub(super) fn serve_block(
     ctx: &Ctx,
     b: &Block,
     steps: usize,

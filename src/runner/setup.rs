@@ -75,6 +75,9 @@ fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
     if opts.smoke {
         plan = plan.smoke();
     }
+    if let (Some(b), false) = (opts.budget, opts.smoke) {
+        plan.budget = b;
+    }
     if opts.profile {
         for s in plan
             .scenarios
@@ -163,6 +166,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
     results::write_atomic(&dir.join("plan.toml"), plan.text.as_bytes())
         .with_context(|| format!("writing `{}`", dir.join("plan.toml").display()))?;
     let results = Results {
+        budget: None,
         schema_version: results::SCHEMA_VERSION,
         tool: results::tool(),
         name: plan.name.clone(),

@@ -158,6 +158,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         profile: args.profile,
         refs: args.refs.clone(),
         rebuild: args.rebuild,
+        budget: args.budget.map(|b| b.0),
         cancel,
         unsettled: Some(runner::Unsettled(std::sync::Arc::new(
             crate::analysis::verdicts::unsettled,

@@ -111,6 +111,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
     } else {
         Order::Interleaved
     });
+    let budget = budget(&c, &raw, paired.max_repetitions)?;
     Ok(Plan {
         name,
         path: path.to_path_buf(),
@@ -127,6 +128,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         compat,
         log_limit: log_limit(&c, &raw)?,
         confirm: raw.confirm.unwrap_or(true),
+        budget,
         ci: raw
             .ci
             .as_ref()
@@ -154,6 +156,35 @@ fn order_of(c: &Checker, raw: &RawPlan) -> Res<Option<Order>> {
             }
         },
     )
+}
+
+/// `budget`: a duration, or `"off"`; unset, `$BAKEOFF_BUDGET` or the default — unless the
+/// plan names `paired.max_repetitions`, which then is exact control, unbounded in time.
+fn budget(c: &Checker, raw: &RawPlan, max_repetitions: Option<u32>) -> Res<Option<Duration>> {
+    if let Some(b) = &raw.budget {
+        return parse_budget(b.get_ref()).map_err(|e| c.at(b, format!("`budget`: {e}")));
+    }
+    if max_repetitions.is_some() {
+        return Ok(None);
+    }
+    match std::env::var("BAKEOFF_BUDGET") {
+        Ok(v) if !v.trim().is_empty() => parse_budget(&v).map_err(|e| {
+            c.at(&raw.name, format!("the environment's BAKEOFF_BUDGET=`{v}` (the budget of a plan that names none): {e}"))
+        }),
+        _ => Ok(Some(crate::plan::DEFAULT_BUDGET)),
+    }
+}
+
+/// A budget as written (`"10m"`, `"off"`): `None` for off.
+pub fn parse_budget(text: &str) -> Result<Option<Duration>, String> {
+    if text.trim() == "off" {
+        return Ok(None);
+    }
+    match crate::plan::parse_duration(text) {
+        Ok(d) if !d.is_zero() => Ok(Some(d)),
+        Ok(_) => Err("must be longer than 0 (`\"off\"` runs the plan's repetitions only)".into()),
+        Err(e) => Err(format!("{e} (a duration such as `\"10m\"`, or `\"off\"`)")),
+    }
 }
 
 fn log_limit(c: &Checker, raw: &RawPlan) -> Res<u64> {
