@@ -448,8 +448,25 @@ fn the_gate_trips_on_twice_the_work_and_not_on_an_identical_build() {
     let err = stderr(&slow);
     assert_eq!(slow.status.code(), Some(4), "{err}");
     assert!(err.contains("regression: "), "{err}");
+    // The gate says its outcome either way, and how large a regression it could catch.
+    assert!(
+        err.lines().any(|l| l.starts_with("gate: ")
+            && l.contains("past 5%")
+            && l.contains("different and worse past it")),
+        "{err}"
+    );
     let same = gate("same", "same");
-    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    let err = stderr(&same);
+    assert_eq!(same.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("gate: "))
+        .unwrap_or_default();
+    assert!(
+        line.starts_with("gate: no regression past 5% — ")
+            && line.contains("or more would have tripped it"),
+        "{err}"
+    );
 }
 
 #[test]

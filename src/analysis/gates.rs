@@ -6,27 +6,108 @@ use super::verdicts::{pct, Figure, PointVerdicts, Verdict};
 use crate::results::Results;
 use crate::stats::paired::{self, Bands, Call, Ratio};
 
-/// The gate of `--fail-on-regression PCT`: verdicts that read *different* and worse, with
-/// the whole interval past `limit` (0.05 = 5 %): more CPU per request or item, higher p50
-/// or p99 (ratio above 1 + limit), or less throughput (below 1 / (1 + limit)). A cell held
-/// back by the report's error control is not different. Each as a sentence.
+/// The gate of `--fail-on-regression PCT` (docs/verdicts.md, "The gates"): verdicts that
+/// read *different* and worse, with the estimate past `limit` (0.05 = 5 %): more CPU per
+/// request or item, higher p50 or p99 (ratio above 1 + limit), or less throughput (below
+/// 1 / (1 + limit)). *Different* is the report's, after its error control: a cell held back
+/// is not different, so two identical builds cannot trip it. Each as a sentence.
 pub fn regressions(verdicts: &[PointVerdicts], limit: f64) -> Vec<String> {
     let mut out = Vec::new();
     for v in verdicts {
-        for x in &v.verdicts {
-            let worse = match x.figure {
-                Figure::Throughput => x.call == Call::Lower && x.ratio.hi < 1.0 / (1.0 + limit),
-                _ => x.call == Call::Higher && x.ratio.lo > 1.0 + limit,
-            };
-            if worse {
-                out.push(format!(
-                    "{} against {} at {}: {x}",
-                    v.contender, v.baseline, v.point
-                ));
-            }
+        for x in v.verdicts.iter().filter(|x| regressed(x, limit)) {
+            out.push(format!(
+                "{} against {} at {}: {x}",
+                v.contender, v.baseline, v.point
+            ));
         }
     }
     out
+}
+
+/// Whether `x` trips the regression gate at `limit`.
+fn regressed(x: &Verdict, limit: f64) -> bool {
+    match x.figure {
+        Figure::Throughput => x.call == Call::Lower && x.ratio.ratio < 1.0 / (1.0 + limit),
+        _ => x.call == Call::Higher && x.ratio.ratio > 1.0 + limit,
+    }
+}
+
+/// The smallest regression of `x`'s figure that an interval as wide as `x`'s would have
+/// caught four times in five (a share: 0.062 = 6.2 %): its estimate past `limit`, and its
+/// interval clear of the noise band — in log terms max(ln(1 + noise) + half-width,
+/// ln(1 + limit)) plus 0.84 standard errors (the z of 80 % power). The standard error is the
+/// repetitions' own where the interval has one, else the half-width over 1.96. `None` for an
+/// interval that is not finite.
+pub fn smallest_caught(x: &Verdict, limit: f64) -> Option<f64> {
+    let r = &x.ratio;
+    let half = (r.hi / r.lo).ln() / 2.0;
+    let se = r.student.map_or(half / 1.96, |(se, _)| se);
+    let edge = ((1.0 + x.bands.noise).ln() + half).max((1.0 + limit).ln());
+    let caught = (edge + 0.84 * se).exp() - 1.0;
+    caught.is_finite().then_some(caught)
+}
+
+/// What `--fail-on-regression PCT` read: the verdicts it judged, those that tripped it,
+/// and the smallest regression each point's main figure could have caught.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegressionGate {
+    pub limit: f64,
+    pub judged: usize,
+    pub tripped: Vec<String>,
+    /// The least and the most, over the points, of [`smallest_caught`] for the main figure.
+    pub reach: Option<(f64, f64)>,
+}
+
+impl RegressionGate {
+    pub fn of(verdicts: &[PointVerdicts], limit: f64) -> RegressionGate {
+        let caught: Vec<f64> = verdicts
+            .iter()
+            .filter_map(PointVerdicts::main)
+            .filter_map(|x| smallest_caught(x, limit))
+            .collect();
+        let lo = caught.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = caught.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        RegressionGate {
+            limit,
+            judged: verdicts.iter().map(|v| v.verdicts.len()).sum(),
+            tripped: regressions(verdicts, limit),
+            reach: (!caught.is_empty()).then_some((lo, hi)),
+        }
+    }
+
+    /// The gate's outcome on one line, passed or not: `gate: no regression past 5% — 12
+    /// verdicts, none different and worse past it; a regression of 6.1%–9.8% or more would
+    /// have tripped it, four times in five`.
+    pub fn line(&self) -> String {
+        let verdicts = crate::units::count(self.judged as u64, "verdict");
+        let reach = match self.reach {
+            Some((lo, hi)) if (hi - lo).abs() < 0.0005 => format!(
+                "; a regression of {} or more would have tripped it, four times in five",
+                pct(lo)
+            ),
+            Some((lo, hi)) => format!(
+                "; by each point's interval a regression of {}–{} or more would have tripped it, four times in five",
+                pct(lo),
+                pct(hi)
+            ),
+            None => String::new(),
+        };
+        match self.tripped.len() {
+            0 if self.judged == 0 => format!(
+                "gate: no regression past {} found — but no paired verdict to judge",
+                pct(self.limit)
+            ),
+            0 => format!(
+                "gate: no regression past {} — {verdicts}, none different and worse past it{reach}",
+                pct(self.limit)
+            ),
+            n => format!(
+                "gate: {} past {} ({n} of {verdicts} different and worse past it){reach}",
+                crate::units::count(n as u64, "regression"),
+                pct(self.limit)
+            ),
+        }
+    }
 }
 
 /// The gate of `--fail-unless-equivalent PCT`, for changes that must not change
@@ -52,6 +133,23 @@ pub fn not_equivalent(verdicts: &[PointVerdicts], band: f64) -> Vec<String> {
         }
     }
     out
+}
+
+/// The equivalence gate's outcome on one line, passed or not: `gate: every comparison
+/// equivalent within ±2% (12)`, or how many are not.
+pub fn equivalence_line(verdicts: &[PointVerdicts], failing: usize, band: f64) -> String {
+    let comparisons = verdicts.iter().filter(|v| v.main().is_some()).count();
+    match failing {
+        0 => format!(
+            "gate: every comparison equivalent within ±{} ({comparisons})",
+            pct(band)
+        ),
+        n => format!(
+            "gate: {n} of {} not proven equivalent within ±{}",
+            crate::units::count(comparisons.max(n) as u64, "comparison"),
+            pct(band)
+        ),
+    }
 }
 
 /// For the equivalence gate: when some comparisons it names could not tell (their main
@@ -245,17 +343,46 @@ mod tests {
         let borderline = at(
             1,
             vec![
-                v(Figure::CpuPerRequest, 1.06, 1.03, 1.09), // interval reaches inside 5 %
+                v(Figure::CpuPerRequest, 1.04, 1.02, 1.06), // different, estimate inside 5 %
                 v(Figure::Throughput, 1.5, 1.4, 1.6),       // better
                 v(Figure::P99, 0.5, 0.4, 0.6),              // better
             ],
         );
         assert!(regressions(&[borderline], 0.05).is_empty());
+        // The estimate past 5 %, the interval reaching inside it: a regression past 5 %.
+        let past = at(1, vec![v(Figure::CpuPerRequest, 1.06, 1.03, 1.09)]);
+        assert_eq!(regressions(&[past], 0.05).len(), 1);
         // Held back by the report's error control: not different, so no regression.
         let mut held = worse.clone();
         held.verdicts[0].call = Call::Inconclusive;
         held.verdicts[0].held_back = true;
         assert_eq!(regressions(&[held], 0.05).len(), 1);
+    }
+
+    #[test]
+    fn the_regression_gate_says_its_outcome_and_its_reach_either_way() {
+        // ±3 % around 1: different needs 1 % + 3 %, past the gate 5 %; + 0.84 × 3/1.96.
+        let same = at(1, vec![v(Figure::CpuPerRequest, 1.0, 1.0 / 1.03, 1.03)]);
+        let g = RegressionGate::of(std::slice::from_ref(&same), 0.05);
+        assert!(g.tripped.is_empty());
+        let (lo, hi) = g.reach.unwrap();
+        let want = ((1.05f64).ln() + 0.84 * (1.03f64).ln() / 1.96).exp() - 1.0;
+        assert!((lo - want).abs() < 1e-9 && lo == hi, "{lo} {want}");
+        assert_eq!(
+            g.line(),
+            "gate: no regression past 5% — 1 verdict, none different and worse past it; a regression of 6.3% or more would have tripped it, four times in five"
+        );
+        // A wide interval: the noise band and the half-width set the reach, not the gate.
+        let wide = at(8, vec![v(Figure::CpuPerRequest, 1.0, 1.0 / 1.08, 1.08)]);
+        let worse = at(16, vec![v(Figure::CpuPerRequest, 1.10, 1.07, 1.13)]);
+        let g = RegressionGate::of(&[same, wide, worse], 0.05);
+        assert_eq!(g.tripped.len(), 1);
+        let line = g.line();
+        assert!(
+            line.starts_with("gate: 1 regression past 5% (1 of 3 verdicts different and worse past it); by each point's interval a regression of "),
+            "{line}"
+        );
+        assert!(g.reach.unwrap().1 > 0.12, "{:?}", g.reach);
     }
 
     #[test]

@@ -89,7 +89,8 @@ pub struct RunArgs {
     pub budget: Option<Budget>,
     /// Exit with status 4 when a paired verdict reads *different* and worse than the
     /// baseline by more than this (e.g. 5%): more CPU per request or item, less throughput,
-    /// or a higher p50/p99, with the whole interval past it (the rule of `merge`).
+    /// or a higher p50/p99, with the estimate past it (the rule of `merge`; docs/verdicts.md, "The
+    /// gates"). Its outcome is printed either way.
     #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
     /// Exit with status 5 unless every paired comparison's main figure (CPU per request,
@@ -207,7 +208,7 @@ pub struct MergeArgs {
     #[arg(long = "fail-on-diff")]
     pub fail_on_diff: bool,
     /// Exit with status 4 when a paired verdict reads *different* and worse than the
-    /// baseline by more than this (e.g. 5%), with the whole interval past it.
+    /// baseline, with the estimate past this (e.g. 5%). Its outcome is printed either way.
     #[arg(long = "fail-on-regression", value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
     /// Exit with status 5 unless every paired comparison's main figure is proven

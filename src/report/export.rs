@@ -214,6 +214,23 @@ pub fn write_all(dir: &Path, a: &Analysis) -> std::io::Result<Vec<PathBuf>> {
     Ok(written)
 }
 
+/// Lines appended to `$GITHUB_STEP_SUMMARY` when it is set (a gate's outcome), each its
+/// own paragraph.
+pub fn github_step_lines(lines: &[String]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|_| !lines.is_empty()) else {
+        return Ok(());
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    for l in lines {
+        writeln!(f, "\n**{l}**")?;
+    }
+    Ok(())
+}
+
 /// On GitHub Actions, appends the Markdown summary to the job's summary page.
 pub fn github_step_summary(a: &Analysis) -> std::io::Result<()> {
     use std::io::Write as _;

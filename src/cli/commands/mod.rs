@@ -372,8 +372,13 @@ pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Resul
             .iter()
             .any(|c| c.build_failed());
     let differs = gates.diff && analysis.compat.iter().any(|c| c.differences > 0);
+    // Each gate's outcome is said whether it passed or not, on stderr and in a GitHub step
+    // summary.
+    let mut said = Vec::new();
     let worse = gates.regression.map_or(Vec::new(), |pct| {
-        crate::analysis::gates::regressions(&analysis.verdicts, pct / 100.0)
+        let gate = crate::analysis::gates::RegressionGate::of(&analysis.verdicts, pct / 100.0);
+        said.push(gate.line());
+        gate.tripped
     });
     for w in &worse {
         eprintln!("regression: {w}");
@@ -384,11 +389,20 @@ pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Resul
             &done.results,
             &analysis.verdicts,
         ));
+        said.push(crate::analysis::gates::equivalence_line(
+            &analysis.verdicts,
+            out.len(),
+            pct / 100.0,
+        ));
         out
     });
     for u in &unequal {
         eprintln!("not equivalent: {u}");
     }
+    for line in &said {
+        eprintln!("{line}");
+    }
+    report::export::github_step_lines(&said)?;
     if let Some(hint) = gates.equivalent.and_then(|pct| {
         crate::analysis::gates::settle_hint(&done.results, &analysis.verdicts, pct / 100.0)
     }) {
