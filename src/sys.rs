@@ -401,6 +401,9 @@ pub fn thread_schedstat(tid: i32) -> Option<(Duration, Duration)> {
 pub struct CpuTicks {
     pub total: u64,
     pub steal: u64,
+    /// Time running tasks: user, nice and system (interrupts left out: the loopback's
+    /// softirqs serve the load, whoever they are charged to).
+    pub busy: u64,
 }
 
 /// Per-CPU counters, indexed by CPU number; empty where /proc/stat cannot be read.
@@ -431,6 +434,7 @@ fn parse_proc_stat(text: &str) -> Vec<Option<CpuTicks>> {
         out[cpu] = Some(CpuTicks {
             total: v.iter().sum(),
             steal: v[7],
+            busy: v[0] + v[1] + v[2],
         });
     }
     out
@@ -485,6 +489,21 @@ pub fn stolen_ticks(
         steal += b.steal.saturating_sub(a.steal);
     }
     (total > 0).then(|| (steal as f64 / total as f64, steal))
+}
+
+/// Seconds the CPUs `cpus` spent running tasks between two readings; `None` where one of
+/// them was not read.
+pub fn busy_seconds(
+    before: &[Option<CpuTicks>],
+    after: &[Option<CpuTicks>],
+    cpus: &[usize],
+) -> Option<f64> {
+    let mut busy = 0u64;
+    for &c in cpus {
+        let (a, b) = ((*before.get(c)?)?, (*after.get(c)?)?);
+        busy += b.busy.saturating_sub(a.busy);
+    }
+    Some(busy as f64 / clock_ticks_per_s())
 }
 
 /// CPU time of the whole process.

@@ -45,6 +45,8 @@ struct Seen {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cost {
     pub cpu_ns: u64,
+    /// Time runnable but waiting for a CPU (`schedstat`'s second field).
+    pub wait_ns: u64,
     pub voluntary_switches: u64,
     pub involuntary_switches: u64,
 }
@@ -54,6 +56,7 @@ impl Cost {
     pub fn until(self, later: Cost) -> Cost {
         Cost {
             cpu_ns: later.cpu_ns.saturating_sub(self.cpu_ns),
+            wait_ns: later.wait_ns.saturating_sub(self.wait_ns),
             voluntary_switches: later
                 .voluntary_switches
                 .saturating_sub(self.voluntary_switches),
@@ -143,6 +146,7 @@ impl Sampler {
         }
         seen.threads.values().fold(Cost::default(), |a, t| Cost {
             cpu_ns: a.cpu_ns + t.cpu_ns,
+            wait_ns: a.wait_ns + t.wait_ns,
             voluntary_switches: a.voluntary_switches + t.voluntary_switches,
             involuntary_switches: a.involuntary_switches + t.involuntary_switches,
         })
@@ -250,8 +254,10 @@ fn thread_cost(pid: i32, tid: i32) -> Option<Cost> {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0)
     };
+    let mut fields = sched.split_whitespace();
     Some(Cost {
-        cpu_ns: sched.split_whitespace().next()?.parse().ok()?,
+        cpu_ns: fields.next()?.parse().ok()?,
+        wait_ns: fields.next().and_then(|w| w.parse().ok()).unwrap_or(0),
         voluntary_switches: field("voluntary_ctxt_switches:"),
         involuntary_switches: field("nonvoluntary_ctxt_switches:"),
     })

@@ -18,8 +18,10 @@ use crate::stats::Sample;
 #[cfg(test)]
 use crate::load::stall::stall_in;
 pub use crate::load::stall::{stall_band, STALL_BAND_US};
+mod contention;
 mod machine;
 mod words;
+use contention::*;
 use machine::*;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -155,6 +157,38 @@ pub enum Finding {
         late_mean_us: f64,
         hold_us: u64,
     },
+    /// Over its measured windows other processes used a contender's pinned CPUs a material
+    /// share of the time (and its threads waited for a CPU meanwhile): the machine, not the
+    /// change, moves its figures, and verdicts will not settle here.
+    Contention {
+        contender: String,
+        /// The point where it was worst.
+        place: String,
+        /// There, the share of its threads' runnable time spent waiting for a CPU.
+        waited: f64,
+        /// There, the share of its pinned CPUs' time other processes used (`None`: not
+        /// pinned apart from the load, so not read).
+        others: Option<f64>,
+        /// Its pinned CPUs.
+        cpus: Vec<usize>,
+        /// Points where either share was material, of the points it served.
+        points: usize,
+        of: usize,
+    },
+    /// A repetition of a point served far more or less than the others (a throughput 5×
+    /// another's): something happened to that one — a neighbour, a cold cache, a hiccup.
+    OddRepetition {
+        contender: String,
+        place: String,
+        repetition: u32,
+        requests_per_s: f64,
+        /// The other repetitions' throughput at that point.
+        others: Vec<f64>,
+        /// How far off the others' median, as a factor (≥ 1).
+        factor: f64,
+        /// Other such repetitions of the contender (at other points or the same).
+        more: usize,
+    },
 }
 
 /// A stall-band point measured again with TCP_NODELAY forced on the contender's sockets.
@@ -194,6 +228,11 @@ pub struct Limits {
     pub noisy: f64,
     /// Share of the CPUs' time stolen by the hypervisor during a point or a start-up.
     pub stolen: f64,
+    /// Share of a contender's runnable time waiting for a CPU, or of its pinned CPUs' time
+    /// used by others, from which contention is named.
+    pub contention: f64,
+    /// How far (a factor) a repetition's throughput must be from the others' median.
+    pub odd_repetition: f64,
 }
 
 impl Default for Limits {
@@ -203,6 +242,8 @@ impl Default for Limits {
             saturated: 0.9,
             noisy: 0.10,
             stolen: crate::results::STEAL_LIMIT,
+            contention: 0.10,
+            odd_repetition: 3.0,
         }
     }
 }
@@ -235,6 +276,8 @@ pub fn findings(r: &Results, limits: Limits) -> Vec<Finding> {
     out.extend(noisy_repetitions(r, limits));
     out.extend(machine_differs(r));
     out.extend(edges(r));
+    out.extend(contention(r, limits));
+    out.extend(odd_repetitions(r, limits));
     out
 }
 

@@ -75,7 +75,73 @@ impl fmt::Display for Finding {
             Finding::EdgeUnused { .. }
             | Finding::EdgeUnreached { .. }
             | Finding::EdgeStrained { .. } => edge_words(f, self),
+            Finding::Contention { .. } | Finding::OddRepetition { .. } => {
+                contention_words(f, self)
+            }
         }
+    }
+}
+
+/// The words of [`Finding::Contention`] and [`Finding::OddRepetition`].
+fn contention_words(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
+    match x {
+        Finding::Contention {
+            contender,
+            place,
+            waited,
+            others,
+            cpus,
+            points,
+            of,
+        } => {
+            let cpus = match cpus.as_slice() {
+                [one] => format!("CPU {one}"),
+                many => format!("CPUs {many:?}"),
+            };
+            let at = match points {
+                1 => format!("{contender}, {place}"),
+                n => format!("{contender}, at {n} of {of} points (worst {place})"),
+            };
+            write!(
+                f,
+                "{at}: its threads waited for a CPU {:.0}% of the time they were runnable",
+                waited * 100.0
+            )?;
+            write!(
+                f,
+                "; other processes used its {cpus} for {:.0}% of their time — contention: verdicts will not settle here (stop what else runs there, or give the contenders CPUs of their own: `cores`)",
+                others.unwrap_or(0.0) * 100.0
+            )
+        }
+        Finding::OddRepetition {
+            contender,
+            place,
+            repetition,
+            requests_per_s,
+            others,
+            factor,
+            more,
+        } => {
+            let list: Vec<String> = others.iter().map(|x| format!("{x:.0}")).collect();
+            let list = match list.as_slice() {
+                [a, b] => format!("{a} and {b}"),
+                _ => list.join(", "),
+            };
+            let way = if others.iter().all(|o| requests_per_s > o) {
+                "the others"
+            } else {
+                "less than the others"
+            };
+            write!(
+                f,
+                "{contender}, {place}: repetition {repetition} served {requests_per_s:.0} requests/s, {factor:.1}× {way} ({list}) — something happened to that one (a neighbour, a hiccup), and its figures weigh in every verdict"
+            )?;
+            if *more > 0 {
+                write!(f, "; {more} more such")?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 

@@ -36,7 +36,20 @@ pub(super) fn summary(
             .collect();
         out.push(format!("**Start-up:** {}", parts.join("; ")));
     }
-    out.extend(super::paired::summary(paired, family));
+    let mut serving = super::paired::summary(paired, family);
+    // What is still open points at the machine when the machine is the reason.
+    if let Some(c) = found
+        .iter()
+        .find(|f| matches!(f, Finding::Contention { .. }))
+    {
+        if let Some(open) = serving
+            .iter_mut()
+            .find(|l| l.starts_with("**Not settled:**"))
+        {
+            open.push_str(&format!(" — and the machine is busy: {c}"));
+        }
+    }
+    out.extend(serving);
     out.extend(r.budget.as_ref().and_then(|b| budget(b, r.repetitions)));
     if paired.is_empty() {
         out.extend(unpaired(r));

@@ -510,6 +510,8 @@ mod tests {
             cpu_s: 0.002,
             voluntary_switches: 0,
             involuntary_switches: 0,
+            wait_s: 0.0,
+            others_s: None,
         });
         assert_eq!(s.cpu_us_per_request(), Some(20.0));
         assert_eq!(s.cpu_us_per_item(), None, "one item per call: unary");

@@ -12,6 +12,15 @@ pub struct ServerCost {
     /// Times its threads gave up the CPU (waiting) and had it taken away (preempted).
     pub voluntary_switches: u64,
     pub involuntary_switches: u64,
+    /// Seconds its threads waited for a CPU while runnable (each thread's `schedstat`,
+    /// second field), over the same window (0 in results from before it was read).
+    #[serde(default)]
+    pub wait_s: f64,
+    /// CPU seconds something other than this contender used on its pinned CPUs over the
+    /// window (their `/proc/stat` busy time less its own); `None` where the contenders are
+    /// not pinned apart from the load, and in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_s: Option<f64>,
 }
 
 impl ServerCost {

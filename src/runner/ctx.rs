@@ -57,6 +57,19 @@ impl Ctx<'_> {
         (!rest.is_empty()).then_some(rest)
     }
 
+    /// The contenders' CPUs when they are pinned apart from the load (what else runs there
+    /// is contention); empty otherwise.
+    pub(super) fn pinned_apart(&self) -> &[usize] {
+        match &self.contender_cpus {
+            Some(c)
+                if !self.load_cpus.is_empty() && !c.iter().any(|x| self.load_cpus.contains(x)) =>
+            {
+                c
+            }
+            _ => &[],
+        }
+    }
+
     /// The CPUs a point keeps busy: the contenders' and the load's when pinned, else all.
     pub(super) fn busy_cpus(&self) -> Vec<usize> {
         if self.load_cpus.is_empty() {

@@ -23,18 +23,21 @@ pub(super) struct Measured {
 }
 
 /// Runs load against a running contender (`run` is given the progress callback), reading
-/// the contender's exact cost at the edges of the measured window, and stops sending as soon
+/// the contender's exact cost at the edges of the measured window — and, when its CPUs are
+/// `pinned` apart from the load, what the machine ran on them — and stops sending as soon
 /// as the contender is seen dead: the rest would only count refused connections.
 pub(super) fn measure(
     running: &mut Running,
+    pinned: &[usize],
     rep: &mut dyn Reporter,
     run: impl FnOnce(&mut dyn FnMut(Progress) -> Flow) -> Result<LoadResult, LoadError>,
 ) -> Measured {
     let (mut opened, mut closed) = (None, None);
+    let ticks = || (!pinned.is_empty()).then(crate::sys::cpu_ticks);
     let load = run(&mut |pr| {
         match pr.edge {
-            Some(Edge::Opens) => opened = Some(running.cost()),
-            Some(Edge::Closes) => closed = Some(running.cost()),
+            Some(Edge::Opens) => opened = Some((running.cost(), ticks())),
+            Some(Edge::Closes) => closed = Some((running.cost(), ticks())),
             None => {}
         }
         rep.load_progress(pr);
@@ -44,12 +47,18 @@ pub(super) fn measure(
             Flow::Continue
         }
     });
-    let cost = opened.zip(closed).map(|(a, b)| {
+    let cost = opened.zip(closed).map(|((a, ta), (b, tb))| {
         let spent = a.until(b);
+        let cpu_s = spent.cpu_ns as f64 / 1e9;
+        let busy = ta
+            .zip(tb)
+            .and_then(|(ta, tb)| crate::sys::busy_seconds(&ta, &tb, pinned));
         ServerCost {
-            cpu_s: spent.cpu_ns as f64 / 1e9,
+            cpu_s,
             voluntary_switches: spent.voluntary_switches,
             involuntary_switches: spent.involuntary_switches,
+            wait_s: spent.wait_ns as f64 / 1e9,
+            others_s: busy.map(|b| (b - cpu_s).max(0.0)),
         }
     });
     Measured { load, cost }
@@ -127,7 +136,7 @@ pub(super) fn load_once(
                     .wait_accepted(cfg.clients(), Duration::from_secs(2));
                 let f = live.running.force_nodelay(true);
                 super::live::count_forced(live.forcing.as_mut(), &f);
-                measure(&mut live.running, rep, |pr| {
+                measure(&mut live.running, ctx.pinned_apart(), rep, |pr| {
                     session.run(how.stop, how.warmup, pr)
                 })
             }
@@ -137,7 +146,9 @@ pub(super) fn load_once(
             },
         }
     } else {
-        measure(&mut live.running, rep, |pr| driver.run(&cfg, pr))
+        measure(&mut live.running, ctx.pinned_apart(), rep, |pr| {
+            driver.run(&cfg, pr)
+        })
     };
     out.contender_cpu_s = Some((live.running.usage().cpu_s() - cpu0).max(0.0));
     out.steal = crate::sys::steal_share(&ticks0, &crate::sys::cpu_ticks(), &ctx.busy_cpus());
@@ -235,7 +246,7 @@ fn connect(
     }
     if !s.warmup.is_zero() {
         let warm = Stop::Duration(s.warmup);
-        measure(&mut live.running, rep, |pr| {
+        measure(&mut live.running, &[], rep, |pr| {
             session.run(warm, Duration::ZERO, pr)
         })
         .load
@@ -265,7 +276,7 @@ impl Serving for Serve<'_, '_> {
             };
         };
         let ticks0 = crate::sys::cpu_ticks();
-        let m = measure(&mut self.live.running, rep, |pr| {
+        let m = measure(&mut self.live.running, self.ctx.pinned_apart(), rep, |pr| {
             session.run(stop, Duration::ZERO, pr)
         });
         let steal =

@@ -299,6 +299,8 @@ fn sum_costs(slices: &[Slice]) -> Option<ServerCost> {
             cpu_s: 0.0,
             voluntary_switches: 0,
             involuntary_switches: 0,
+            wait_s: 0.0,
+            others_s: Some(0.0),
         },
         |a, x| {
             let c = x.cost?;
@@ -306,6 +308,8 @@ fn sum_costs(slices: &[Slice]) -> Option<ServerCost> {
                 cpu_s: a.cpu_s + c.cpu_s,
                 voluntary_switches: a.voluntary_switches + c.voluntary_switches,
                 involuntary_switches: a.involuntary_switches + c.involuntary_switches,
+                wait_s: a.wait_s + c.wait_s,
+                others_s: a.others_s.zip(c.others_s).map(|(a, b)| a + b),
             })
         },
     )

@@ -77,6 +77,8 @@ impl Serving for Fake {
                 cpu_s: at(&self.cpu_us) * requests as f64 / 1e6,
                 voluntary_switches: 0,
                 involuntary_switches: 0,
+                wait_s: 0.0,
+                others_s: None,
             }),
             steal: Some({
                 let share = at(&self.steal);
