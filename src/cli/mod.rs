@@ -98,6 +98,11 @@ pub enum Command {
     /// Send compatibility cases to several servers and compare their answers (the first
     /// endpoint is the baseline).
     Diff(DiffArgs),
+    /// One step of a bisection, for `git bisect run`: contender NAME built from its
+    /// repository's working tree against NAME built at REF, paired; exit 0 (equivalent or
+    /// better), 1 (different and worse), 125 (did not build, or still inconclusive)
+    /// (docs/bisect.md).
+    Check(CheckArgs),
     /// Compare benchmark results old against new (Go -bench output, Criterion folders,
     /// hyperfine JSON, bakeoff results.json): medians, deltas, Mann-Whitney U, per unit.
     #[command(
@@ -242,6 +247,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Call(args) => run_call(&args),
         Command::Run(args) => run_plan(&args),
         Command::Compare(args) => run_compare(&args),
+        Command::Check(args) => run_check(&args),
         Command::Diff(args) => run_diff(&args),
         Command::Demo(args) => run_demo(&args),
         Command::Report { dir } => run_report(&dir),

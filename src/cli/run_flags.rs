@@ -100,6 +100,38 @@ pub struct RunArgs {
     pub fail_unless_equivalent: Option<f64>,
 }
 
+/// `bakeoff check` (docs/bisect.md).
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The plan file (TOML).
+    #[arg(value_name = "PLAN")]
+    pub plan: PathBuf,
+    /// The contender to check: built from a git `source` in a folder on this machine.
+    #[arg(long = "contender", value_name = "NAME")]
+    pub contender: String,
+    /// What the working tree is compared against: a tag, branch or commit.
+    #[arg(long = "against", value_name = "REF")]
+    pub against: String,
+    /// The figure judged [default: CPU per request where measured, else throughput].
+    #[arg(long = "figure", value_enum)]
+    pub figure: Option<CheckFigure>,
+    /// Write results here [default: bakeoff-results/<time>-<name>].
+    #[arg(long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// How long it may measure (as `run --budget`).
+    #[arg(long = "budget", value_name = "DURATION", value_parser = parse_budget)]
+    pub budget: Option<Budget>,
+}
+
+/// The figures `check --figure` can judge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFigure {
+    CpuPerRequest,
+    Throughput,
+    P50,
+    P99,
+}
+
 /// `--budget`: a duration, or none for `off`.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget(pub Option<std::time::Duration>);

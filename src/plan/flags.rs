@@ -2,6 +2,11 @@
 
 use super::*;
 
+/// The contender `bakeoff check` builds at the ref it is asked to compare against.
+pub const AGAINST: &str = "against";
+/// The contender `bakeoff check` builds from the working tree.
+pub const CURRENT: &str = "current";
+
 impl Plan {
     /// The plan with the command line's overrides: `repetitions`, only the contenders in
     /// `only` (with their noise instances; a baseline left out is no longer compared
@@ -95,6 +100,56 @@ impl Plan {
                 }
             }
         }
+        Ok(self)
+    }
+
+    /// `bakeoff check --contender NAME --against REF` (docs/bisect.md): contender NAME alone,
+    /// twice — [`AGAINST`] built at REF, and [`CURRENT`] built from its repository's working
+    /// tree and compared with it, side by side. NAME must be built from a git `source` in a
+    /// folder on this machine (the repository `git bisect` walks).
+    pub fn for_check(mut self, name: &str, against: &str) -> Result<Plan, String> {
+        let names: Vec<&str> = self
+            .contenders
+            .iter()
+            .filter(|c| c.noise_of.is_none() && c.variant.is_none())
+            .map(|c| c.name.as_str())
+            .collect();
+        let Some(c) = self
+            .contenders
+            .iter()
+            .find(|c| c.name == name && c.noise_of.is_none() && c.variant.is_none())
+        else {
+            return Err(format!(
+                "--contender {name}: no contender is named `{name}`{}",
+                error::did_you_mean(name, names.iter().copied())
+            ));
+        };
+        let local = matches!(
+            c.source.as_ref().map(|s| &s.from),
+            Some(SourceKind::Git {
+                at: super::Location::Local(_),
+                ..
+            })
+        );
+        if !local {
+            return Err(format!(
+                "--contender {name}: `{name}` is not built from a git `source` in a folder on this machine (its working tree is what `check` builds)"
+            ));
+        }
+        let at = |rev: Rev, label: &str| {
+            let mut x = c.clone();
+            x.name = label.to_string();
+            x.baseline = Some(AGAINST.to_string());
+            if let Some(SourceKind::Git { rev: r, .. }) = x.source.as_mut().map(|s| &mut s.from) {
+                *r = rev;
+            }
+            x
+        };
+        self.contenders = vec![
+            at(Rev::Ref(against.to_string()), AGAINST),
+            at(Rev::Worktree, CURRENT),
+        ];
+        self.order = super::Order::Paired;
         Ok(self)
     }
 

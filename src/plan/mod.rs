@@ -33,6 +33,7 @@ pub use expect::*;
 mod units;
 pub use units::*;
 mod flags;
+pub use flags::{AGAINST, CURRENT};
 
 #[derive(Debug, Clone)]
 pub struct Plan {

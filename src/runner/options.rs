@@ -28,6 +28,9 @@ pub struct RunOptions {
     pub refs: Vec<(String, String)>,
     /// `--rebuild`: build contenders from source again even when the cache has them.
     pub rebuild: bool,
+    /// `bakeoff check --contender NAME --against REF`: the plan cut to NAME at REF against
+    /// NAME's working tree (`Plan::for_check`).
+    pub check: Option<(String, String)>,
     /// `--budget`: instead of the plan's (`Some(None)`: off).
     pub budget: Option<Option<std::time::Duration>>,
     /// The command's cancellation: set by Ctrl-C or SIGTERM, the run stops after the step in

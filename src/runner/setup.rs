@@ -89,6 +89,10 @@ fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
     }
     plan = plan
         .with_refs(&opts.refs)
+        .and_then(|p| match &opts.check {
+            Some((name, against)) => p.for_check(name, against),
+            None => Ok(p),
+        })
         .and_then(|p| p.with_what_if(&opts.what_if))
         .and_then(|p| p.overridden(opts.repetitions, &opts.only, &opts.scenarios))
         .map_err(anyhow::Error::msg)?;

@@ -12,7 +12,9 @@ use crate::cancel::Cancel;
 use crate::load;
 use crate::report;
 use crate::runner;
+mod check;
 mod offline;
+pub(crate) use check::run_check;
 pub(crate) use offline::*;
 
 pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
@@ -159,6 +161,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         refs: args.refs.clone(),
         rebuild: args.rebuild,
         budget: args.budget.map(|b| b.0),
+        check: None,
         cancel,
         unsettled: Some(runner::Unsettled(std::sync::Arc::new(
             crate::analysis::verdicts::unsettled,
