@@ -137,7 +137,8 @@ pub(super) fn run_build(
     let start = Instant::now();
     let deadline = start + req.source.build_timeout;
     for cmd in &req.source.build {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let began = Instant::now();
+        let left = deadline.saturating_duration_since(began);
         if left.is_zero() {
             return Err(format!(
                 "the build took longer than its build_timeout ({:?}); output in {rel}",
@@ -161,11 +162,12 @@ pub(super) fn run_build(
                 tail(&log, 20)
             ));
         }
+        // This command's own time, not the build's so far.
         say(format!(
             "{}: `{}` done ({:.1} s)",
             req.contender,
             cmd.join(" "),
-            start.elapsed().as_secs_f64()
+            began.elapsed().as_secs_f64()
         ));
     }
     Ok(BuildInfo {

@@ -18,6 +18,15 @@ use std::time::{Duration, Instant};
 
 pub use crate::results::EdgeStats;
 
+/// The most links (proxied connections) open at once: each has three threads and holds up
+/// to [`HELD`] chunks. Past it a connection is closed at once and counted (`refused`): a
+/// member that opens thousands cannot make the proxy start thousands of threads.
+pub const MOST_LINKS: usize = 128;
+
+/// The most chunks (each at most 64 KiB) one link holds on their way to a listener that does
+/// not read: 1 MiB a link, [`MOST_LINKS`] MiB in all.
+const HELD: usize = 16;
+
 #[derive(Default)]
 struct Counters {
     connections: AtomicU64,
@@ -28,6 +37,7 @@ struct Counters {
     answer_sum_ns: AtomicU64,
     answers: AtomicU64,
     upstream_failures: AtomicU64,
+    refused: AtomicU64,
     /// Thread ids of the proxy's live threads, and the CPU time of those that ended.
     tids: Mutex<Vec<i32>>,
     ended_cpu_ns: AtomicU64,
@@ -71,6 +81,12 @@ impl Edge {
                     let _t = Tracked::new(&counters, cpus.as_deref());
                     while !stop.load(Relaxed) {
                         match listener.accept() {
+                            Ok((client, _))
+                                if open.lock().expect("not poisoned").len() >= MOST_LINKS =>
+                            {
+                                counters.refused.fetch_add(1, Relaxed);
+                                let _ = client.shutdown(Shutdown::Both);
+                            }
                             Ok((client, _)) => {
                                 counters.connections.fetch_add(1, Relaxed);
                                 let link = Link {
@@ -140,6 +156,7 @@ impl Edge {
             wall_s: self.started.elapsed().as_secs_f64(),
             timer_overshoot_us: self.overshoot.as_micros() as u64,
             upstream_failures: c.upstream_failures.load(Relaxed),
+            refused: c.refused.load(Relaxed),
         }
     }
 }
@@ -226,8 +243,8 @@ impl Link {
             .expect("not poisoned")
             .insert(id, (client.try_clone()?, up.try_clone()?));
         // Bounded: a listener that stops reading stops the reading from the client after
-        // at most 256 chunks (16 MiB) held, instead of the proxy buffering without end.
-        let (tx, rx) = mpsc::sync_channel::<(Instant, Vec<u8>)>(256);
+        // at most HELD chunks (1 MiB) held, instead of the proxy buffering without end.
+        let (tx, rx) = mpsc::sync_channel::<(Instant, Vec<u8>)>(HELD);
         // When the last chunk went upstream (ns since `epoch`), 0 once an answer began.
         let epoch = Instant::now();
         let forwarded = Arc::new(AtomicU64::new(0));
@@ -352,6 +369,41 @@ mod tests {
             }
         });
         port
+    }
+
+    #[test]
+    fn the_proxy_holds_at_most_its_links_and_closes_the_rest() {
+        // A listener that takes connections and never reads: every link stays open.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream = l.local_addr().unwrap().port();
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let k = kept.clone();
+        std::thread::spawn(move || {
+            for s in l.incoming().flatten() {
+                k.lock().unwrap().push(s);
+            }
+        });
+        let edge = Edge::start("p", upstream, Duration::from_micros(100), None).unwrap();
+        let extra = 12;
+        let clients: Vec<TcpStream> = (0..MOST_LINKS + extra)
+            .map(|_| TcpStream::connect(("127.0.0.1", edge.listen_port)).unwrap())
+            .collect();
+        let until = Instant::now() + Duration::from_secs(30);
+        while edge.stats().refused < extra as u64 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let st = edge.stats();
+        assert_eq!(
+            (st.connections, st.refused),
+            (MOST_LINKS as u64, extra as u64),
+            "{st:?}"
+        );
+        // A refused client is told at once: its connection is closed.
+        let mut last = clients.last().unwrap().try_clone().unwrap();
+        last.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        assert!(matches!(last.read(&mut [0u8; 8]), Ok(0) | Err(_)));
+        drop(edge);
     }
 
     fn round_trip(port: u16, n: usize) -> Duration {

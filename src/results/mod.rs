@@ -6,6 +6,7 @@ pub mod env;
 pub mod id;
 pub mod merge;
 mod paired;
+mod sane;
 mod upgrade;
 mod warning;
 
@@ -368,7 +369,11 @@ impl Results {
                 other.map_or("(none)".to_string(), |s| s.to_string())
             ),
         }
-        serde_json::from_value(v).context("not a bakeoff results file")
+        let r: Results = serde_json::from_value(v).context("not a bakeoff results file")?;
+        r.check_figures().map_err(|e| {
+            anyhow::anyhow!("{e} (results from another machine, or changed by hand?)")
+        })?;
+        Ok(r)
     }
 }
 

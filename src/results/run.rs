@@ -74,6 +74,9 @@ pub struct EdgeStats {
     pub timer_overshoot_us: u64,
     /// Connections to the listener that failed.
     pub upstream_failures: u64,
+    /// Connections closed at once because [`crate::contender::edge::MOST_LINKS`] were open.
+    #[serde(default)]
+    pub refused: u64,
 }
 
 /// What forcing a socket option did to a contender's sockets.

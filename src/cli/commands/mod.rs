@@ -354,6 +354,10 @@ pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Resul
     report::export::write_all(&done.dir, &analysis)?;
     report::export::github_step_summary(&analysis)?;
     let results = done.dir.join("results.json");
+    eprintln!(
+        "report: {} (and report.html beside it)",
+        done.dir.join("report").join("report.md").display()
+    );
     eprintln!("results: {}", results.display());
     if done.results.status == crate::results::Status::Interrupted {
         eprintln!(
