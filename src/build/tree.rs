@@ -132,6 +132,7 @@ pub(super) fn run_build(
         ),
         results: req.results.to_path_buf(),
         cancel: req.cancel.clone(),
+        log_limit: crate::plan::DEFAULT_LOG_LIMIT,
     };
     let (mut cpu_s, mut peak) = (0.0, 0);
     let start = Instant::now();

@@ -157,6 +157,7 @@ pub(super) fn owner(l: &Launch) -> spawn::Owner {
         tag,
         results: results_dir,
         cancel: l.cancel.clone(),
+        log_limit: l.log_limit,
     }
 }
 

@@ -980,3 +980,29 @@ fn index_outside_a_member_is_a_plan_error() {
     let p = parse("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\ncommand = [\"s\", \"--id\", \"{index}\"]\nendpoint = \"http://127.0.0.1:{port:m{index}}\"\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n").unwrap();
     assert_eq!(p.contenders[0].members[1].command[2], "2");
 }
+
+#[test]
+fn what_ifs_and_contenders_are_bounded_before_they_multiply() {
+    // Nine edges of eight holds each: 81 variants asked (with each +0ms), 64 allowed.
+    let ports: Vec<String> = (0..9).map(|k| format!("{{port:rpc{k}}}")).collect();
+    let holds = "\"1ms\", \"2ms\", \"3ms\", \"4ms\", \"5ms\", \"6ms\", \"7ms\", \"8ms\"";
+    let delays: Vec<String> = (0..9)
+        .map(|k| format!("{{ delay = \"rpc{k}\", by = [{holds}] }}"))
+        .collect();
+    let text = format!(
+        "name = \"t\"\n[[contender]]\nname = \"idx\"\nwhat_if = [{}]\n[[contender.member]]\nname = \"front\"\nafter = [\"node\"]\ncommand = [\"f\", \"{}\"]\n[[contender.member]]\nname = \"node\"\ncommand = [\"n\", \"{}\"]\n",
+        delays.join(", "),
+        ports.join(","),
+        ports.join(",")
+    );
+    let e = err(&text);
+    assert!(
+        e.contains("more than 64 variants") && e.contains("plan.toml:4:"),
+        "{e}"
+    );
+    let many: String = (0..300)
+        .map(|k| format!("[[contender]]\nname = \"c{k}\"\ncommand = [\"s\"]\n"))
+        .collect();
+    let e = err(&format!("name = \"t\"\n{many}"));
+    assert!(e.contains("more than 256 contenders"), "{e}");
+}

@@ -27,11 +27,19 @@ pub fn read(dir: &Path) -> anyhow::Result<Input> {
     let file = dir.join("results.json");
     let text = crate::sys::read_bounded(&file, crate::sys::RESULTS_LIMIT)
         .with_context(|| format!("cannot read `{}`", file.display()))?;
-    let v: serde_json::Value =
+    // What decides whether it can merge, read alone (the whole file is read into its types
+    // once, below).
+    #[derive(serde::Deserialize)]
+    struct Head {
+        schema_version: Option<u64>,
+        tool: Option<String>,
+        shards: Option<serde::de::IgnoredAny>,
+    }
+    let head: Head =
         serde_json::from_str(&text).with_context(|| format!("`{}` is not JSON", file.display()))?;
-    let version = v.get("schema_version").and_then(|s| s.as_u64());
-    let tool = v.get("tool").and_then(|t| t.as_str()).unwrap_or("bakeoff");
-    if v.get("shards").is_none_or(|s| s.is_null()) {
+    let version = head.schema_version;
+    let tool = head.tool.as_deref().unwrap_or("bakeoff");
+    if head.shards.is_none() {
         if version.is_some_and(|s| s < u64::from(SCHEMA_VERSION)) {
             bail!(
                 "`{}` has schema version {} (written by {tool}), from before results recorded their shard and plan hash: it cannot be merged; run that shard again with this bakeoff",
@@ -44,7 +52,7 @@ pub fn read(dir: &Path) -> anyhow::Result<Input> {
             file.display()
         );
     }
-    let results = Results::from_json(v).with_context(|| format!("`{}`", file.display()))?;
+    let results = Results::from_text(&text).with_context(|| format!("`{}`", file.display()))?;
     Ok(Input {
         dir: dir.to_path_buf(),
         results,

@@ -134,6 +134,8 @@ pub struct Owner {
     pub tag: String,
     pub results: PathBuf,
     pub cancel: crate::cancel::Cancel,
+    /// Each command log's size limit (the plan's `log_limit`, as a member's log).
+    pub log_limit: u64,
 }
 
 /// A command bakeoff runs to completion: a setup or cleanup command, a `command` probe.
@@ -166,7 +168,7 @@ fn pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
 }
 
 /// Starts a command's guard: its PID, and the thread copying its output into its log
-/// (capped at [`crate::plan::DEFAULT_LOG_LIMIT`] per command, as a member's log is).
+/// (capped at its owner's `log_limit` per command, as a member's log is).
 fn spawn_guarded(o: &Oneshot) -> Result<(i32, Option<std::thread::JoinHandle<()>>), String> {
     let (out, err, pump) = match o.log {
         Some(log) => {
@@ -225,7 +227,7 @@ fn spawn_guarded(o: &Oneshot) -> Result<(i32, Option<std::thread::JoinHandle<()>
     drop(c);
     let pump = match pump {
         Some((reader, file)) => Some(
-            super::logcap::pump(reader, file, crate::plan::DEFAULT_LOG_LIMIT, None)
+            super::logcap::pump(reader, file, o.owner.log_limit, None)
                 .map_err(|e| format!("a log thread: {e}"))?,
         ),
         None => None,

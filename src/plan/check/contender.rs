@@ -309,6 +309,9 @@ pub(super) fn contenders(c: &Checker, raw: &RawPlan, base: &Path) -> Res<Vec<Con
     }) {
         return Err(loc.at(0..0, format!("`{}` is a noise instance of a noise instance; point `noise_of` at the real contender", k.name)));
     }
+    if contenders.len() > MOST_CONTENDERS {
+        return Err(c.at(&raw.contenders[MOST_CONTENDERS], format!("more than {MOST_CONTENDERS} contenders; each is started and measured every repetition")));
+    }
     // What-if variants, each right after its contender.
     let mut with_variants: Vec<(String, Spanned<toml::Value>, super::super::WhatIf)> = Vec::new();
     for (k, rc) in contenders.iter().zip(&raw.contenders) {
@@ -317,6 +320,9 @@ pub(super) fn contenders(c: &Checker, raw: &RawPlan, base: &Path) -> Res<Vec<Con
                 return Err(c.at(w, "`what_if` on a noise instance: it only answers the compat cases; put it on the contender it is a noise instance of"));
             }
             for what in c.what_if(w)? {
+                if with_variants.len() == MOST_VARIANTS {
+                    return Err(c.at(w, format!("`what_if`: more than {MOST_VARIANTS} variants in the plan; each is a contender started and measured every repetition")));
+                }
                 with_variants.push((k.name.clone(), w.clone(), what));
             }
         }
@@ -327,3 +333,10 @@ pub(super) fn contenders(c: &Checker, raw: &RawPlan, base: &Path) -> Res<Vec<Con
 
     Ok(contenders)
 }
+
+/// The most what-if variants a plan may ask for (10,000 once made 80,002 contenders and a
+/// `plan check` quadratic in them).
+const MOST_VARIANTS: usize = 64;
+
+/// The most contenders a plan may have, its own (variants come on top).
+const MOST_CONTENDERS: usize = 256;
