@@ -74,7 +74,7 @@ pub struct EdgeStats {
     pub timer_overshoot_us: u64,
     /// Connections to the listener that failed.
     pub upstream_failures: u64,
-    /// Connections closed at once because [`crate::contender::edge::MOST_LINKS`] were open.
+    /// Connections closed at once because the proxy held its most links (128) already.
     #[serde(default)]
     pub refused: u64,
 }
