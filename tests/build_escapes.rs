@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead as _, Read as _, Write as _};
+use std::io::{BufRead as _, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -15,25 +15,6 @@ use std::time::{Duration, Instant};
 use common::*;
 
 const SERVER: &str = include_str!("fixtures/fromsource/server.c");
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 fn executable(path: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt as _;
@@ -276,22 +257,6 @@ build = [["sh", "-c", "if kill -0 $(cat {md}/daemon) 2>/dev/null; then echo aliv
     drop(r);
 }
 
-/// A TCP server that accepts and never answers, on a free port.
-fn silent_server() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut s = s;
-                let mut buf = [0u8; 4096];
-                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
-            });
-        }
-    });
-    port
-}
-
 /// Processes whose command line names `needle`.
 fn running(needle: &str) -> Vec<i32> {
     std::fs::read_dir("/proc")
@@ -319,7 +284,7 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 #[test]
 fn a_fetch_from_a_silent_server_ends_with_bakeoff() {
     let dir = TempDir::new("esc-fetch");
-    let port = silent_server();
+    let port = silent_server().port();
     let url = format!("http://127.0.0.1:{port}/repo.git");
     let p = plan(
         dir.path(),
@@ -705,27 +670,12 @@ fn a_folder_sources_large_file_is_hashed_without_holding_it() {
         "[[\"cc\", \"-o\", \"server\", \"server.c\", \"-lpthread\"]]",
         "",
     );
-    // Reaped with wait4 below, for its resource usage (std's Child is not asked again).
-    #[allow(clippy::zombie_processes)]
-    let child = bakeoff_cmd(
+    let (ok, peak_mib) = peak_rss_mib(bakeoff_cmd(
         dir.path(),
         &dir.path().join("cache"),
         &["plan", "check", p.to_str().unwrap()],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let mut status = 0;
-    // SAFETY: wait4 on our own child, writing into locals; std's Child is not asked again.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let got = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(got, child.id() as i32);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "plan check failed"
-    );
-    let peak_mib = usage.ru_maxrss as u64 / 1024;
+    ));
+    assert!(ok, "plan check failed");
     assert!(
         peak_mib < 200,
         "plan check's peak RSS {peak_mib} MiB for a 512 MiB file"

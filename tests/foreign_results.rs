@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::*;
 
@@ -81,20 +81,8 @@ fn a_histogram_that_asks_for_gigabytes_is_not_decoded() {
             }
         }
     });
-    // Reaped with wait4 below, for its resource usage (std's Child is not asked again).
-    #[allow(clippy::zombie_processes)]
-    let child = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
-        .args(["report", d.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut status = 0;
-    // SAFETY: wait4 on our own child, writing into locals.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let got = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(got, child.id() as i32);
-    let peak_mib = usage.ru_maxrss as u64 / 1024;
+    let mut report = Command::new(env!("CARGO_BIN_EXE_bakeoff"));
+    report.args(["report", d.to_str().unwrap()]);
+    let (_, peak_mib) = peak_rss_mib(report);
     assert!(peak_mib < 300, "report's peak RSS {peak_mib} MiB");
 }

@@ -20,22 +20,6 @@ fn fails_with(args: &[&str], needles: &[&str]) -> String {
     err
 }
 
-/// A server that accepts connections and never answers (it reads and drops what it gets).
-fn silent_server() -> std::net::SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut s = s;
-                let mut buf = [0u8; 4096];
-                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
-            });
-        }
-    });
-    addr
-}
-
 #[test]
 fn templates_are_bounded_before_anything_is_allocated() {
     // Nothing listens on port 1: the check must come before any connection.

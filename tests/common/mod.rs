@@ -1013,3 +1013,60 @@ pub fn interrupted(mut cmd: Command, ready: impl FnOnce(), what: &str) -> (Outpu
         .expect("the command's output");
     (out, stopped.elapsed())
 }
+
+/// `git -C dir ARGS` as a test's author and committer; its output, trimmed. Fails the test
+/// when git does.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A server that accepts connections and never answers (it reads and drops what it gets).
+pub fn silent_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut s = s;
+                let mut buf = [0u8; 4096];
+                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+/// Runs `cmd` (output discarded) to its end: whether it exited 0, and its peak resident
+/// set in MiB (the largest of it and what it waited for, from `wait4`).
+pub fn peak_rss_mib(mut cmd: Command) -> (bool, u64) {
+    // Reaped with wait4 below, for its resource usage (std's Child is not asked again).
+    #[allow(clippy::zombie_processes)]
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: wait4 on our own child, writing into locals.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(got, child.id() as i32);
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    (ok, usage.ru_maxrss as u64 / 1024)
+}
