@@ -14,6 +14,16 @@ pub fn fmt_us(us: f64) -> String {
     }
 }
 
+/// A size limit as it was likely given: `64 MiB`, `1 KiB`, `1500 bytes` (exact, never `0 MiB`).
+pub fn size(bytes: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+            return format!("{} {unit}", bytes >> shift);
+        }
+    }
+    count(bytes, "byte")
+}
+
 /// Seconds as a person says them for a run's length: `42 s`, `3 min 5 s`, `1 h 2 min`.
 pub fn duration(secs: f64) -> String {
     let s = secs.max(0.0).round() as u64;

@@ -599,3 +599,44 @@ fn kept_answers_are_bounded_by_max_body() {
         &["larger than the 1 MiB kept to compare it"],
     );
 }
+
+/// An inline compat request past `--max-body` is a plan error: never sent, it read as both
+/// contenders failing alike ("1 of 1 cases answer like a"). Limits below a MiB are said as
+/// given, not as "0 MiB".
+#[test]
+fn an_inline_request_past_max_body_is_refused_not_counted_as_a_match() {
+    let dir = TempDir::new("hostile-inline");
+    let plan = dir.path().join("plan.toml");
+    let big = "x".repeat(2000);
+    std::fs::write(
+        &plan,
+        format!("name = \"t\"\n[[contender]]\nname = \"a\"\ncommand = [\"sh\", \"-c\", \"sleep 1\"]\n\n[[compat]]\nhttp = \"POST /\"\nrequests = [\"small\", \"{big}\"]\n"),
+    )
+    .unwrap();
+    let e = fails_with(
+        &[
+            "--max-body",
+            "1KiB",
+            "plan",
+            "check",
+            plan.to_str().unwrap(),
+        ],
+        &[
+            "requests[1] is 2000 bytes, more than the 1 KiB",
+            "--max-body",
+            "plan.toml:8:",
+        ],
+    );
+    assert!(!e.contains("0 MiB"), "{e}");
+    fails_with(
+        &[
+            "load",
+            "--max-body",
+            "1KiB",
+            "-d",
+            "{fill:5000:x}",
+            "http://127.0.0.1:1/",
+        ],
+        &["more than the 1 KiB limit"],
+    );
+}

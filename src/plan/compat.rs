@@ -28,8 +28,25 @@ impl Checker<'_> {
         seed: u64,
     ) -> Res<Vec<CompatSet>> {
         let mut sets: Vec<CompatSet> = Vec::new();
+        let mut held = 0u64;
         for s in raw {
-            let set = self.compat(s, base, has_protos, seed)?;
+            // Every section's cases are kept for the run: the limit holds for all of them,
+            // and what a section may still add is bounded before it is read or rendered.
+            let set = self.compat(s, base, has_protos, seed, CASES_LIMIT - held)?;
+            held += set
+                .cases
+                .iter()
+                .map(|c| c.request.len() as u64)
+                .sum::<u64>();
+            if held > CASES_LIMIT {
+                return Err(self.span(
+                    s.span(),
+                    format!(
+                        "the [[compat]] sections' cases come to {held} bytes with this one, more than the {} every section's cases may hold in all; generate fewer, or smaller ones",
+                        crate::units::size(CASES_LIMIT)
+                    ),
+                ));
+            }
             if sets.iter().any(|o| o.name == set.name) {
                 let m = format!(
                     "two [[compat]] sections are named `{}`; give one a `name`",
@@ -44,10 +61,16 @@ impl Checker<'_> {
 
     /// The cases of a `cases` file, one request per line (blank lines and comments left out),
     /// each named by its line.
-    fn cases_file(&self, f: &Spanned<String>, base: &Path, grpc: bool) -> Res<Vec<Case>> {
+    fn cases_file(
+        &self,
+        f: &Spanned<String>,
+        base: &Path,
+        grpc: bool,
+        room: u64,
+    ) -> Res<Vec<Case>> {
         let mut cases = Vec::new();
         let file = base.join(f.get_ref());
-        let text = crate::sys::read_bounded(&file, CASES_LIMIT).map_err(|e| {
+        let text = crate::sys::read_bounded(&file, room).map_err(|e| {
             self.at(
                 f,
                 format!("cannot read cases file `{}`: {e}", file.display()),
@@ -64,9 +87,9 @@ impl Checker<'_> {
                 return Err(self.at(
                     f,
                     format!(
-                        "{origin}: the case is {} bytes, more than the {} MiB a request may have (raise it with --max-body SIZE)",
+                        "{origin}: the case is {} bytes, more than the {} a request may have (raise it with --max-body SIZE)",
                         l.len(),
-                        limit >> 20
+                        crate::units::size(limit as u64)
                     ),
                 ));
             }
@@ -83,7 +106,13 @@ impl Checker<'_> {
 
     /// The cases of `generate`: `count` renderings of its request template, their sum
     /// bounded before the first is made.
-    fn generated(&self, g: &Spanned<RawGenerate>, grpc: bool, seed: u64) -> Res<Vec<Case>> {
+    fn generated(
+        &self,
+        g: &Spanned<RawGenerate>,
+        grpc: bool,
+        seed: u64,
+        room: u64,
+    ) -> Res<Vec<Case>> {
         let mut cases = Vec::new();
         let gr = g.get_ref();
         let count = *gr.count.get_ref();
@@ -95,13 +124,14 @@ impl Checker<'_> {
         // Every case is rendered here and kept for the run: their sum is bounded
         // before the first is made.
         let total = t.size_bound().saturating_mul(count as u64);
-        if total > CASES_LIMIT {
+        if total > room {
             return Err(self.at(
                 &gr.count,
                 format!(
-                    "{count} cases of a request of up to {} bytes make up to {total} bytes, more than the {} MiB the cases of a section may hold; generate fewer, or smaller ones",
+                    "{count} cases of a request of up to {} bytes make up to {total} bytes, more than the {} left of the {} the [[compat]] sections' cases may hold in all; generate fewer, or smaller ones",
                     t.size_bound(),
-                    CASES_LIMIT >> 20
+                    crate::units::size(room),
+                    crate::units::size(CASES_LIMIT)
                 ),
             ));
         }
@@ -125,6 +155,7 @@ impl Checker<'_> {
         base: &Path,
         has_protos: bool,
         seed: u64,
+        room: u64,
     ) -> Res<CompatSet> {
         let r = s.get_ref();
         let fields = CallFields {
@@ -143,11 +174,24 @@ impl Checker<'_> {
         self.vars_known(&call, &["case"], s.span())?;
         let grpc = matches!(call, Call::Grpc { .. });
         let mut cases = match &r.cases {
-            Some(f) => self.cases_file(f, base, grpc)?,
+            Some(f) => self.cases_file(f, base, grpc, room)?,
             None => Vec::new(),
         };
         for (i, v) in r.requests.iter().enumerate() {
             let request = value_text(v.get_ref());
+            // Never sent, a request past the limit would read as both contenders failing
+            // alike — a match that was never made.
+            let limit = crate::protocol::template::max_len();
+            if request.len() > limit {
+                return Err(self.at(
+                    v,
+                    format!(
+                        "requests[{i}] is {} bytes, more than the {} a request may have (raise it with --max-body SIZE)",
+                        request.len(),
+                        crate::units::size(limit as u64)
+                    ),
+                ));
+            }
             if grpc {
                 check_grpc_request(&request).map_err(|e| self.at(v, e))?;
             }
@@ -157,7 +201,8 @@ impl Checker<'_> {
             });
         }
         if let Some(g) = &r.generate {
-            cases.extend(self.generated(g, grpc, seed)?);
+            let inline: u64 = cases.iter().map(|c| c.request.len() as u64).sum();
+            cases.extend(self.generated(g, grpc, seed, room.saturating_sub(inline))?);
         }
         if cases.is_empty() {
             return Err(self.span(s.span(), "a [[compat]] section needs requests: `cases = \"file.jsonl\"`, `requests = [...]` or `generate = { count, request }`"));

@@ -230,6 +230,16 @@ fn compat_mistakes_are_pointed_at() {
             && e.contains(":"),
         "{e}"
     );
+    // The limit is for every section's cases together: four of 100 MB each were 1.6 GB.
+    let set = |n: u32| {
+        format!("[[compat]]\nname = \"s{n}\"\nhttp = \"POST /\"\ngenerate = {{ count = 100000, request = '{{fill:1000:x}}' }}\n")
+    };
+    let e = err(&format!("{ONE}\n{}{}{}{}", set(1), set(2), set(3), set(4)));
+    assert!(
+        e.contains("100000 cases of a request of up to 1000 bytes")
+            && e.contains("left of the 256 MiB the [[compat]] sections' cases may hold in all"),
+        "{e}"
+    );
     // A cases file is read as a regular file of bounded size: not /dev/zero.
     let dir = std::env::temp_dir().join(format!("bakeoff-plan-cases-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

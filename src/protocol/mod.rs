@@ -28,8 +28,8 @@ pub(crate) fn kept_within(kept: usize) -> Result<(), CallError> {
     let limit = template::max_len();
     if kept > limit {
         return Err(CallError::Protocol(format!(
-            "the answer is larger than the {} MiB kept to compare it (raise --max-body SIZE)",
-            limit >> 20
+            "the answer is larger than the {} kept to compare it (raise --max-body SIZE)",
+            crate::units::size(limit as u64)
         )));
     }
     Ok(())

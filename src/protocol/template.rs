@@ -84,9 +84,9 @@ impl Template {
                 text: shorten(text),
                 column: 1,
                 reason: format!(
-                    "it renders to up to {bound} bytes, more than the {} MiB limit \
+                    "it renders to up to {bound} bytes, more than the {} limit \
                      (raise it with --max-body SIZE)",
-                    limit >> 20
+                    crate::units::size(limit as u64)
                 ),
             });
         }
