@@ -330,3 +330,31 @@ fn help_says_what_is_required_and_each_default_once() {
     }
     assert!(help(&["report", "--help"]).contains("report.html"));
 }
+
+#[test]
+fn plan_check_takes_several_plans_and_says_each_mistake() {
+    let dir = common::TempDir::new("check-several");
+    let good = dir.path().join("good.toml");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &good,
+        "name = \"good\"\n[[contender]]\nname = \"a\"\ncommand = [\"sh\", \"-c\", \"sleep 1\"]\n",
+    )
+    .unwrap();
+    std::fs::write(&bad, "name = \"bad\"\nrepetitions = 0\n").unwrap();
+    let out = bakeoff(&[
+        "plan",
+        "check",
+        good.to_str().unwrap(),
+        bad.to_str().unwrap(),
+        good.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.matches("good.toml: OK — 1 contender").count(),
+        2,
+        "{err}"
+    );
+    assert!(err.contains("bad.toml:2:"), "{err}");
+}

@@ -139,8 +139,9 @@ pub enum PlanAction {
     /// Run every check `bakeoff run` makes before starting anything; exit 1 at the first
     /// mistake (file:line:column).
     Check {
-        /// The plan file (TOML).
-        plan: PathBuf,
+        /// The plan files (TOML): each is checked, and each mistake said.
+        #[arg(value_name = "PLAN", num_args = 1.., required = true)]
+        plans: Vec<PathBuf>,
         /// Check contender NAME's source at REF (as `run --ref`).
         #[arg(long = "ref", value_name = "NAME=REF", value_parser = parse_ref)]
         refs: Vec<(String, String)>,
@@ -237,6 +238,23 @@ mod commands;
 
 use commands::*;
 
+/// `PLAN: OK — 2 contenders, 1 scenario (3 points), …`.
+fn checked(path: &std::path::Path, p: &crate::plan::Plan) -> String {
+    use crate::report::count;
+    let points: usize = p.scenarios.iter().map(|s| s.points.len()).sum();
+    let cases: usize = p.compat.iter().map(|c| c.cases.len()).sum();
+    format!(
+        "{}: OK — {}, {} ({}), {} ({}), {}",
+        path.display(),
+        count(p.contenders.len() as u64, "contender"),
+        count(p.scenarios.len() as u64, "scenario"),
+        count(points as u64, "point"),
+        count(p.compat.len() as u64, "compat set"),
+        count(cases as u64, "case"),
+        count(p.repetitions, "repetition")
+    )
+}
+
 /// Runs a parsed command; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
     if let Some(n) = cli.max_body {
@@ -254,23 +272,24 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Merge(args) => run_merge(&args),
         Command::Ci { action } => run_ci(&action),
         Command::Plan {
-            action: PlanAction::Check { plan, refs },
+            action: PlanAction::Check { plans, refs },
         } => {
-            let p = crate::runner::check_plan(&plan, &refs)?;
-            let points: usize = p.scenarios.iter().map(|s| s.points.len()).sum();
-            let cases: usize = p.compat.iter().map(|c| c.cases.len()).sum();
-            use crate::report::count;
-            eprintln!(
-                "{}: OK — {}, {} ({}), {} ({}), {}",
-                plan.display(),
-                count(p.contenders.len() as u64, "contender"),
-                count(p.scenarios.len() as u64, "scenario"),
-                count(points as u64, "point"),
-                count(p.compat.len() as u64, "compat set"),
-                count(cases as u64, "case"),
-                count(p.repetitions, "repetition")
-            );
-            Ok(0)
+            // Each plan is checked, and each mistake said; one error exits 1 (as one plan's).
+            let mut failed = None;
+            for plan in &plans {
+                match crate::runner::check_plan(plan, &refs) {
+                    Ok(p) => eprintln!("{}", checked(plan, &p)),
+                    Err(e) if plans.len() == 1 => return Err(e),
+                    Err(e) => {
+                        eprintln!("bakeoff: error: {e:#}");
+                        failed = Some(e);
+                    }
+                }
+            }
+            match failed {
+                Some(_) => Ok(1),
+                None => Ok(0),
+            }
         }
         Command::Plan {
             action: PlanAction::Show { plan },

@@ -421,7 +421,19 @@ fn what_would_fail_after_start_is_caught_before() {
     let e = err(&format!(
         "{ONE}\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nduration = \"31d\"\n"
     ));
-    assert!(e.contains("not a time unit"), "{e}");
+    assert!(e.contains("days are not a unit here"), "{e}");
+    // An exponent is not read as the unit (`e9ms` is not a time unit), nor days as `d`.
+    let e = parse_duration("1e9ms").unwrap_err();
+    assert!(
+        e.contains("`1e9ms`: write the number without an exponent"),
+        "{e}"
+    );
+    assert!(parse_duration("1e99d")
+        .unwrap_err()
+        .contains("without an exponent"));
+    assert!(parse_duration("5parsecs")
+        .unwrap_err()
+        .contains("`parsecs` is not a time unit"));
     assert!(parse_duration("800h")
         .unwrap_err()
         .contains("longer than 30 days"));

@@ -58,6 +58,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
+    // `1e9ms`: the exponent would be read as the unit `e9ms`.
+    let mut rest = unit.chars();
+    if matches!(rest.next(), Some('e' | 'E'))
+        && rest
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == '-' || c == '+')
+    {
+        return Err(format!(
+            "`{s}`: write the number without an exponent, like 500ms, 10s or 2m"
+        ));
+    }
     let n: f64 = num
         .parse()
         .map_err(|_| format!("`{s}` is not a duration like 500ms, 10s or 2m"))?;
@@ -67,7 +78,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "us" | "µs" => 1e-6,
         "m" | "min" => 60.0,
         "h" => 3600.0,
-        u => return Err(format!("`{u}` is not a time unit (use ms, s, m or h)")),
+        "d" => {
+            return Err(format!(
+                "`{s}`: days are not a unit here; write hours (a day is 24h)"
+            ))
+        }
+        u => return Err(format!("`{u}` is not a time unit (use us, ms, s, m or h)")),
     };
     let d = Duration::try_from_secs_f64(n * scale).map_err(|_| format!("`{s}` is out of range"))?;
     if d > MAX_DURATION {
