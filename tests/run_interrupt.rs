@@ -93,10 +93,13 @@ fn sigterm_stops_cleanly_and_resume_finishes_the_run() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
+    let said = String::from_utf8_lossy(&resumed.stderr).into_owned();
+    assert!(resumed.status.success(), "{said}");
+    // It says how many starts were left, not how many the plan has.
+    let left = 4 - complete.len();
     assert!(
-        resumed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&resumed.stderr)
+        said.contains(&format!("bakeoff: {left} contender start")),
+        "{said}"
     );
     let r = read_results(&out);
     assert_eq!(r["status"], "complete");
@@ -115,6 +118,20 @@ fn sigterm_stops_cleanly_and_resume_finishes_the_run() {
         .map(|x| x["environment"]["cpus_allowed"].as_array().unwrap().len())
         .collect();
     assert!(allowed.contains(&1), "{allowed:?}");
+    // Resumed once more, a finished run says there is nothing left to start.
+    let again = Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(["run", "--resume"])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        again.status.success()
+            && said.contains("every contender start of")
+            && said.contains("done already"),
+        "{said}"
+    );
     let report = std::fs::read_to_string(out.join("report/report.md")).unwrap();
     if cpus.len() > 1 {
         assert!(allowed.contains(&cpus.len()), "{allowed:?}");

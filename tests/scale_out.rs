@@ -345,7 +345,7 @@ fn three_shards_in_their_own_namespaces_merge_into_the_report_of_one_run() {
     let out = dir.path().join("nope");
     refuse(
         &["merge", s(&shards[0]), s(&shards[1]), "--out", s(&out)],
-        "shard 3 of 3 missing",
+        "shard 3 of 3 missing: the directories given hold shards 1, 2;",
     );
     refuse(
         &[

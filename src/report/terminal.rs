@@ -32,10 +32,17 @@ fn say(text: &str) {
 
 impl Reporter for Terminal {
     fn run_started(&mut self, dir: &Path, steps: usize) {
-        say(&format!(
-            "bakeoff: {steps} contender starts; results in {}",
-            dir.display()
-        ));
+        match steps {
+            0 => say(&format!(
+                "bakeoff: every contender start of {} is done already; its reports are written again",
+                dir.display()
+            )),
+            n => say(&format!(
+                "bakeoff: {}; results in {}",
+                crate::units::count(n as u64, "contender start"),
+                dir.display()
+            )),
+        }
     }
     fn warning(&mut self, text: &str) {
         say(&format!("warning: {text}"));

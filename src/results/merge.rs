@@ -141,19 +141,16 @@ fn fit_together(inputs: &[Input]) -> anyhow::Result<u32> {
     }
     let missing: Vec<u32> = (1..=of).filter(|k| !seen.contains_key(k)).collect();
     if !missing.is_empty() {
+        let have = seen.keys().copied().collect::<Vec<_>>();
         bail!(
-            "{} of {of} missing: {} (have {}); give every shard's results directory",
+            "{} of {of} missing: the directories given hold {} {}; give every shard's results directory",
             if missing.len() == 1 {
                 format!("shard {}", missing[0])
             } else {
                 format!("shards {}", list(&missing))
             },
-            if missing.len() == 1 {
-                "it is"
-            } else {
-                "they are"
-            },
-            list(&seen.keys().copied().collect::<Vec<_>>())
+            if have.len() == 1 { "shard" } else { "shards" },
+            list(&have)
         );
     }
     Ok(of)

@@ -8,6 +8,8 @@ use crate::load::{LoadResult, Progress};
 use crate::results::Startup;
 
 pub trait Reporter {
+    /// A run begins: `steps` contender starts are left to make (none: a resumed run that
+    /// had finished them all).
     fn run_started(&mut self, _dir: &Path, _steps: usize) {}
     fn warning(&mut self, _text: &str) {}
     fn contender_starting(

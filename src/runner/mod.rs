@@ -73,7 +73,18 @@ pub fn run(
     });
     let mut schedule = schedule(&plan, shard);
     schedule.retain(|(_, ci)| !unbuilt.contains(ci));
-    rep.run_started(&dir, schedule.len());
+    // What is left to start: all of it, or what a resumed run has not done yet.
+    let left = schedule
+        .iter()
+        .filter(|&&(repetition, ci)| {
+            let (of, variant) = plan.contenders[ci].runs_as();
+            !results
+                .runs
+                .iter()
+                .any(|r| r.id.is(of, variant) && r.id.repetition == repetition)
+        })
+        .count();
+    rep.run_started(&dir, left);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
