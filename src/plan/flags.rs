@@ -77,6 +77,13 @@ impl Plan {
     /// and variants, copies of it, too).
     pub fn with_refs(mut self, refs: &[(String, String)]) -> Result<Plan, String> {
         for (name, r) in refs {
+            if r.len() > 4096 || r.chars().any(char::is_control) {
+                let shown: String = r.chars().take(40).filter(|c| !c.is_control()).collect();
+                return Err(format!(
+                    "--ref {name}=`{shown}…`: a ref is a name — at most 4096 bytes, no line breaks or other control characters ({} bytes given)",
+                    r.len()
+                ));
+            }
             if !self.contenders.iter().any(|c| c.name == *name) {
                 let names: Vec<&str> = self.contenders.iter().map(|c| c.name.as_str()).collect();
                 return Err(format!(

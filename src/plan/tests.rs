@@ -1028,3 +1028,26 @@ fn what_ifs_and_contenders_are_bounded_before_they_multiply() {
     let e = err(&format!("name = \"t\"\n{many}"));
     assert!(e.contains("more than 256 contenders"), "{e}");
 }
+
+#[test]
+fn a_source_is_a_name_not_a_page_of_text() {
+    let src = |v: &str| {
+        format!("name = \"t\"\n[[contender]]\nname = \"a\"\nsource = {v}\nbuild = [[\"make\"]]\ncommand = [\"{{source}}/s\"]\n")
+    };
+    let e = err(&src(r#"{ git = "repo\nother", ref = "main" }"#));
+    assert!(
+        e.contains("`source.git` holds a control character") && e.contains("plan.toml:4:"),
+        "{e}"
+    );
+    let long = "x".repeat(5000);
+    let e = err(&src(&format!(r#"{{ git = "repo", ref = "{long}" }}"#)));
+    assert!(
+        e.contains("`source.ref` is 5000 bytes") && !e.contains(&long),
+        "{e}"
+    );
+    let p = parse(&src(r#"{ git = "repo", ref = "main" }"#)).unwrap();
+    let e = p
+        .with_refs(&[("a".into(), "y".repeat(1 << 20))])
+        .unwrap_err();
+    assert!(e.contains("1048576 bytes given") && e.len() < 300, "{e}");
+}
