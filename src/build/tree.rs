@@ -67,10 +67,25 @@ pub(super) fn copy_changes(repo: &Path, tree: &Path, cancel: &Cancel) -> Result<
     Ok(())
 }
 
+/// A regular file opened to read, and its metadata: `O_NOFOLLOW` and `O_NONBLOCK`, so a
+/// file swapped for a link or a FIFO since it was looked at is refused, not followed or
+/// waited on.
+pub(super) fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok((f, meta))
+}
+
 /// One regular file (its bytes, never through a link) or symbolic link (as a link) from
 /// `from` to `to`, replacing what `to` was.
 fn copy_entry(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt as _;
     if let Ok(m) = to.symlink_metadata() {
         if m.is_dir() {
             std::fs::remove_dir_all(to)?;
@@ -81,16 +96,7 @@ fn copy_entry(from: &Path, to: &Path) -> std::io::Result<()> {
     if from.symlink_metadata()?.file_type().is_symlink() {
         return std::os::unix::fs::symlink(std::fs::read_link(from)?, to);
     }
-    // O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO since it was listed is
-    // refused, not followed or waited on.
-    let mut src = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(from)?;
-    let meta = src.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
+    let (mut src, meta) = open_regular(from)?;
     let mut dest = std::fs::File::create(to)?;
     std::io::copy(&mut src, &mut dest)?;
     dest.set_permissions(meta.permissions())

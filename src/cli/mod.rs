@@ -275,21 +275,18 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             action: PlanAction::Check { plans, refs },
         } => {
             // Each plan is checked, and each mistake said; one error exits 1 (as one plan's).
-            let mut failed = None;
+            let mut failed = false;
             for plan in &plans {
                 match crate::runner::check_plan(plan, &refs) {
                     Ok(p) => eprintln!("{}", checked(plan, &p)),
                     Err(e) if plans.len() == 1 => return Err(e),
                     Err(e) => {
                         eprintln!("bakeoff: error: {e:#}");
-                        failed = Some(e);
+                        failed = true;
                     }
                 }
             }
-            match failed {
-                Some(_) => Ok(1),
-                None => Ok(0),
-            }
+            Ok(u8::from(failed))
         }
         Command::Plan {
             action: PlanAction::Show { plan },

@@ -9,6 +9,7 @@ pub mod result;
 mod ring;
 mod session;
 pub mod stall;
+mod stored;
 mod watch;
 mod worker;
 

@@ -149,6 +149,30 @@ impl Checker<'_> {
         Ok(cases)
     }
 
+    /// `requests[i]`, checked: past the request limit it is a plan error — never sent, it
+    /// would read as both contenders failing alike, a match that was never made.
+    fn inline_case(&self, i: usize, v: &Spanned<toml::Value>, grpc: bool) -> Res<Case> {
+        let request = value_text(v.get_ref());
+        let limit = crate::protocol::template::max_len();
+        if request.len() > limit {
+            return Err(self.at(
+                v,
+                format!(
+                    "requests[{i}] is {} bytes, more than the {} a request may have (raise it with --max-body SIZE)",
+                    request.len(),
+                    crate::units::size(limit as u64)
+                ),
+            ));
+        }
+        if grpc {
+            check_grpc_request(&request).map_err(|e| self.at(v, e))?;
+        }
+        Ok(Case {
+            request,
+            origin: format!("requests[{i}]"),
+        })
+    }
+
     fn compat(
         &self,
         s: &Spanned<RawCompat>,
@@ -178,27 +202,7 @@ impl Checker<'_> {
             None => Vec::new(),
         };
         for (i, v) in r.requests.iter().enumerate() {
-            let request = value_text(v.get_ref());
-            // Never sent, a request past the limit would read as both contenders failing
-            // alike — a match that was never made.
-            let limit = crate::protocol::template::max_len();
-            if request.len() > limit {
-                return Err(self.at(
-                    v,
-                    format!(
-                        "requests[{i}] is {} bytes, more than the {} a request may have (raise it with --max-body SIZE)",
-                        request.len(),
-                        crate::units::size(limit as u64)
-                    ),
-                ));
-            }
-            if grpc {
-                check_grpc_request(&request).map_err(|e| self.at(v, e))?;
-            }
-            cases.push(Case {
-                request,
-                origin: format!("requests[{i}]"),
-            });
+            cases.push(self.inline_case(i, v, grpc)?);
         }
         if let Some(g) = &r.generate {
             let inline: u64 = cases.iter().map(|c| c.request.len() as u64).sum();

@@ -140,27 +140,7 @@ fn parts(
     };
     let (span, raw) = (s.span(), s.get_ref());
     let err = |m: String| Err(at(span.clone(), format!("{name}: {m}")));
-    // A name git or a folder could have: no line breaks or other control characters (a
-    // path with a newline passed `plan check`), and a ref of a name's length (a 1 MB ref was
-    // echoed whole in every message).
-    for (key, v) in [
-        ("git", raw.git.as_deref()),
-        ("path", raw.path.as_deref()),
-        ("ref", raw.reference.as_deref()),
-    ] {
-        let Some(v) = v else { continue };
-        if v.chars().any(char::is_control) {
-            return err(format!(
-                "`source.{key}` holds a control character (a line break?)"
-            ));
-        }
-        if v.len() > 4096 {
-            return err(format!(
-                "`source.{key}` is {} bytes; a repository, folder or ref is a name, 4096 bytes at most",
-                v.len()
-            ));
-        }
-    }
+    names(raw).map_err(|m| at(span.clone(), format!("{name}: {m}")))?;
     let from = match (&raw.git, &raw.path) {
         (Some(_), Some(_)) => return err("`source` is either `git` or `path`, not both".into()),
         (None, None) => {
@@ -225,6 +205,31 @@ fn parts(
         build,
         build_timeout,
     }))
+}
+
+/// A source's `git`, `path` and `ref` are names git or a folder could have: no line breaks
+/// or other control characters (a path with a newline passed `plan check`), and of a name's
+/// length (a 1 MB ref was echoed whole in every message).
+fn names(raw: &RawSource) -> Result<(), String> {
+    for (key, v) in [
+        ("git", raw.git.as_deref()),
+        ("path", raw.path.as_deref()),
+        ("ref", raw.reference.as_deref()),
+    ] {
+        let Some(v) = v else { continue };
+        if v.chars().any(char::is_control) {
+            return Err(format!(
+                "`source.{key}` holds a control character (a line break?)"
+            ));
+        }
+        if v.len() > 4096 {
+            return Err(format!(
+                "`source.{key}` is {} bytes; a repository, folder or ref is a name, 4096 bytes at most",
+                v.len()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether any of the contender's strings holds `{source}`.

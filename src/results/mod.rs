@@ -111,7 +111,7 @@ pub struct Results {
 
 /// How a paired run spent its budget: the plan's repetitions, then further repetitions at
 /// the points still inconclusive.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct BudgetSpent {
     /// The budget (`None`: `paired.max_repetitions` alone, unbounded in time).
     pub budget_s: Option<f64>,

@@ -31,7 +31,7 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::client::Descriptors;
-use crate::plan::{Order, Plan};
+use crate::plan::Plan;
 use crate::results::{self, Status};
 use ctx::Ctx;
 pub use events::Reporter;
@@ -73,18 +73,16 @@ pub fn run(
     });
     let mut schedule = schedule(&plan, shard);
     schedule.retain(|(_, ci)| !unbuilt.contains(ci));
+    let done = |repetition: u32, ci: usize| {
+        let (of, variant) = plan.contenders[ci].runs_as();
+        results
+            .runs
+            .iter()
+            .any(|r| r.id.is(of, variant) && r.id.repetition == repetition)
+    };
+    let blocks = order::blocks(plan.order, &schedule, &done);
     // What is left to start: all of it, or what a resumed run has not done yet.
-    let left = schedule
-        .iter()
-        .filter(|&&(repetition, ci)| {
-            let (of, variant) = plan.contenders[ci].runs_as();
-            !results
-                .runs
-                .iter()
-                .any(|r| r.id.is(of, variant) && r.id.repetition == repetition)
-        })
-        .count();
-    rep.run_started(&dir, left);
+    rep.run_started(&dir, blocks.iter().map(|b| b.members.len()).sum());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -109,42 +107,11 @@ pub fn run(
         shard,
         cancel: opts.cancel.clone(),
     };
-    let done = |repetition: u32, ci: usize| {
-        let (of, variant) = plan.contenders[ci].runs_as();
-        results
-            .runs
-            .iter()
-            .any(|r| r.id.is(of, variant) && r.id.repetition == repetition)
-    };
-    let blocks = order::blocks(plan.order, &schedule, &done);
     let measuring = std::time::Instant::now();
     let mut served = order::serve_all(&ctx, &blocks, schedule.len(), &mut results, rep);
-    let more = more::More {
-        max: plan.paired.max_repetitions,
-        budget: plan.budget,
-    };
-    if let (Ok(()), Order::Paired, true, Some(judge)) =
-        (&served, plan.order, more.wanted(), &opts.unsettled)
-    {
-        if shard.is_some() {
-            // Each machine would number its own: the merged run would hold two repetition 4s.
-            if more.max.is_some() {
-                rep.warning("a sharded run makes the plan's repetitions only (`paired.max_repetitions` is left for a run on one machine)");
-            }
-        } else if !opts.cancel.is_cancelled() {
-            // What the plan's repetitions took; a resumed run keeps what its first stage
-            // recorded, so it plans the same second stage.
-            let first_s = measuring.elapsed().as_secs_f64();
-            results.budget.get_or_insert(results::BudgetSpent {
-                budget_s: None,
-                first_s,
-                more_s: 0.0,
-                more_repetitions: 0,
-                points: 0,
-                left: 0,
-            });
-            served = more::serve_more(&ctx, &schedule, &more, &*judge.0, &mut results, rep);
-        }
+    if served.is_ok() {
+        let first_s = measuring.elapsed().as_secs_f64();
+        served = more::second_stage(&ctx, &schedule, opts, first_s, &mut results, rep);
     }
     let _ = crate::sys::pin_current_thread(&allowed);
     served?;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::ctx::Ctx;
 use super::events::Reporter;
-use super::options::Judge;
+use super::options::{Judge, RunOptions};
 use super::order::{paired_points, serve_block, Block};
 use crate::plan::PointId;
 use crate::results::{BudgetSpent, Results};
@@ -34,6 +34,42 @@ impl More {
 /// The points wanting repetitions past the plan's, each with how many in all.
 type Wanted = Vec<(PointId, u32)>;
 
+/// After the plan's repetitions (which took `first_s`), the second stage where the run has
+/// one: a paired plan with a budget or `max_repetitions`, on one machine (each machine of a
+/// sharded run would number its own repetitions: the merge would hold two repetition 4s),
+/// not interrupted.
+pub(super) fn second_stage(
+    ctx: &Ctx,
+    schedule: &[(u32, usize)],
+    opts: &RunOptions,
+    first_s: f64,
+    results: &mut Results,
+    rep: &mut dyn Reporter,
+) -> anyhow::Result<()> {
+    let more = More {
+        max: ctx.plan.paired.max_repetitions,
+        budget: ctx.plan.budget,
+    };
+    let Some(judge) = &opts.unsettled else {
+        return Ok(());
+    };
+    if ctx.plan.order != crate::plan::Order::Paired || !more.wanted() || ctx.cancel.is_cancelled() {
+        return Ok(());
+    }
+    if ctx.shard.is_some() {
+        if more.max.is_some() {
+            rep.warning("a sharded run makes the plan's repetitions only (`paired.max_repetitions` is left for a run on one machine)");
+        }
+        return Ok(());
+    }
+    // A resumed run keeps what its first stage recorded, so it plans the same second stage.
+    results.budget.get_or_insert(BudgetSpent {
+        first_s,
+        ..BudgetSpent::default()
+    });
+    serve_more(ctx, schedule, &more, &*judge.0, results, rep)
+}
+
 /// The second stage. `unsettled` reads the plan's repetitions (never the further ones, so
 /// a resumed run plans the same) and names the points still inconclusive, each with the
 /// repetitions it should have in all; with a budget, the most any point may get is the
@@ -42,7 +78,7 @@ type Wanted = Vec<(PointId, u32)>;
 /// between — none started that would not fit in what is left. `schedule` is the planned
 /// one: its contenders, and the steps counted so far. `results.budget` says what was
 /// bought.
-pub(super) fn serve_more(
+fn serve_more(
     ctx: &Ctx,
     schedule: &[(u32, usize)],
     more: &More,
@@ -51,42 +87,15 @@ pub(super) fn serve_more(
     rep: &mut dyn Reporter,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
-    let mut contenders: Vec<usize> = Vec::new();
-    for &(_, ci) in schedule {
-        if ctx.plan.contenders[ci].noise_of.is_none() && !contenders.contains(&ci) {
-            contenders.push(ci);
-        }
-    }
-    let mut spent = results.budget.clone().unwrap_or(BudgetSpent {
-        budget_s: None,
-        first_s: 0.0,
-        more_s: 0.0,
-        more_repetitions: 0,
-        points: 0,
-        left: 0,
-    });
+    let contenders = serving(ctx, schedule);
+    let mut spent = results.budget.clone().unwrap_or_default();
     spent.budget_s = more.budget.map(|b| b.as_secs_f64());
     let price = Price {
         per_repetition: spent.first_s / f64::from(results.repetitions.max(1)),
         points: paired_points(ctx),
         planned: results.repetitions,
     };
-    let cap = more.max.unwrap_or(MOST);
-    let plan_of = |max: u32| -> Wanted {
-        unsettled(results, max)
-            .into_iter()
-            .map(|(p, n)| (p, n.min(max)))
-            .collect()
-    };
-    let reachable = plan_of(cap);
-    // With a budget, each point's count is cut at the most the budget can buy them all.
-    let wanted = match more.budget {
-        None => reachable.clone(),
-        Some(b) => {
-            let most = price.most_within(b.as_secs_f64() - spent.first_s, &reachable);
-            cut(&reachable, most)
-        }
-    };
+    let (reachable, wanted) = sized(more, &price, spent.first_s, &|max| unsettled(results, max));
     let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0);
     // A resumed run goes on from the last repetition it has.
     let from = results
@@ -117,25 +126,11 @@ pub(super) fn serve_more(
         {
             break;
         }
-        let labels: Vec<String> = only
-            .iter()
-            .map(|(p, _)| format!("{} [{}]", p.scenario, p.label()))
-            .collect();
-        rep.more_repetitions(repetition, &labels);
-        total += only.len();
+        let n = only.len();
+        let b = block(&contenders, steps, repetition, only, rep);
+        total += n;
         rep.paired_points(total);
-        let members = contenders
-            .iter()
-            .enumerate()
-            .map(|(k, &ci)| (ci, steps + k + 1))
-            .collect();
         steps += contenders.len();
-        let b = Block {
-            repetition,
-            members,
-            paired: true,
-            only: Some(only),
-        };
         results.budget = Some(spent.clone());
         serve_block(ctx, &b, steps, results, rep)?;
         reached = repetition;
@@ -151,6 +146,67 @@ pub(super) fn serve_more(
     spent.left = reachable.iter().filter(|(_, n)| *n > reached).count() as u32;
     results.budget = Some(spent);
     Ok(())
+}
+
+/// The contenders that serve (noise instances only answer compat cases), once each.
+fn serving(ctx: &Ctx, schedule: &[(u32, usize)]) -> Vec<usize> {
+    let mut contenders: Vec<usize> = Vec::new();
+    for &(_, ci) in schedule {
+        if ctx.plan.contenders[ci].noise_of.is_none() && !contenders.contains(&ci) {
+            contenders.push(ci);
+        }
+    }
+    contenders
+}
+
+/// Further repetition `repetition` of `contenders` (their steps counted on from `steps`),
+/// serving the points `only`; said as it begins.
+fn block(
+    contenders: &[usize],
+    steps: usize,
+    repetition: u32,
+    only: Wanted,
+    rep: &mut dyn Reporter,
+) -> Block {
+    let labels: Vec<String> = only
+        .iter()
+        .map(|(p, _)| format!("{} [{}]", p.scenario, p.label()))
+        .collect();
+    rep.more_repetitions(repetition, &labels);
+    Block {
+        repetition,
+        members: contenders
+            .iter()
+            .enumerate()
+            .map(|(k, &ci)| (ci, steps + k + 1))
+            .collect(),
+        paired: true,
+        only: Some(only),
+    }
+}
+
+/// The points more repetitions could settle (each with the count it wants, at most
+/// `max_repetitions` or [`MOST`]), and the same cut to what the budget left after the plan's
+/// `first_s` can buy.
+fn sized(
+    more: &More,
+    price: &Price,
+    first_s: f64,
+    unsettled: &dyn Fn(u32) -> Wanted,
+) -> (Wanted, Wanted) {
+    let cap = more.max.unwrap_or(MOST);
+    let reachable: Wanted = unsettled(cap)
+        .into_iter()
+        .map(|(p, n)| (p, n.min(cap)))
+        .collect();
+    let wanted = match more.budget {
+        None => reachable.clone(),
+        Some(b) => cut(
+            &reachable,
+            price.most_within(b.as_secs_f64() - first_s, &reachable),
+        ),
+    };
+    (reachable, wanted)
 }
 
 /// What further repetitions cost, priced by the plan's: a repetition of `k` points costs

@@ -4,9 +4,8 @@
 //! cancel, its output read only up to a limit.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::cancel::Cancel;
@@ -31,31 +30,12 @@ pub struct Capture<'a> {
 /// Runs `c` to its end: its standard output when it succeeds, else why not (its standard
 /// error's last line, its time limit, or the cancel).
 pub fn capture(c: &Capture) -> Result<Vec<u8>, String> {
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg0("bakeoff-guard")
-        .arg(crate::contender::guard::ARG)
-        .arg("--")
-        .arg(c.program)
-        .args(c.args)
-        .envs(c.env.iter().copied())
-        .env("BAKEOFF_GUARD_PARENT", std::process::id().to_string())
-        .stdin(Stdio::null())
+    let mut line: Vec<&std::ffi::OsStr> = vec![c.program.as_os_str()];
+    line.extend(c.args.iter().map(std::ffi::OsStr::new));
+    let mut cmd = super::guard_command(&line, c.dir);
+    cmd.envs(c.env.iter().copied())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some(d) = c.dir {
-        cmd.current_dir(d);
-    }
-    // SAFETY: between fork and exec, only prctl (async-signal-safe) with integer arguments.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                crate::contender::guard::PARENT_DIED as libc::c_ulong,
-            );
-            Ok(())
-        });
-    }
+        .stderr(Stdio::piped());
     let mut child = crate::sys::children::spawn(&mut cmd).map_err(|e| e.to_string())?;
     let pid = child.id() as i32;
     let out = drain(child.stdout.take(), c.max_output);

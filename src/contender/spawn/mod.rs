@@ -45,33 +45,17 @@ pub fn spawn(s: &SpawnSpec) -> Result<Spawned, String> {
             s.command[0]
         ));
     }
-    // /proc/self/exe, not a path: it still names this binary if the file was replaced.
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg0("bakeoff-guard")
-        .arg(super::guard::ARG)
-        .arg("--")
-        .args(s.command)
-        .envs(s.env.iter().map(|(k, v)| (k, v)))
+    let mut cmd = guard_command(s.command, s.dir);
+    cmd.envs(s.env.iter().map(|(k, v)| (k, v)))
         .env(super::TAG_VAR, s.tag)
-        .env("BAKEOFF_GUARD_PARENT", std::process::id().to_string())
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some(d) = s.dir {
-        cmd.current_dir(d);
-    }
+        .stderr(Stdio::piped());
     let cpus = s.cpus.map(<[usize]>::to_vec);
     // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe system calls (prctl, sched_setaffinity) on stack data; the CPU list
-    // was allocated before the fork.
+    // async-signal-safe system calls (sched_setaffinity) on stack data; the CPU list was
+    // allocated before the fork.
     unsafe {
         cmd.pre_exec(move || {
-            // If bakeoff dies, the guard kills the member and all it started.
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                super::guard::PARENT_DIED as libc::c_ulong,
-            );
             if let Some(cpus) = &cpus {
                 crate::sys::pin_current_thread(cpus)?;
             }
@@ -91,6 +75,40 @@ pub fn spawn(s: &SpawnSpec) -> Result<Spawned, String> {
         pumps.push(super::logcap::pump(e, err, s.log_limit, log_cpus).map_err(|e| e.to_string())?);
     }
     Ok((child, pumps))
+}
+
+/// `bakeoff __guard -- COMMAND…` (see [`super::guard`]): the guard of everything bakeoff
+/// starts — a member, a setup or build command, git — in a process group of its own, with no
+/// input, dying with bakeoff (`PR_SET_PDEATHSIG`), in `dir` when given. The caller adds the
+/// environment and where the output goes.
+pub(super) fn guard_command<S: AsRef<std::ffi::OsStr>>(
+    command: &[S],
+    dir: Option<&Path>,
+) -> Command {
+    // /proc/self/exe, not a path: it still names this binary if the file was replaced.
+    let mut c = Command::new("/proc/self/exe");
+    c.arg0("bakeoff-guard")
+        .arg(super::guard::ARG)
+        .arg("--")
+        .args(command)
+        .env("BAKEOFF_GUARD_PARENT", std::process::id().to_string())
+        .stdin(Stdio::null())
+        .process_group(0);
+    if let Some(d) = dir {
+        c.current_dir(d);
+    }
+    // SAFETY: between fork and exec, only prctl (async-signal-safe) with integer arguments.
+    unsafe {
+        c.pre_exec(|| {
+            // If bakeoff dies, the guard kills the command and all it started.
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                super::guard::PARENT_DIED as libc::c_ulong,
+            );
+            Ok(())
+        });
+    }
+    c
 }
 
 /// Whether `program` can be executed: a path (relative to `dir` when given), or a name on
@@ -194,31 +212,11 @@ fn spawn_guarded(o: &Oneshot) -> Result<(i32, Option<std::thread::JoinHandle<()>
             o.cmd[0]
         ));
     }
-    let mut c = Command::new("/proc/self/exe");
-    c.arg0("bakeoff-guard")
-        .arg(super::guard::ARG)
-        .arg("--")
-        .args(o.cmd)
-        .envs(o.env.iter().map(|(k, v)| (k, v)))
+    let mut c = guard_command(o.cmd, o.dir);
+    c.envs(o.env.iter().map(|(k, v)| (k, v)))
         .env(super::TAG_VAR, &o.owner.tag)
-        .env("BAKEOFF_GUARD_PARENT", std::process::id().to_string())
-        .stdin(Stdio::null())
         .stdout(out)
-        .stderr(err)
-        .process_group(0);
-    if let Some(d) = o.dir {
-        c.current_dir(d);
-    }
-    // SAFETY: between fork and exec, only prctl (async-signal-safe) with integer arguments.
-    unsafe {
-        c.pre_exec(|| {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                super::guard::PARENT_DIED as libc::c_ulong,
-            );
-            Ok(())
-        });
-    }
+        .stderr(err);
     // Waited for with wait4 (std's Child is not asked again): its resource usage is the
     // guard's whole subtree's, which it reaped.
     let child = crate::sys::children::spawn(&mut c).map_err(|e| format!("`{}`: {e}", o.cmd[0]))?;
