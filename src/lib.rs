@@ -5,6 +5,7 @@
 //! [`report`] module turns results into text. [`cli`] parses flags into checked commands once.
 
 pub mod analysis;
+pub mod bisect;
 pub mod build;
 pub mod cancel;
 pub mod cli;

@@ -5,6 +5,7 @@
 
 pub mod cache;
 mod git;
+pub mod history;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -103,6 +103,11 @@ pub enum Command {
     /// better), 1 (different and worse), 125 (did not build, or still inconclusive)
     /// (docs/bisect.md).
     Check(CheckArgs),
+    /// Which commit between a good and a bad one made the change: neighbours measured side
+    /// by side, paired, at every step; a culprit confirmed against its parent, or an honest
+    /// range, or "not reproduced"; exit 0 (a confirmed answer), 2 (a range or undecided)
+    /// (docs/bisect.md).
+    Bisect(BisectArgs),
     /// Compare benchmark results old against new (Go -bench output, Criterion folders,
     /// hyperfine JSON, bakeoff results.json): medians, deltas, Mann-Whitney U, per unit.
     #[command(
@@ -266,6 +271,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => run_plan(&args),
         Command::Compare(args) => run_compare(&args),
         Command::Check(args) => run_check(&args),
+        Command::Bisect(args) => run_bisect(&args),
         Command::Diff(args) => run_diff(&args),
         Command::Demo(args) => run_demo(&args),
         Command::Report { dir } => run_report(&dir),

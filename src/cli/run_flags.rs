@@ -123,6 +123,51 @@ pub struct CheckArgs {
     pub budget: Option<Budget>,
 }
 
+/// `bakeoff bisect` (docs/bisect.md).
+#[derive(Debug, Args)]
+pub struct BisectArgs {
+    /// The plan file (TOML).
+    #[arg(value_name = "PLAN", required_unless_present = "resume")]
+    pub plan: Option<PathBuf>,
+    /// The contender whose history is walked: built from a git `source` in a folder on this
+    /// machine (the plan's other contenders are not run).
+    #[arg(
+        long = "contender",
+        value_name = "NAME",
+        required_unless_present = "resume"
+    )]
+    pub contender: Option<String>,
+    /// A commit (or tag, branch) before the change.
+    #[arg(long = "good", value_name = "REF", required_unless_present = "resume")]
+    pub good: Option<String>,
+    /// A commit after the change, on the first-parent line from --good.
+    #[arg(long = "bad", value_name = "REF", required_unless_present = "resume")]
+    pub bad: Option<String>,
+    /// The figure judged [default: CPU per request where measured, else throughput].
+    #[arg(long = "figure", value_enum, conflicts_with = "resume")]
+    pub figure: Option<CheckFigure>,
+    /// The scenarios measured (repeatable) [default: every one of the plan].
+    #[arg(long = "scenario", value_name = "NAME", conflicts_with = "resume")]
+    pub scenarios: Vec<String>,
+    /// The smallest change worth a culprit, e.g. 5% [default: half of what good against
+    /// bad measured].
+    #[arg(long = "effect", value_name = "PERCENT", value_parser = parse_percent, conflicts_with = "resume")]
+    pub effect: Option<f64>,
+    /// Cut each range at K−1 commits, measured together with its ends [default: 2, the
+    /// midpoint].
+    #[arg(long = "ways", value_name = "K", value_parser = clap::value_parser!(u32).range(2..=8), conflicts_with = "resume")]
+    pub ways: Option<u32>,
+    /// How long each of its paired runs may measure (as `run --budget`).
+    #[arg(long = "budget", value_name = "DURATION", value_parser = parse_budget, conflicts_with = "resume")]
+    pub budget: Option<Budget>,
+    /// Write the bisection here [default: bakeoff-results/<time>-bisect-<name>].
+    #[arg(long = "out", value_name = "DIR", conflicts_with = "resume")]
+    pub out: Option<PathBuf>,
+    /// Go on with the bisection in DIR from its last finished step.
+    #[arg(long = "resume", value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+}
+
 /// The figures `check --figure` can judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CheckFigure {

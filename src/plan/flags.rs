@@ -115,6 +115,68 @@ impl Plan {
     /// tree and compared with it, side by side. NAME must be built from a git `source` in a
     /// folder on this machine (the repository `git bisect` walks).
     pub fn for_check(mut self, name: &str, against: &str) -> Result<Plan, String> {
+        let c = self.local_git(name)?;
+        let at = |rev: Rev, label: &str| {
+            let mut x = c.clone();
+            x.name = label.to_string();
+            x.baseline = Some(AGAINST.to_string());
+            if let Some(SourceKind::Git { rev: r, .. }) = x.source.as_mut().map(|s| &mut s.from) {
+                *r = rev;
+            }
+            x
+        };
+        self.contenders = vec![
+            at(Rev::Ref(against.to_string()), AGAINST),
+            at(Rev::Worktree, CURRENT),
+        ];
+        self.order = super::Order::Paired;
+        Ok(self)
+    }
+
+    /// A step of `bakeoff bisect` (docs/bisect.md): contender `name` at each commit, run
+    /// under the label beside it and compared with the one before it, paired, judged on
+    /// `judge` alone (none: CPU per request, else throughput); with `effect`, the smallest
+    /// change the step must tell, its equivalence band is that and its rounds' precision
+    /// half of it (when the plan's is finer).
+    pub fn for_commits(
+        mut self,
+        name: &str,
+        commits: &[(String, String)],
+        judge: Option<&str>,
+        effect: Option<f64>,
+    ) -> Result<Plan, String> {
+        let c = self.local_git(name)?;
+        self.contenders = commits
+            .iter()
+            .enumerate()
+            .map(|(k, (label, commit))| {
+                let mut x = c.clone();
+                x.name = label.clone();
+                x.baseline = Some(commits[k.saturating_sub(1)].0.clone());
+                if let Some(SourceKind::Git { rev, .. }) = x.source.as_mut().map(|s| &mut s.from) {
+                    *rev = Rev::Ref(commit.clone());
+                }
+                x
+            })
+            .collect();
+        let keys = match judge {
+            Some(k) => vec![k],
+            None => vec!["cpu_per_request", "throughput"],
+        };
+        self.paired.judge = super::Judged::of(keys).map_err(|k| format!("no figure `{k}`"))?;
+        if let Some(e) = effect {
+            self.paired.equivalence = e;
+            if let super::Rounds::Auto { precision, .. } = &mut self.paired.rounds {
+                *precision = precision.max(e / 2.0);
+            }
+        }
+        self.order = super::Order::Paired;
+        Ok(self)
+    }
+
+    /// Contender `name`, which must be built from a git `source` in a folder on this
+    /// machine.
+    pub fn local_git(&self, name: &str) -> Result<super::Contender, String> {
         let names: Vec<&str> = self
             .contenders
             .iter()
@@ -140,24 +202,10 @@ impl Plan {
         );
         if !local {
             return Err(format!(
-                "--contender {name}: `{name}` is not built from a git `source` in a folder on this machine (its working tree is what `check` builds)"
+                "--contender {name}: `{name}` is not built from a git `source` in a folder on this machine (the repository whose history is walked)"
             ));
         }
-        let at = |rev: Rev, label: &str| {
-            let mut x = c.clone();
-            x.name = label.to_string();
-            x.baseline = Some(AGAINST.to_string());
-            if let Some(SourceKind::Git { rev: r, .. }) = x.source.as_mut().map(|s| &mut s.from) {
-                *r = rev;
-            }
-            x
-        };
-        self.contenders = vec![
-            at(Rev::Ref(against.to_string()), AGAINST),
-            at(Rev::Worktree, CURRENT),
-        ];
-        self.order = super::Order::Paired;
-        Ok(self)
+        Ok(c.clone())
     }
 
     /// `--what-if WHAT`: the variant of every contender compared (not noise instances, not

@@ -36,7 +36,7 @@ use crate::results::{self, Status};
 use ctx::Ctx;
 pub use events::Reporter;
 use live::save;
-pub use options::{Finished, RunOptions, Unsettled};
+pub use options::{Cut, Finished, RunOptions, Unsettled};
 pub use rounds::main_pairs;
 use setup::{ask_references, fresh, pinning, resume, schedule, Opened};
 

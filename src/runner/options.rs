@@ -28,9 +28,9 @@ pub struct RunOptions {
     pub refs: Vec<(String, String)>,
     /// `--rebuild`: build contenders from source again even when the cache has them.
     pub rebuild: bool,
-    /// `bakeoff check --contender NAME --against REF`: the plan cut to NAME at REF against
-    /// NAME's working tree (`Plan::for_check`).
-    pub check: Option<(String, String)>,
+    /// `bakeoff check` and `bakeoff bisect`: the plan cut to one contender at several
+    /// commits.
+    pub cut: Option<Cut>,
     /// `--budget`: instead of the plan's (`Some(None)`: off).
     pub budget: Option<Option<std::time::Duration>>,
     /// The command's cancellation: set by Ctrl-C or SIGTERM, the run stops after the step in
@@ -39,6 +39,24 @@ pub struct RunOptions {
     /// Which points are worth another repetition, for a paired plan's `max_repetitions`;
     /// without it a run makes the plan's repetitions only.
     pub unsettled: Option<Unsettled>,
+}
+
+/// The plan cut to one contender built from its git source at several states, each compared
+/// with the one before it (docs/bisect.md).
+#[derive(Debug, Clone)]
+pub enum Cut {
+    /// `bakeoff check --contender NAME --against REF`: NAME at REF against NAME's working
+    /// tree (`Plan::for_check`).
+    Check { contender: String, against: String },
+    /// A step of `bakeoff bisect`: NAME at each commit, named by the label beside it,
+    /// judged on one figure (none: CPU per request, else throughput), sized for the
+    /// smallest change it must tell (`Plan::for_commits`).
+    Commits {
+        contender: String,
+        commits: Vec<(String, String)>,
+        judge: Option<&'static str>,
+        effect: Option<f64>,
+    },
 }
 
 /// Reads a run's first stage (its plan's repetitions) and names the points whose verdicts

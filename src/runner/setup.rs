@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 
 use super::events::Reporter;
-use super::options::{RunOptions, COMPAT_TIMEOUT};
+use super::options::{Cut, RunOptions, COMPAT_TIMEOUT};
 use crate::client::Descriptors;
 use crate::contender;
 use crate::plan::{Order, Plan};
@@ -89,8 +89,14 @@ fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
     }
     plan = plan
         .with_refs(&opts.refs)
-        .and_then(|p| match &opts.check {
-            Some((name, against)) => p.for_check(name, against),
+        .and_then(|p| match &opts.cut {
+            Some(Cut::Check { contender, against }) => p.for_check(contender, against),
+            Some(Cut::Commits {
+                contender,
+                commits,
+                judge,
+                effect,
+            }) => p.for_commits(contender, commits, *judge, *effect),
             None => Ok(p),
         })
         .and_then(|p| p.with_what_if(&opts.what_if))

@@ -44,7 +44,10 @@ fn check(args: &CheckArgs) -> anyhow::Result<u8> {
     crate::sys::children::adopt();
     let opts = runner::RunOptions {
         out: args.out.clone(),
-        check: Some((args.contender.clone(), args.against.clone())),
+        cut: Some(runner::Cut::Check {
+            contender: args.contender.clone(),
+            against: args.against.clone(),
+        }),
         budget: args.budget.map(|b| b.0),
         cancel,
         unsettled: Some(runner::Unsettled(std::sync::Arc::new(
@@ -96,11 +99,12 @@ fn check(args: &CheckArgs) -> anyhow::Result<u8> {
     Ok(step.code())
 }
 
-/// The step the verdicts of the working tree against the ref say: bad when a point reads
-/// *different* and worse on the judged figure, skip when one is still inconclusive (or
-/// none was judged), else good; and why, in words.
-fn judge(verdicts: &[PointVerdicts], figure: Option<CheckFigure>) -> (Step, String) {
-    let pick = |v: &PointVerdicts| match figure {
+/// The verdict of the judged figure (none: the plan's main one) at a point.
+pub(super) fn judged(
+    v: &PointVerdicts,
+    figure: Option<CheckFigure>,
+) -> Option<crate::analysis::verdicts::Verdict> {
+    match figure {
         None => v.main().cloned(),
         Some(f) => v
             .get(match f {
@@ -110,7 +114,14 @@ fn judge(verdicts: &[PointVerdicts], figure: Option<CheckFigure>) -> (Step, Stri
                 CheckFigure::P99 => Figure::P99,
             })
             .cloned(),
-    };
+    }
+}
+
+/// The step the verdicts of the working tree against the ref say: bad when a point reads
+/// *different* and worse on the judged figure, skip when one is still inconclusive (or
+/// none was judged), else good; and why, in words.
+fn judge(verdicts: &[PointVerdicts], figure: Option<CheckFigure>) -> (Step, String) {
+    let pick = |v: &PointVerdicts| judged(v, figure);
     let mine: Vec<(String, crate::analysis::verdicts::Verdict)> = verdicts
         .iter()
         .filter(|v| v.contender == CURRENT)

@@ -12,8 +12,10 @@ use crate::cancel::Cancel;
 use crate::load;
 use crate::report;
 use crate::runner;
+mod bisect;
 mod check;
 mod offline;
+pub(crate) use bisect::run_bisect;
 pub(crate) use check::run_check;
 pub(crate) use offline::*;
 
@@ -161,7 +163,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         refs: args.refs.clone(),
         rebuild: args.rebuild,
         budget: args.budget.map(|b| b.0),
-        check: None,
+        cut: None,
         cancel,
         unsettled: Some(runner::Unsettled(std::sync::Arc::new(
             crate::analysis::verdicts::unsettled,

@@ -1,0 +1,351 @@
+//! A bisection's report (report.md, report.html; bisect.json is the record itself): the
+//! answer first, then the hunt, each step's pairs with their verdicts, the commits tried and
+//! what they cost, and how to look at the final comparison again.
+
+use std::path::Path;
+
+use super::record::{Record, Status};
+use super::{Answer, Blame, Hunt, Kind, Pair, Reading, Why};
+
+/// A piece of the report, rendered as Markdown or HTML.
+enum Block {
+    Title(String),
+    Heading(String),
+    Text(String),
+    Code(String),
+    Table(Vec<&'static str>, Vec<Vec<String>>),
+}
+
+/// The answer in a few lines, as the report opens and the terminal ends.
+pub fn answer_lines(r: &Record, dir: &Path) -> Vec<String> {
+    let ends = r.step(Kind::Endpoints, &[0, r.commits.len() - 1]);
+    let ends_text = ends
+        .and_then(|s| s.pairs.first())
+        .map(|p| decisive(p, r.hunt))
+        .unwrap_or_else(|| "not measured".into());
+    let (good, bad) = (
+        format!("{} ({})", r.good, r.short(0)),
+        format!("{} ({})", r.bad, r.short(r.commits.len() - 1)),
+    );
+    let resume = format!(
+        "`bakeoff bisect --resume {}` goes on from the last finished step.",
+        dir.display()
+    );
+    match (&r.answer, r.status) {
+        (None, Status::Interrupted) => vec![format!(
+            "**Interrupted** after {}: {resume}",
+            crate::units::count(r.steps.len() as u64, "measured step")
+        )],
+        (None, _) => vec![format!("**Not finished**: {resume}")],
+        (Some(Answer::NotReproduced), _) => match r.hunt {
+            None => vec![format!(
+                "**Not reproduced**: {good} and {bad} read equal: {ends_text}. No commit is blamed."
+            )],
+            Some(h) => vec![format!(
+                "**Not reproduced**: {bad} against {good} reads {ends_text}, proven smaller than --effect {}. No commit is blamed.",
+                pct(h.effect)
+            )],
+        },
+        (Some(Answer::Undecided), _) => vec![format!(
+            "**Undecided**: {bad} against {good} is still inconclusive after the budget: {ends_text}. A larger --budget (or a quieter machine: see the endpoints' report) would settle it; no commit is blamed."
+        )],
+        (Some(Answer::Culprits { blames }), _) => {
+            blames.iter().map(|b| blame_line(r, b)).collect()
+        }
+    }
+}
+
+/// One culprit in words.
+fn blame_line(r: &Record, b: &Blame) -> String {
+    let one = |i: usize| {
+        format!(
+            "`{}` “{}”",
+            r.short(i),
+            r.commits[i].subject.replace('`', "'")
+        )
+    };
+    let step = last_pair(r, Kind::Step, b.from, b.to, r.hunt);
+    let span = format!(
+        "commits {}–{} (after `{}`, up to `{}`)",
+        b.from + 1,
+        b.to,
+        r.short(b.from),
+        r.short(b.to)
+    );
+    match b.why {
+        Why::Confirmed => format!(
+            "**Culprit: commit {}** {}: confirmed — measured again against its parent, {}.",
+            b.to,
+            one(b.to),
+            last_pair(r, Kind::Confirm, b.from, b.to, r.hunt)
+        ),
+        Why::NotConfirmed => format!(
+            "**A range, not confirmed: commit {}** {}: its step read {step}, but measured again against its parent it read {}.",
+            b.to,
+            one(b.to),
+            last_pair(r, Kind::Confirm, b.from, b.to, r.hunt)
+        ),
+        Why::Unbuilt => {
+            let unbuilt: Vec<String> = (b.from + 1..b.to)
+                .map(|i| format!("{i} `{}`", r.short(i)))
+                .collect();
+            format!(
+                "**A range: {span}**: the change is in it ({step}), and {} did not build, so it cannot be put on one commit.",
+                unbuilt.join(", ")
+            )
+        }
+        Why::Inconclusive => format!(
+            "**A range: {span}**: the change is in it, but a pair between stayed inconclusive after its budget; narrowing further would be a guess."
+        ),
+        Why::Spread => format!(
+            "**A range: {span}**: its ends differ, but every pair between was proven smaller than ±{}: the change is spread over several of these commits, or came and went.",
+            r.hunt.map(|h| pct(h.effect)).unwrap_or_default()
+        ),
+        Why::Limit => format!(
+            "**A range: {span}**: the bisection's limit of steps was reached."
+        ),
+    }
+}
+
+/// The verdict text of the last pair `from`→`to` measured for `kind`.
+fn last_pair(r: &Record, kind: Kind, from: usize, to: usize, hunt: Option<Hunt>) -> String {
+    r.steps
+        .iter()
+        .rev()
+        .filter(|s| s.kind == kind)
+        .flat_map(|s| &s.pairs)
+        .find(|p| p.from == from && p.to == to)
+        .map(|p| decisive(p, hunt))
+        .unwrap_or_else(|| "not measured".into())
+}
+
+/// A pair's verdict at the point that decided it (the first toward the change, else the
+/// first), with the point when there are several.
+fn decisive(p: &Pair, hunt: Option<Hunt>) -> String {
+    let toward = hunt.and_then(|h| {
+        p.points.iter().find(|x| {
+            h.read(&Pair {
+                from: p.from,
+                to: p.to,
+                points: vec![(*x).clone()],
+            }) == Reading::Toward
+        })
+    });
+    match toward.or(p.points.first()) {
+        None => "no verdict (a commit did not start or stay up: see the step's report)".into(),
+        Some(x) if p.points.len() == 1 => x.text.clone(),
+        Some(x) => format!("{} at {}", x.text, x.point),
+    }
+}
+
+/// `12.5%`, `10%`.
+fn pct(share: f64) -> String {
+    let s = format!("{:.1}", share * 100.0);
+    format!("{}%", s.strip_suffix(".0").unwrap_or(&s))
+}
+
+fn blocks(r: &Record, dir: &Path) -> Vec<Block> {
+    let n = r.commits.len() - 1;
+    let mut out = vec![Block::Title(format!(
+        "Bisect: {} of {}, {} .. {}",
+        r.contender, r.plan_name, r.good, r.bad
+    ))];
+    out.extend(answer_lines(r, dir).into_iter().map(Block::Text));
+    if let Some(h) = r.hunt {
+        out.push(Block::Text(format!(
+            "The change hunted: {} on the judged figure ({}), a culprit at least ±{} ({}). {} commits after the good one, first parents only.",
+            if h.higher { "higher" } else { "lower" },
+            r.figure.as_deref().unwrap_or("the plan's main one"),
+            pct(h.effect),
+            match r.effect {
+                Some(_) => "--effect",
+                None => "half of what good against bad measured",
+            },
+            n
+        )));
+    }
+    out.push(Block::Heading("Steps".into()));
+    let rows = r
+        .steps
+        .iter()
+        .enumerate()
+        .flat_map(|(k, s)| {
+            s.pairs.iter().map(move |p| {
+                vec![
+                    (k + 1).to_string(),
+                    s.kind.word().to_string(),
+                    format!("{} → {}", p.from, p.to),
+                    match r.hunt {
+                        Some(h) => word(h.read(p)).to_string(),
+                        None => String::new(),
+                    },
+                    decisive(p, r.hunt),
+                    format!("{:.0} s", s.seconds),
+                    format!("`{}`", s.dir),
+                ]
+            })
+        })
+        .collect();
+    out.push(Block::Table(
+        vec![
+            "#",
+            "run",
+            "pair",
+            "reads",
+            "verdict (later against earlier)",
+            "took",
+            "results",
+        ],
+        rows,
+    ));
+    out.push(Block::Heading("Commits tried".into()));
+    let mut tried: Vec<usize> = r.builds.iter().map(|b| b.commit).collect();
+    tried.extend(r.steps.iter().flat_map(|s| s.at.iter().copied()));
+    tried.sort_unstable();
+    tried.dedup();
+    let rows = tried
+        .iter()
+        .map(|&i| {
+            let built = match r.build(i) {
+                None => String::new(),
+                Some(b) if !b.built => "did not build".into(),
+                Some(b) if b.cached => "cached".into(),
+                Some(b) => format!("built in {:.1} s", b.seconds),
+            };
+            let role = match i {
+                0 => " (good)",
+                _ if i == n => " (bad)",
+                _ => "",
+            };
+            vec![
+                format!("{i}{role}"),
+                format!("`{}`", r.short(i)),
+                r.commits[i].subject.clone(),
+                built,
+            ]
+        })
+        .collect();
+    out.push(Block::Table(vec!["commit", "id", "subject", "build"], rows));
+    let built = r.builds.iter().filter(|b| b.built && !b.cached).count();
+    let failed = r.builds.iter().filter(|b| !b.built).count();
+    let cached = r.builds.iter().filter(|b| b.cached).count();
+    out.push(Block::Text(format!(
+        "{} ({built} compiled, {cached} from the cache, {failed} did not build), {:.0} s of building; {} measured, {:.0} s.",
+        crate::units::count(r.builds.len() as u64, "build"),
+        r.builds.iter().map(|b| b.seconds).sum::<f64>(),
+        crate::units::count(r.steps.len() as u64, "run"),
+        r.steps.iter().map(|s| s.seconds).sum::<f64>(),
+    )));
+    if let Some(last) = r.steps.last() {
+        out.push(Block::Heading("Again".into()));
+        let (from, to) = (last.at[0], *last.at.last().expect("two commits a run"));
+        out.push(Block::Text(
+            "The last comparison, read again, and measured again from the contender's repository:"
+                .into(),
+        ));
+        out.push(Block::Code(format!(
+            "bakeoff report {}\ngit checkout {} && bakeoff check {} --contender {} --against {}",
+            dir.join(&last.dir).display(),
+            r.commits[to].id,
+            r.plan,
+            r.contender,
+            r.commits[from].id
+        )));
+    }
+    out
+}
+
+fn word(r: Reading) -> &'static str {
+    match r {
+        Reading::Toward => "the change",
+        Reading::Small => "no change",
+        Reading::Away => "the other way",
+        Reading::Inconclusive => "inconclusive",
+    }
+}
+
+pub fn markdown(r: &Record, dir: &Path) -> String {
+    let mut s = String::new();
+    for b in blocks(r, dir) {
+        match b {
+            Block::Title(t) => s.push_str(&format!("# {t}\n\n")),
+            Block::Heading(t) => s.push_str(&format!("## {t}\n\n")),
+            Block::Text(t) => s.push_str(&format!("{t}\n\n")),
+            Block::Code(t) => s.push_str(&format!("```sh\n{t}\n```\n\n")),
+            Block::Table(head, rows) => {
+                let cell = |c: &str| c.replace('|', "\\|");
+                s.push_str(&format!("| {} |\n", head.join(" | ")));
+                s.push_str(&format!("|{}\n", "---|".repeat(head.len())));
+                for row in rows {
+                    let row: Vec<String> = row.iter().map(|c| cell(c)).collect();
+                    s.push_str(&format!("| {} |\n", row.join(" | ")));
+                }
+                s.push('\n');
+            }
+        }
+    }
+    s
+}
+
+pub fn html(r: &Record, dir: &Path) -> String {
+    let mut s = String::from(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>bakeoff bisect</title>\n<style>body{font-family:sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:left}code,pre{background:#f4f4f4}</style></head><body>\n",
+    );
+    for b in blocks(r, dir) {
+        match b {
+            Block::Title(t) => s.push_str(&format!("<h1>{}</h1>\n", inline(&t))),
+            Block::Heading(t) => s.push_str(&format!("<h2>{}</h2>\n", inline(&t))),
+            Block::Text(t) => s.push_str(&format!("<p>{}</p>\n", inline(&t))),
+            Block::Code(t) => s.push_str(&format!("<pre>{}</pre>\n", esc(&t))),
+            Block::Table(head, rows) => {
+                s.push_str("<table><tr>");
+                for h in head {
+                    s.push_str(&format!("<th>{}</th>", esc(h)));
+                }
+                s.push_str("</tr>\n");
+                for row in rows {
+                    s.push_str("<tr>");
+                    for c in row {
+                        s.push_str(&format!("<td>{}</td>", inline(&c)));
+                    }
+                    s.push_str("</tr>\n");
+                }
+                s.push_str("</table>\n");
+            }
+        }
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Escaped, with `code` and **bold** spans.
+fn inline(s: &str) -> String {
+    let mut out = String::new();
+    for (k, part) in esc(s).split('`').enumerate() {
+        if k % 2 == 1 {
+            out.push_str(&format!("<code>{part}</code>"));
+        } else {
+            for (j, p) in part.split("**").enumerate() {
+                out.push_str(&match j % 2 {
+                    1 => format!("<b>{p}</b>"),
+                    _ => p.to_string(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Writes report.md and report.html next to bisect.json.
+pub fn write(r: &Record, dir: &Path) -> anyhow::Result<()> {
+    crate::results::write_atomic(&dir.join("report.md"), markdown(r, dir).as_bytes())?;
+    crate::results::write_atomic(&dir.join("report.html"), html(r, dir).as_bytes())?;
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! The commits between two refs of a contender's repository, for `bakeoff bisect`
+//! (docs/bisect.md): first-parent by default, oldest first, each with its subject.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{git, resolve};
+use crate::cancel::Cancel;
+use crate::plan::{Rev, Source, SourceKind};
+
+/// A commit of the range a bisection walks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Commit {
+    pub id: String,
+    /// The first line of its message (control characters dropped, at most 120 characters).
+    pub subject: String,
+}
+
+impl Commit {
+    /// The first ten hex digits: the name a commit runs under in a step.
+    pub fn short(&self) -> &str {
+        &self.id[..self.id.len().min(10)]
+    }
+}
+
+/// The commits from `good` to `bad`: `good` first, then each commit after it up to `bad`
+/// along first parents. `good` must be on that line.
+pub fn range(
+    src: &Source,
+    good: &str,
+    bad: &str,
+    cache: &Path,
+    cancel: &Cancel,
+) -> Result<Vec<Commit>, String> {
+    let at = |r: &str| {
+        let mut s = src.clone();
+        if let SourceKind::Git { rev, .. } = &mut s.from {
+            *rev = Rev::Ref(r.to_string());
+        }
+        resolve(&s, cache, cancel)
+    };
+    let (g, b) = (
+        at(good).map_err(|e| format!("--good {good}: {e}"))?,
+        at(bad).map_err(|e| format!("--bad {bad}: {e}"))?,
+    );
+    let (Some(gid), Some(bid)) = (g.commit.clone(), b.commit.clone()) else {
+        return Err("a bisection needs a git `source`".into());
+    };
+    if gid == bid {
+        return Err(format!(
+            "--good {good} and --bad {bad} are the same commit ({})",
+            &gid[..10.min(gid.len())]
+        ));
+    }
+    let repo = &b.from;
+    let base = git::git(cancel, Some(repo), &["merge-base", &gid, &bid])
+        .map(|o| String::from_utf8_lossy(&o).trim().to_string())
+        .unwrap_or_default();
+    if base != gid {
+        return Err(format!(
+            "--good {good} is not an ancestor of --bad {bad}: a bisection walks the history from one to the other"
+        ));
+    }
+    let span = format!("{gid}..{bid}");
+    let args = [
+        "log",
+        "--reverse",
+        "--first-parent",
+        "--format=%H%x09%s",
+        &span,
+    ];
+    let out = git::git(cancel, Some(repo), &args)?;
+    let mut commits = vec![describe(cancel, repo, &gid)];
+    commits.extend(String::from_utf8_lossy(&out).lines().filter_map(|l| {
+        let (id, subject) = l.split_once('\t').unwrap_or((l, ""));
+        (id.len() >= 40).then(|| Commit {
+            id: id.to_string(),
+            subject: clean(subject),
+        })
+    }));
+    // On the line when the oldest commit after `good` has `good` as its first parent.
+    let first = commits
+        .get(1)
+        .map(|c| format!("{}^1", c.id))
+        .unwrap_or_default();
+    let parent = git::git(
+        cancel,
+        Some(repo),
+        &["rev-parse", "--verify", "--quiet", &first],
+    )
+    .map(|o| String::from_utf8_lossy(&o).trim().to_string())
+    .unwrap_or_default();
+    if parent != gid || commits.last().map(|c| &c.id) != Some(&bid) {
+        return Err(format!(
+            "--good {good} is not on the first-parent line of --bad {bad} (it came in through a merge): give a commit of that line as --good"
+        ));
+    }
+    Ok(commits)
+}
+
+/// `id` with its subject.
+fn describe(cancel: &Cancel, repo: &Path, id: &str) -> Commit {
+    let subject = git::git(cancel, Some(repo), &["log", "-1", "--format=%s", id])
+        .map(|o| clean(&String::from_utf8_lossy(&o)))
+        .unwrap_or_default();
+    Commit {
+        id: id.to_string(),
+        subject,
+    }
+}
+
+/// A subject as a report shows it: no control characters, at most 120 characters.
+fn clean(s: &str) -> String {
+    let s: String = s.trim().chars().filter(|c| !c.is_control()).collect();
+    match s.char_indices().nth(120) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
