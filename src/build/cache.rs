@@ -38,7 +38,12 @@ pub fn ready(root: &Path) -> Result<(), String> {
     if let Some(parent) = root.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
-    for dir in [root.to_path_buf(), root.join("builds"), root.join("repos")] {
+    for dir in [
+        root.to_path_buf(),
+        root.join("builds"),
+        root.join("repos"),
+        root.join("work"),
+    ] {
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -254,7 +259,7 @@ pub fn prune(root: &Path, older: Option<Duration>) -> Vec<Listed> {
 
 impl Lock {
     /// The lock now, or `Err` when another process holds it.
-    fn take_now(path: &Path) -> Result<Lock, ()> {
+    pub(super) fn take_now(path: &Path) -> Result<Lock, ()> {
         let mut busy = false;
         let l = Lock::take(path, &|| true, &mut || busy = true).map_err(|_| ())?;
         if busy {

@@ -15,6 +15,7 @@ use crate::plan::{Location, Rev, Source, SourceKind};
 use crate::results::{BuildInfo, SourceInfo};
 mod fingerprint;
 mod tree;
+pub mod work;
 use fingerprint::*;
 use tree::*;
 
@@ -244,6 +245,11 @@ fn key(src: &Source, r: &Resolved, env: &[(String, String)], cancel: &Cancel) ->
     for (k, v) in env {
         h.feed(k.as_bytes()).feed(v.as_bytes());
     }
+    // An incremental build may differ from a clean one (what an earlier build left): its
+    // own entry.
+    if src.incremental {
+        h.feed(b"incremental");
+    }
     let mut programs: Vec<&str> = src.build.iter().map(|c| c[0].as_str()).collect();
     programs.sort_unstable();
     programs.dedup();
@@ -413,8 +419,15 @@ pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<So
         req.source.describe(),
         short(&info)
     ));
-    let outcome = checkout(req.source, &resolved, &tmp.join("tree"), req.cancel)
-        .and_then(|()| run_build(req, &tmp.join("tree"), say));
+    let outcome = match req.source.incremental {
+        true => work::tree(req, &resolved, say).and_then(|w| {
+            let b = run_build(req, &w.tree, say)?;
+            work::keep(&w, &tmp.join("tree"))?;
+            Ok(b)
+        }),
+        false => checkout(req.source, &resolved, &tmp.join("tree"), req.cancel)
+            .and_then(|()| run_build(req, &tmp.join("tree"), say)),
+    };
     let b = match outcome {
         Ok(b) => b,
         Err(e) => {

@@ -233,6 +233,7 @@ pub struct RawSource {
     #[serde(rename = "ref")]
     pub reference: Option<String>,
     pub worktree: Option<bool>,
+    pub incremental: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -19,6 +19,9 @@ pub struct Source {
     /// Commands run in the checked-out tree's root, one after another.
     pub build: Vec<Vec<String>>,
     pub build_timeout: Duration,
+    /// `incremental = true`: each commit is built in one work tree kept in the cache, so a
+    /// build reuses what the one before left (docs/bisect.md, "Builds fast enough").
+    pub incremental: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -150,8 +153,8 @@ fn parts(
             )
         }
         (None, Some(p)) => {
-            if raw.reference.is_some() || raw.worktree.is_some() {
-                return err("`ref` and `worktree` are for a `git` source; a `path` is built as it is".into());
+            if raw.reference.is_some() || raw.worktree.is_some() || raw.incremental.is_some() {
+                return err("`ref`, `worktree` and `incremental` are for a `git` source; a `path` is built as it is".into());
             }
             SourceKind::Path(base.join(p))
         }
@@ -204,6 +207,7 @@ fn parts(
         from,
         build,
         build_timeout,
+        incremental: raw.incremental.unwrap_or(false),
     }))
 }
 

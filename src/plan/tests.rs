@@ -1051,3 +1051,16 @@ fn a_source_is_a_name_not_a_page_of_text() {
         .unwrap_err();
     assert!(e.contains("1048576 bytes given") && e.len() < 300, "{e}");
 }
+
+#[test]
+fn incremental_is_for_a_git_source() {
+    let plan = |source: &str| {
+        format!("name = \"t\"\n[[contender]]\nname = \"a\"\nsource = {{ {source} }}\nbuild = [[\"make\"]]\ncommand = [\"{{source}}/s\"]\n")
+    };
+    let p = parse(&plan("git = \"repo\", ref = \"main\", incremental = true")).unwrap();
+    assert!(p.contenders[0].source.as_ref().unwrap().incremental);
+    let p = parse(&plan("git = \"repo\", ref = \"main\"")).unwrap();
+    assert!(!p.contenders[0].source.as_ref().unwrap().incremental);
+    let e = err(&plan("path = \"tree\", incremental = true"));
+    assert!(e.contains("`incremental` are for a `git` source"), "{e}");
+}

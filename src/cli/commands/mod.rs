@@ -233,10 +233,18 @@ pub(super) fn run_cache(action: &CacheAction) -> anyhow::Result<u8> {
                 eprintln!("removed {}", line(l));
             }
             let bytes: u64 = gone.iter().map(|l| l.bytes).sum();
+            let trees = crate::build::work::prune(&root, older);
             eprintln!(
-                "removed {} ({}) from {}",
+                "removed {} ({}){} from {}",
                 crate::units::count(gone.len() as u64, "build"),
                 report::fmt_bytes(bytes as f64),
+                match trees {
+                    0 => String::new(),
+                    n => format!(
+                        " and {}",
+                        crate::units::count(n as u64, "incremental work tree")
+                    ),
+                },
                 root.display()
             );
         }
