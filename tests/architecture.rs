@@ -16,9 +16,9 @@ const LAYERS: &[&[&str]] = &[
     &["contender", "compat", "import"],
     &["build"],
     &["runner", "compare"],
-    &["diagnose"],
+    &["diagnose", "bisect"],
     &["analysis"],
-    &["report"],
+    &["report", "history"],
     &["demo", "launchers"],
     &["cli"],
 ];

@@ -45,7 +45,7 @@ impl Figure {
     }
 
     /// The figure over a whole point (all its slices), as the serving table shows it.
-    fn of_point(self, p: &PointRun) -> Option<f64> {
+    pub fn of_point(self, p: &PointRun) -> Option<f64> {
         let load = p.load.as_ref()?;
         match self {
             Figure::CpuPerRequest => p.cost?.cpu_us_per(load.requests),

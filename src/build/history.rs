@@ -118,3 +118,47 @@ fn clean(s: &str) -> String {
         None => s,
     }
 }
+
+/// A commit as a history records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Details {
+    pub id: String,
+    /// Committer time, seconds since the epoch.
+    pub time: i64,
+    pub subject: String,
+    /// The branch checked out in `repo`, when `rev` is its `HEAD` and one is.
+    pub branch: Option<String>,
+}
+
+/// `rev` of the repository at `repo` (a folder in it), when there is one.
+pub fn details(repo: &Path, rev: &str, cancel: &Cancel) -> Option<Details> {
+    let out = git::git(
+        cancel,
+        Some(repo),
+        &["log", "-1", "--format=%H%x09%ct%x09%s", rev, "--"],
+    )
+    .ok()?;
+    let text = String::from_utf8_lossy(&out);
+    let mut parts = text.trim_end().splitn(3, '\t');
+    let id = parts.next()?.to_string();
+    let time = parts.next()?.parse().ok()?;
+    let subject = clean(parts.next().unwrap_or(""));
+    let branch = (rev == "HEAD")
+        .then(|| {
+            git::git(
+                cancel,
+                Some(repo),
+                &["symbolic-ref", "--quiet", "--short", "HEAD"],
+            )
+            .ok()
+        })
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .filter(|b| !b.is_empty());
+    (id.len() >= 40).then_some(Details {
+        id,
+        time,
+        subject,
+        branch,
+    })
+}

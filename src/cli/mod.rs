@@ -72,6 +72,16 @@ pub enum Command {
         #[command(subcommand)]
         action: CiAction,
     },
+    /// The history of recorded runs: list its series, show one, export them, import results
+    /// folders (docs/history.md).
+    History {
+        /// The history's file [default: $BAKEOFF_HISTORY, else
+        /// $XDG_DATA_HOME/bakeoff/history.sqlite].
+        #[arg(long = "history", value_name = "FILE", global = true)]
+        history: Option<PathBuf>,
+        #[command(subcommand)]
+        action: HistoryAction,
+    },
     /// The cache of contenders built from source: list or prune it (docs/from-source.md).
     Cache {
         #[command(subcommand)]
@@ -114,6 +124,30 @@ pub enum Command {
         override_usage = "bakeoff compare [OPTIONS] <OLD> <NEW> [MORE]...\n       bakeoff compare [OPTIONS] <ONE-HYPERFINE-FILE>"
     )]
     Compare(CompareArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryAction {
+    /// Every series (plan · contender · point · figure, on one machine) with its latest
+    /// value and how many commits it has.
+    List,
+    /// One series' points: commit, time, value with its interval, runs.
+    Show {
+        /// The series' id, as `list` shows it.
+        id: String,
+    },
+    /// Every series as one table: a row per commit, a column per series.
+    Export {
+        /// CSV in the shape Apache Otava reads (time, commit, one column per series).
+        #[arg(long = "csv", required = true)]
+        csv: bool,
+    },
+    /// Record finished results folders, as `run --record` would have.
+    Import {
+        /// Results folders.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -305,6 +339,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
         Command::Cache { action } => run_cache(&action),
+        Command::History { history, action } => run_history(history.as_deref(), &action),
         Command::Cleanup { dir } => {
             let done = crate::contender::leftovers::clean(&dir)?;
             eprintln!(

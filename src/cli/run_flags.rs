@@ -27,6 +27,13 @@ pub struct RunArgs {
     /// Continue an interrupted run in DIR (repetitions that finished are kept).
     #[arg(long = "resume", value_name = "DIR", conflicts_with_all = ["plan", "smoke"])]
     pub resume: Option<PathBuf>,
+    /// Record the finished run in the history (docs/history.md).
+    #[arg(long = "record")]
+    pub record: bool,
+    /// The history's file [default: $BAKEOFF_HISTORY, else
+    /// $XDG_DATA_HOME/bakeoff/history.sqlite].
+    #[arg(long = "history", value_name = "FILE", requires = "record")]
+    pub history: Option<PathBuf>,
     /// Check the plan in seconds: one repetition, every point of every scenario at one
     /// request per client.
     #[arg(long = "smoke")]

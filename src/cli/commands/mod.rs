@@ -14,9 +14,11 @@ use crate::report;
 use crate::runner;
 mod bisect;
 mod check;
+mod history;
 mod offline;
 pub(crate) use bisect::run_bisect;
 pub(crate) use check::run_check;
+pub(crate) use history::{record_run, run_history};
 pub(crate) use offline::*;
 
 pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
@@ -172,7 +174,12 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep);
     crate::sys::children::sweep();
-    finish_run(&done?, args.gates())
+    let done = done?;
+    let code = finish_run(&done, args.gates())?;
+    if args.record && code != 130 {
+        record_run(&done.dir, args.history.as_deref())?;
+    }
+    Ok(code)
 }
 
 /// `bakeoff cache list|prune`.

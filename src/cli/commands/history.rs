@@ -1,0 +1,125 @@
+//! `bakeoff history …` and `run --record` (docs/history.md).
+
+use std::path::Path;
+
+use anyhow::Context as _;
+
+use super::*;
+use crate::history::{self, Store};
+
+/// Records the finished results folder `dir` in the history; says what it recorded.
+pub(crate) fn record_run(dir: &Path, flag: Option<&Path>) -> anyhow::Result<()> {
+    let path = history::store::path(flag);
+    let results = crate::results::Results::load(dir)?;
+    let analysis = report::analysis::Analysis::of(&results);
+    let mut store = Store::open(&path).with_context(|| {
+        format!(
+            "the run's results are kept in `{}`; record them later with `bakeoff history import {0}`",
+            dir.display()
+        )
+    })?;
+    let cancel = crate::cancel::Cancel::new();
+    let got = history::record::record(&mut store, &results, dir, &analysis.verdicts, &cancel)?;
+    match got.new {
+        true => eprintln!(
+            "history: recorded run {} ({}, {}) in {}",
+            got.run,
+            crate::units::count(got.figures as u64, "figure"),
+            crate::units::count(got.verdicts as u64, "verdict"),
+            path.display()
+        ),
+        false => eprintln!(
+            "history: `{}` is recorded already (run {}) in {}",
+            dir.display(),
+            got.run,
+            path.display()
+        ),
+    }
+    Ok(())
+}
+
+pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
+    if let HistoryAction::Import { dirs } = action {
+        for d in dirs {
+            record_run(d, flag)?;
+        }
+        return Ok(0);
+    }
+    let path = history::store::path(flag);
+    if !path.exists() {
+        anyhow::bail!(
+            "no history at `{}` yet: record a run with `bakeoff run PLAN --record`",
+            path.display()
+        );
+    }
+    let store = Store::open(&path)?;
+    let series = store.series()?;
+    match action {
+        HistoryAction::List => {
+            let mut out = String::from("| series | plan · contender · point · figure | commits | latest | at |\n|---|---|---|---|---|\n");
+            for s in &series {
+                let last = s.points.last();
+                out.push_str(&format!(
+                    "| `{}` | {} | {} | {} | {} |\n",
+                    s.key.id(),
+                    s.key.words(),
+                    s.points.len(),
+                    last.map(|p| value(&s.key.figure, p.value))
+                        .unwrap_or_default(),
+                    last.and_then(|p| p.commit.as_deref())
+                        .map(|c| c[..c.len().min(10)].to_string())
+                        .unwrap_or_else(|| "–".into())
+                ));
+            }
+            emit(&out)?;
+            eprintln!(
+                "{} in {}",
+                crate::units::count(series.len() as u64, "series"),
+                path.display()
+            );
+        }
+        HistoryAction::Show { id } => {
+            let Some(s) = series.iter().find(|s| s.key.id() == *id) else {
+                anyhow::bail!(
+                    "no series `{id}` in `{}`; `bakeoff history list` shows them",
+                    path.display()
+                );
+            };
+            let mut out = format!(
+                "{}\n{}\n\n| commit | time | subject | value | interval | runs |\n|---|---|---|---|---|---|\n",
+                s.key.words(),
+                s.env_words
+            );
+            for p in &s.points {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} |\n",
+                    p.commit
+                        .as_deref()
+                        .map(|c| format!("`{}`", &c[..c.len().min(10)]))
+                        .unwrap_or_else(|| "–".into()),
+                    p.time.map(|t| t.to_string()).unwrap_or_default(),
+                    p.subject.as_deref().unwrap_or("").replace('|', "\\|"),
+                    value(&s.key.figure, p.value),
+                    match (p.lo, p.hi) {
+                        (Some(lo), Some(hi)) =>
+                            format!("{}–{}", value(&s.key.figure, lo), value(&s.key.figure, hi)),
+                        _ => String::new(),
+                    },
+                    p.runs
+                ));
+            }
+            emit(&out)?;
+        }
+        HistoryAction::Export { .. } => emit(&history::csv(&series))?,
+        HistoryAction::Import { .. } => unreachable!("handled above"),
+    }
+    Ok(0)
+}
+
+/// A figure's value in its unit.
+fn value(figure: &str, v: f64) -> String {
+    match figure {
+        "throughput" => format!("{v:.0} req/s"),
+        _ => crate::units::fmt_us(v),
+    }
+}

@@ -1,0 +1,258 @@
+//! The history (docs/history.md): every recorded run in one SQLite database, read back as
+//! series — one (plan, contender, point, figure, environment) over commits.
+
+pub mod record;
+pub mod store;
+
+use std::collections::BTreeMap;
+
+pub use store::Store;
+
+/// What a series is one of.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SeriesKey {
+    pub plan: String,
+    pub contender: String,
+    pub point: String,
+    pub figure: String,
+    pub env: String,
+}
+
+impl SeriesKey {
+    /// Eight hex digits that name the series on the command line (`history show ID`).
+    pub fn id(&self) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for part in [
+            &self.plan,
+            &self.contender,
+            &self.point,
+            &self.figure,
+            &self.env,
+        ] {
+            for b in part.bytes().chain([0xff]) {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        format!("{h:016x}")[..8].to_string()
+    }
+
+    /// `plan · contender · point · figure`, as lists show it.
+    pub fn words(&self) -> String {
+        format!(
+            "{} · {} · {} · {}",
+            self.plan, self.contender, self.point, self.figure
+        )
+    }
+}
+
+/// One commit of a series: the runs of that commit as one point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesPoint {
+    /// None for a run whose contender had no commit to record.
+    pub commit: Option<String>,
+    pub time: Option<i64>,
+    pub subject: Option<String>,
+    /// The median of its runs' estimates; the interval of the run nearest it.
+    pub value: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub runs: usize,
+    /// When its first and last runs started.
+    pub first_run: String,
+    pub last_run: String,
+}
+
+/// A series over its commits, oldest first.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub key: SeriesKey,
+    pub env_words: String,
+    pub points: Vec<SeriesPoint>,
+}
+
+/// One recorded figure, as read to make series.
+struct Row {
+    key: SeriesKey,
+    env_words: String,
+    commit: Option<String>,
+    time: Option<i64>,
+    subject: Option<String>,
+    estimate: f64,
+    lo: Option<f64>,
+    hi: Option<f64>,
+    started: String,
+}
+
+impl Store {
+    /// Every series, each over its commits in commit order (commit time, then when each was
+    /// first run): several runs of one commit are one point.
+    pub fn series(&self) -> anyhow::Result<Vec<Series>> {
+        let mut q = self.conn.prepare(
+            "SELECT r.plan_name, f.contender, f.point, f.figure, r.env_key, r.env,
+                    c.commit_id, c.commit_time, c.subject, f.estimate, f.lo, f.hi, r.started_at
+             FROM figures f
+             JOIN runs r ON r.id = f.run_id
+             LEFT JOIN contenders c ON c.run_id = f.run_id AND c.name = f.contender",
+        )?;
+        let rows = q.query_map([], |r| {
+            Ok(Row {
+                key: SeriesKey {
+                    plan: r.get(0)?,
+                    contender: r.get(1)?,
+                    point: r.get(2)?,
+                    figure: r.get(3)?,
+                    env: r.get(4)?,
+                },
+                env_words: r.get(5)?,
+                commit: r.get(6)?,
+                time: r.get(7)?,
+                subject: r.get(8)?,
+                estimate: r.get(9)?,
+                lo: r.get(10)?,
+                hi: r.get(11)?,
+                started: r.get(12)?,
+            })
+        })?;
+        let mut by: BTreeMap<SeriesKey, (String, Vec<Row>)> = BTreeMap::new();
+        for row in rows {
+            let row = row?;
+            by.entry(row.key.clone())
+                .or_insert_with(|| (row.env_words.clone(), Vec::new()))
+                .1
+                .push(row);
+        }
+        Ok(by
+            .into_iter()
+            .map(|(key, (env_words, rows))| Series {
+                key,
+                env_words,
+                points: points(rows),
+            })
+            .collect())
+    }
+}
+
+/// A run's estimate and interval.
+type Estimate = (f64, Option<f64>, Option<f64>);
+
+/// A series' rows as points: one per commit (a run without a commit is a point of its
+/// own), in commit order.
+fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
+    rows.sort_by(|a, b| (a.time, &a.started).cmp(&(b.time, &b.started)));
+    let mut out: Vec<(SeriesPoint, Vec<Estimate>)> = Vec::new();
+    for r in rows {
+        let at = out
+            .iter()
+            .position(|(p, _)| r.commit.is_some() && p.commit == r.commit);
+        let est = (r.estimate, r.lo, r.hi);
+        match at {
+            Some(i) => {
+                out[i].1.push(est);
+                out[i].0.last_run = r.started.clone();
+            }
+            None => out.push((
+                SeriesPoint {
+                    commit: r.commit,
+                    time: r.time,
+                    subject: r.subject,
+                    value: 0.0,
+                    lo: None,
+                    hi: None,
+                    runs: 0,
+                    first_run: r.started.clone(),
+                    last_run: r.started,
+                },
+                vec![est],
+            )),
+        }
+    }
+    out.into_iter()
+        .map(|(mut p, mut ests)| {
+            ests.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mid = &ests[(ests.len() - 1) / 2];
+            let median = match ests.len() % 2 {
+                1 => mid.0,
+                _ => (mid.0 + ests[ests.len() / 2].0) / 2.0,
+            };
+            p.value = median;
+            (p.lo, p.hi) = (mid.1, mid.2);
+            p.runs = ests.len();
+            p
+        })
+        .collect()
+}
+
+/// `export --csv`: one row per commit (its time, its id), one column per series, in the
+/// shape Apache Otava reads; a commit a series has no point at is an empty cell.
+pub fn csv(series: &[Series]) -> String {
+    // In commit order: commit time, then (commits of one second) when each was first run.
+    let mut commits: Vec<(i64, String, String)> = Vec::new();
+    for s in series {
+        for p in &s.points {
+            if let (Some(c), Some(t)) = (&p.commit, p.time) {
+                match commits.iter_mut().find(|x| x.2 == *c) {
+                    Some(x) => x.1 = x.1.clone().min(p.first_run.clone()),
+                    None => commits.push((t, p.first_run.clone(), c.clone())),
+                }
+            }
+        }
+    }
+    commits.sort();
+    let column = |s: &Series| {
+        format!(
+            "{}.{}.{}.{}",
+            s.key.contender, s.key.point, s.key.figure, s.key.env
+        )
+        .replace([',', '"', '\n'], " ")
+    };
+    let mut out = String::from("time,commit");
+    for s in series {
+        out.push(',');
+        out.push_str(&column(s));
+    }
+    out.push('\n');
+    for (t, _, c) in &commits {
+        out.push_str(&format!("{},{c}", iso(*t)));
+        for s in series {
+            out.push(',');
+            if let Some(p) = s.points.iter().find(|p| p.commit.as_ref() == Some(c)) {
+                out.push_str(&format!("{}", p.value));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Seconds since the epoch as `2026-12-04 23:13:12 +0000` (Otava's default time format).
+fn iso(t: i64) -> String {
+    let days = t.div_euclid(86_400);
+    let secs = t.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} +0000",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_read_as_dates() {
+        assert_eq!(super::iso(0), "1970-01-01 00:00:00 +0000");
+        assert_eq!(super::iso(1_796_425_992), "2026-12-04 23:13:12 +0000");
+        assert_eq!(super::iso(951_782_400), "2000-02-29 00:00:00 +0000");
+    }
+}

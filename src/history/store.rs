@@ -1,0 +1,330 @@
+//! The history's database (docs/history.md): one SQLite file, bakeoff's by its application
+//! id and schema version, in WAL mode with a busy timeout so that two runs recording at once
+//! both land. A file that is not bakeoff's history is refused before anything is written to
+//! it; an older schema is upgraded after a backup copy.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _};
+use rusqlite::{Connection, TransactionBehavior};
+
+/// The schema this bakeoff writes.
+pub const SCHEMA: i64 = 1;
+
+/// SQLite's `application_id` of a bakeoff history: the bytes `bkof`.
+pub const APPLICATION_ID: i64 = 0x626b_6f66;
+
+/// How long a write waits for another process's.
+const BUSY: Duration = Duration::from_secs(30);
+
+/// The first 16 bytes of every SQLite database file.
+const HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Each schema's tables, in order: `MIGRATIONS[k]` takes a database of schema `k` to `k + 1`
+/// (schema 0 is a new, empty database).
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    plan_name TEXT NOT NULL,
+    plan_hash TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    results_dir TEXT NOT NULL,
+    bakeoff TEXT NOT NULL,
+    env_key TEXT NOT NULL,
+    env TEXT NOT NULL,
+    -- A hash of the run's measurements: a results folder recorded twice is one run.
+    fingerprint TEXT NOT NULL UNIQUE
+);
+CREATE TABLE contenders (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    commit_id TEXT,
+    branch TEXT,
+    commit_time INTEGER,
+    subject TEXT,
+    dirty INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, name)
+);
+CREATE TABLE figures (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    contender TEXT NOT NULL,
+    point TEXT NOT NULL,
+    figure TEXT NOT NULL,
+    estimate REAL NOT NULL,
+    lo REAL,
+    hi REAL,
+    per_repetition TEXT NOT NULL,
+    PRIMARY KEY (run_id, contender, point, figure)
+);
+CREATE TABLE verdicts (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    contender TEXT NOT NULL,
+    baseline TEXT NOT NULL,
+    point TEXT NOT NULL,
+    figure TEXT NOT NULL,
+    call TEXT NOT NULL,
+    ratio REAL NOT NULL,
+    lo REAL NOT NULL,
+    hi REAL NOT NULL,
+    noise REAL NOT NULL,
+    equivalence REAL NOT NULL,
+    PRIMARY KEY (run_id, contender, point, figure)
+);
+CREATE TABLE changes (
+    id INTEGER PRIMARY KEY,
+    plan_name TEXT NOT NULL,
+    contender TEXT NOT NULL,
+    point TEXT NOT NULL,
+    figure TEXT NOT NULL,
+    env_key TEXT NOT NULL,
+    last_good TEXT NOT NULL,
+    first_bad TEXT NOT NULL,
+    ratio REAL NOT NULL,
+    lo REAL,
+    hi REAL,
+    p REAL NOT NULL,
+    status TEXT NOT NULL,
+    detected_at TEXT NOT NULL,
+    confirmed_at TEXT,
+    confirm_dir TEXT,
+    UNIQUE (plan_name, contender, point, figure, env_key, first_bad)
+);
+CREATE INDEX figures_series ON figures (contender, point, figure);
+"#];
+
+/// An open history.
+pub struct Store {
+    pub(super) conn: Connection,
+    pub path: PathBuf,
+}
+
+/// The history's file: `flag` (`--history`), else `BAKEOFF_HISTORY`, else
+/// `$XDG_DATA_HOME/bakeoff/history.sqlite` (`~/.local/share/…` without it).
+pub fn path(flag: Option<&Path>) -> PathBuf {
+    let set = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(p) = flag
+        .map(Path::to_path_buf)
+        .or_else(|| set("BAKEOFF_HISTORY"))
+    {
+        return p;
+    }
+    let data = set("XDG_DATA_HOME")
+        .or_else(|| set("HOME").map(|h| h.join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir);
+    data.join("bakeoff").join("history.sqlite")
+}
+
+impl Store {
+    /// Opens (or makes) the history at `path`. Refused, and left untouched: a file that is
+    /// not SQLite, a damaged one, another program's database, a newer bakeoff's history.
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        Store::open_with(path, MIGRATIONS)
+    }
+
+    fn open_with(path: &Path, migrations: &[&str]) -> anyhow::Result<Store> {
+        let name = path.display();
+        let latest = migrations.len() as i64;
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if !m.is_file() => bail!("history `{name}` is not a regular file"),
+            Ok(m) if m.len() > 0 => {
+                use std::io::Read as _;
+                let mut head = Vec::with_capacity(16);
+                std::fs::File::open(path)
+                    .and_then(|f| f.take(16).read_to_end(&mut head))
+                    .with_context(|| format!("reading history `{name}`"))?;
+                if head != HEADER {
+                    bail!("`{name}` is not a bakeoff history: it is not an SQLite database (left as it is)");
+                }
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(d).with_context(|| {
+                        format!("making the history's folder `{}`", d.display())
+                    })?;
+                }
+            }
+            Err(e) => bail!("history `{name}`: {e}"),
+        }
+        let mut conn =
+            Connection::open(path).with_context(|| format!("opening history `{name}`"))?;
+        conn.busy_timeout(BUSY)?;
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(|e| {
+                anyhow!("`{name}` is not a readable SQLite database ({e}); left as it is")
+            })?;
+        if check != "ok" {
+            bail!("`{name}` is damaged ({check}); left as it is");
+        }
+        // Read and made under a write lock: two runs opening a new history at once make
+        // its tables once.
+        let mut backed_up = false;
+        loop {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let app: i64 = tx.pragma_query_value(None, "application_id", |r| r.get(0))?;
+            let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            let tables: i64 =
+                tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+            match (app, version) {
+                (0, 0) if tables == 0 => migrate(&tx, 0, migrations)?,
+                (APPLICATION_ID, v) if v == latest => {}
+                (APPLICATION_ID, v) if (1..latest).contains(&v) && backed_up => {
+                    migrate(&tx, v, migrations)?
+                }
+                (APPLICATION_ID, v) if (1..latest).contains(&v) => {
+                    drop(tx);
+                    backup(&conn, path, v)?;
+                    backed_up = true;
+                    continue;
+                }
+                (APPLICATION_ID, v) => bail!(
+                    "`{name}` is a history of schema {v}, written by a newer bakeoff; this one reads schemas up to {latest}"
+                ),
+                _ => bail!(
+                    "`{name}` is an SQLite database, but not a bakeoff history (application id {app:#x}, {}); left as it is",
+                    crate::units::count(tables as u64, "table")
+                ),
+            }
+            tx.commit()?;
+            break;
+        }
+        let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        conn.pragma_update(None, "foreign_keys", true)?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn schema(&self) -> anyhow::Result<i64> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?)
+    }
+}
+
+/// A copy of the database at schema `v` beside it (`history.sqlite.v1.bak`), before an
+/// upgrade.
+fn backup(conn: &Connection, path: &Path, v: i64) -> anyhow::Result<()> {
+    let to = PathBuf::from(format!("{}.v{v}.bak", path.display()));
+    let _ = std::fs::remove_file(&to);
+    conn.execute("VACUUM INTO ?1", [to.to_string_lossy()])
+        .with_context(|| {
+            format!(
+                "copying the history to `{}` before upgrading it",
+                to.display()
+            )
+        })?;
+    eprintln!(
+        "bakeoff: history `{}` upgraded from schema {v}; the old one is kept as `{}`",
+        path.display(),
+        to.display()
+    );
+    Ok(())
+}
+
+/// Takes the database from schema `from` to the latest, inside the caller's transaction.
+fn migrate(tx: &rusqlite::Transaction, from: i64, migrations: &[&str]) -> anyhow::Result<()> {
+    for sql in &migrations[from as usize..] {
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+    tx.pragma_update(None, "user_version", migrations.len() as i64)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("bakeoff-store-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_new_history_is_made_and_opened_again() {
+        let d = tmp("new");
+        let p = d.join("sub/history.sqlite");
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.schema().unwrap(), SCHEMA);
+        drop(s);
+        assert_eq!(Store::open(&p).unwrap().schema().unwrap(), SCHEMA);
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn what_is_not_a_bakeoff_history_is_refused_and_left_untouched() {
+        let d = tmp("refused");
+        let text = d.join("notes.txt");
+        std::fs::write(&text, "a shopping list\n").unwrap();
+        let e = Store::open(&text).err().unwrap().to_string();
+        assert!(e.contains("not an SQLite database"), "{e}");
+        assert_eq!(std::fs::read_to_string(&text).unwrap(), "a shopping list\n");
+
+        let other = d.join("other.sqlite");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        let before = std::fs::read(&other).unwrap();
+        let e = Store::open(&other).err().unwrap().to_string();
+        assert!(
+            e.contains("not a bakeoff history") && e.contains("1 table"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&other).unwrap(), before);
+
+        // A history cut short.
+        let good = d.join("good.sqlite");
+        drop(Store::open(&good).unwrap());
+        let bytes = std::fs::read(&good).unwrap();
+        let cut = d.join("cut.sqlite");
+        std::fs::write(&cut, &bytes[..bytes.len().min(4096) - 100]).unwrap();
+        let before = std::fs::read(&cut).unwrap();
+        assert!(Store::open(&cut).is_err());
+        assert_eq!(std::fs::read(&cut).unwrap(), before);
+
+        // A newer bakeoff's.
+        let newer = d.join("newer.sqlite");
+        let c = Connection::open(&newer).unwrap();
+        c.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        c.pragma_update(None, "user_version", SCHEMA + 1).unwrap();
+        drop(c);
+        let e = Store::open(&newer).err().unwrap().to_string();
+        assert!(e.contains("written by a newer bakeoff"), "{e}");
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn an_older_schema_is_upgraded_after_a_backup() {
+        let d = tmp("upgrade");
+        let p = d.join("h.sqlite");
+        let old: &[&str] = &["CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (7);"];
+        drop(Store::open_with(&p, old).unwrap());
+        let newer: &[&str] = &[old[0], "ALTER TABLE a ADD COLUMN y TEXT DEFAULT 'new';"];
+        let s = Store::open_with(&p, newer).unwrap();
+        assert_eq!(s.schema().unwrap(), 2);
+        let (x, y): (i64, String) = s
+            .conn
+            .query_row("SELECT x, y FROM a", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap();
+        assert_eq!((x, y.as_str()), (7, "new"));
+        let bak = Connection::open(d.join("h.sqlite.v1.bak")).unwrap();
+        let v: i64 = bak
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 1);
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
