@@ -202,7 +202,10 @@ fn an_unbuilt_neighbour_makes_a_range_and_resume_goes_on() {
             std::time::Instant::now() < deadline,
             "no two steps in 240 s"
         );
-        assert!(child.try_wait().unwrap().is_none(), "bisect ended early");
+        if child.try_wait().unwrap().is_some() {
+            let o = child.wait_with_output().unwrap();
+            panic!("bisect ended early: {}", String::from_utf8_lossy(&o.stderr));
+        }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

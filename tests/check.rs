@@ -130,8 +130,8 @@ fn check_exits_as_git_bisect_run_reads_it() {
     assert!(err.contains("--against broken: it did not build"), "{err}");
 }
 
-/// `git bisect run bakeoff check …` over twelve commits of the server, where commit 8 doubles
-/// the work an answer: git ends on commit 8. Identical builds must prove equal for a step
+/// `git bisect run bakeoff check …` over 64 commits of the server after a good one, where
+/// commit 37 doubles the work an answer: git ends on commit 37. Identical builds must prove equal for a step
 /// to read good, so the plan's equivalence band is set to what this change is worth finding
 /// (10 %), and the budget lets a step go on until it decides.
 #[test]
@@ -141,8 +141,8 @@ fn git_bisect_run_with_check_ends_on_the_slow_commit() {
     std::fs::create_dir_all(&r).unwrap();
     git(&r, &["init", "-q", "-b", "main"]);
     let mut commits = Vec::new();
-    for k in 1..=12 {
-        let work = if k >= 8 { "40000" } else { "20000" };
+    for k in 0..=64 {
+        let work = if k >= 37 { "40000" } else { "20000" };
         let text = SERVER
             .replace("#define WORK 20000", &format!("#define WORK {work}"))
             .replace("usage: server PORT", &format!("usage: server PORT ({k})"));
@@ -156,7 +156,7 @@ fn git_bisect_run_with_check_ends_on_the_slow_commit() {
         "repetitions = 3\nbudget = \"90s\"\npaired = { noise = \"5%\", equivalence = \"10%\" }\n",
     );
     std::fs::write(dir.path().join("plan.toml"), text).unwrap();
-    git(&r, &["bisect", "start", &commits[11], &commits[0]]);
+    git(&r, &["bisect", "start", &commits[64], &commits[0]]);
     let step = format!(
         "cd {} && exec {} check plan.toml --contender server --against {} --out \"out-$(git -C repo rev-parse --short HEAD)\"",
         dir.path().display(),
@@ -175,7 +175,7 @@ fn git_bisect_run_with_check_ends_on_the_slow_commit() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{out}\n{err}");
     assert!(
-        out.contains(&format!("{} is the first bad commit", commits[7])),
+        out.contains(&format!("{} is the first bad commit", commits[37])),
         "{out}\n{err}"
     );
 }
