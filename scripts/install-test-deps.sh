@@ -72,3 +72,12 @@ if ! python3 -c 'import scipy.stats' >/dev/null 2>&1; then
     echo "installing from PyPI: scipy"
     python3 -m pip install -q scipy
 fi
+
+# Apache Otava is the peer the history's change-point detector is cross-checked against
+# (tests/otava.rs), in a virtual environment of its own so its pins stay out of the system's.
+OTAVA_VENV="$HOME/.cache/bakeoff-otava"
+if ! "$OTAVA_VENV/bin/otava" --help >/dev/null 2>&1; then
+    echo "installing from PyPI: apache-otava (in $OTAVA_VENV)"
+    python3 -m venv "$OTAVA_VENV"
+    "$OTAVA_VENV/bin/pip" install -q apache-otava
+fi

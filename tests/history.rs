@@ -55,6 +55,12 @@ fn setup(dir: &Path) -> Vec<String> {
         assert!(o.status.success(), "{o:?}");
         ids.push(git(&r, &["rev-parse", "HEAD"]));
     }
+    setup_plan(dir, 200);
+    ids
+}
+
+/// The plan: the server built at `--ref server=…`, `requests` calls a repetition.
+fn setup_plan(dir: &Path, requests: u32) {
     std::fs::write(
         dir.join("plan.toml"),
         r#"name = "history"
@@ -71,11 +77,11 @@ ready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }
 name = "get"
 http = "/"
 clients = [1]
-requests = 200
-"#,
+requests = REQUESTS
+"#
+        .replace("REQUESTS", &requests.to_string()),
     )
     .unwrap();
-    ids
 }
 
 fn run_at(dir: &Path, id: &str, out: &str, record: bool) {
@@ -246,4 +252,53 @@ fn a_file_that_is_not_a_history_is_refused_and_left_as_it_was() {
         err.contains("no history at") && err.contains("--record"),
         "{err}"
     );
+}
+
+/// The loop's first half on a repository made here: 30 commits of the server, commit 18
+/// making every answer dearer (twice the work); a run recorded per commit; `history detect`
+/// finds one step in CPU per request, its first bad commit 18.
+#[test]
+fn detect_finds_the_commit_where_a_series_stepped() {
+    let dir = TempDir::new("history-detect");
+    let r = dir.path().join("repo");
+    std::fs::create_dir_all(&r).unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    let mut ids = Vec::new();
+    for k in 0..30 {
+        let work = if k >= 18 { "40000" } else { "20000" };
+        let t = SERVER
+            .replace("usage: server PORT", &format!("usage: server PORT ({k})"))
+            .replace("#define WORK 20000", &format!("#define WORK {work}"));
+        std::fs::write(r.join("server.c"), t).unwrap();
+        git(&r, &["add", "server.c"]);
+        let o = Command::new("git")
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+            .args(["commit", "-q", "-m", &format!("commit {k}")])
+            .current_dir(&r)
+            .env("GIT_COMMITTER_DATE", format!("2026-01-01T{k:02}:00:00Z"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        ids.push(git(&r, &["rev-parse", "HEAD"]));
+    }
+    setup_plan(dir.path(), 1000);
+    for (k, id) in ids.iter().enumerate() {
+        run_at(dir.path(), id, &format!("out-{k}"), true);
+    }
+    let o = bakeoff_in(dir.path(), &["history", "detect", "--history", "h.sqlite"]);
+    let (table, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains("· cpu_per_request |"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{table}");
+    assert!(
+        rows[0].contains(&format!("`{}` | `{}`", &ids[17][..10], &ids[18][..10])),
+        "{table}"
+    );
+    assert!(rows[0].contains("| candidate |"), "{table}");
+    // Found again, it is the same step, not a second one.
+    let o = bakeoff_in(dir.path(), &["history", "detect", "--history", "h.sqlite"]);
+    assert_eq!(text(&o).0, table);
 }

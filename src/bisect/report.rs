@@ -165,67 +165,9 @@ fn blocks(r: &Record, dir: &Path) -> Vec<Block> {
         )));
     }
     out.push(Block::Heading("Steps".into()));
-    let rows = r
-        .steps
-        .iter()
-        .enumerate()
-        .flat_map(|(k, s)| {
-            s.pairs.iter().map(move |p| {
-                vec![
-                    (k + 1).to_string(),
-                    s.kind.word().to_string(),
-                    format!("{} → {}", p.from, p.to),
-                    match r.hunt {
-                        Some(h) => word(h.read(p)).to_string(),
-                        None => String::new(),
-                    },
-                    decisive(p, r.hunt),
-                    format!("{:.0} s", s.seconds),
-                    format!("`{}`", s.dir),
-                ]
-            })
-        })
-        .collect();
-    out.push(Block::Table(
-        vec![
-            "#",
-            "run",
-            "pair",
-            "reads",
-            "verdict (later against earlier)",
-            "took",
-            "results",
-        ],
-        rows,
-    ));
+    out.push(steps(r));
     out.push(Block::Heading("Commits tried".into()));
-    let mut tried: Vec<usize> = r.builds.iter().map(|b| b.commit).collect();
-    tried.extend(r.steps.iter().flat_map(|s| s.at.iter().copied()));
-    tried.sort_unstable();
-    tried.dedup();
-    let rows = tried
-        .iter()
-        .map(|&i| {
-            let built = match r.build(i) {
-                None => String::new(),
-                Some(b) if !b.built => "did not build".into(),
-                Some(b) if b.cached => "cached".into(),
-                Some(b) => format!("built in {:.1} s", b.seconds),
-            };
-            let role = match i {
-                0 => " (good)",
-                _ if i == n => " (bad)",
-                _ => "",
-            };
-            vec![
-                format!("{i}{role}"),
-                format!("`{}`", r.short(i)),
-                r.commits[i].subject.clone(),
-                built,
-            ]
-        })
-        .collect();
-    out.push(Block::Table(vec!["commit", "id", "subject", "build"], rows));
+    out.push(commits(r));
     let built = r.builds.iter().filter(|b| b.built && !b.cached).count();
     let failed = r.builds.iter().filter(|b| !b.built).count();
     let cached = r.builds.iter().filter(|b| b.cached).count();
@@ -253,6 +195,75 @@ fn blocks(r: &Record, dir: &Path) -> Vec<Block> {
         )));
     }
     out
+}
+
+/// Each pair of each step: how it reads, its verdict, its time and folder.
+fn steps(r: &Record) -> Block {
+    let rows = r
+        .steps
+        .iter()
+        .enumerate()
+        .flat_map(|(k, s)| {
+            s.pairs.iter().map(move |p| {
+                vec![
+                    (k + 1).to_string(),
+                    s.kind.word().to_string(),
+                    format!("{} → {}", p.from, p.to),
+                    match r.hunt {
+                        Some(h) => word(h.read(p)).to_string(),
+                        None => String::new(),
+                    },
+                    decisive(p, r.hunt),
+                    format!("{:.0} s", s.seconds),
+                    format!("`{}`", s.dir),
+                ]
+            })
+        })
+        .collect();
+    Block::Table(
+        vec![
+            "#",
+            "run",
+            "pair",
+            "reads",
+            "verdict (later against earlier)",
+            "took",
+            "results",
+        ],
+        rows,
+    )
+}
+
+/// Every commit built or measured, with its subject and build.
+fn commits(r: &Record) -> Block {
+    let n = r.commits.len() - 1;
+    let mut tried: Vec<usize> = r.builds.iter().map(|b| b.commit).collect();
+    tried.extend(r.steps.iter().flat_map(|s| s.at.iter().copied()));
+    tried.sort_unstable();
+    tried.dedup();
+    let rows = tried
+        .iter()
+        .map(|&i| {
+            let built = match r.build(i) {
+                None => String::new(),
+                Some(b) if !b.built => "did not build".into(),
+                Some(b) if b.cached => "cached".into(),
+                Some(b) => format!("built in {:.1} s", b.seconds),
+            };
+            let role = match i {
+                0 => " (good)",
+                _ if i == n => " (bad)",
+                _ => "",
+            };
+            vec![
+                format!("{i}{role}"),
+                format!("`{}`", r.short(i)),
+                r.commits[i].subject.clone(),
+                built,
+            ]
+        })
+        .collect();
+    Block::Table(vec!["commit", "id", "subject", "build"], rows)
 }
 
 fn word(r: Reading) -> &'static str {

@@ -419,15 +419,7 @@ pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<So
         req.source.describe(),
         short(&info)
     ));
-    let outcome = match req.source.incremental {
-        true => work::tree(req, &resolved, say).and_then(|w| {
-            let b = run_build(req, &w.tree, say)?;
-            work::keep(&w, &tmp.join("tree"))?;
-            Ok(b)
-        }),
-        false => checkout(req.source, &resolved, &tmp.join("tree"), req.cancel)
-            .and_then(|()| run_build(req, &tmp.join("tree"), say)),
-    };
+    let outcome = make(req, &resolved, &tmp.join("tree"), say);
     let b = match outcome {
         Ok(b) => b,
         Err(e) => {
@@ -458,6 +450,24 @@ pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<So
         tree: done.join("tree"),
         info,
     })
+}
+
+/// The build made at `tree`: checked out there and built, or (`incremental`) built in the
+/// cache's work tree and copied there.
+fn make(
+    req: &Request,
+    resolved: &Resolved,
+    tree: &Path,
+    say: &mut dyn FnMut(String),
+) -> Result<BuildInfo, String> {
+    if req.source.incremental {
+        let w = work::tree(req, resolved, say)?;
+        let b = run_build(req, &w.tree, say)?;
+        work::keep(&w, tree)?;
+        return Ok(b);
+    }
+    checkout(req.source, resolved, tree, req.cancel)?;
+    run_build(req, tree, say)
 }
 
 /// `abc1234`, `abc1234, dirty` or `folder`.

@@ -142,6 +142,22 @@ pub enum HistoryAction {
         #[arg(long = "csv", required = true)]
         csv: bool,
     },
+    /// The steps in every series: E-divisive means with a t-test (Otava's variant), held
+    /// together to a false discovery rate; each kept as a candidate (docs/history.md).
+    Detect {
+        /// Points per window of the search.
+        #[arg(long = "window", value_name = "N", default_value_t = 50)]
+        window: usize,
+        /// A step is kept when its t-test's p is below this.
+        #[arg(long = "max-p", value_name = "P", default_value_t = 0.001)]
+        max_p: f64,
+        /// … and its relative size above this.
+        #[arg(long = "min-magnitude", value_name = "PERCENT", default_value = "2%", value_parser = run_flags::parse_percent)]
+        min_magnitude: f64,
+        /// The false discovery rate the steps of all series are held to together.
+        #[arg(long = "fdr", value_name = "PERCENT", default_value = "5%", value_parser = run_flags::parse_percent)]
+        fdr: f64,
+    },
     /// Record finished results folders, as `run --record` would have.
     Import {
         /// Results folders.

@@ -1,6 +1,7 @@
 //! The history (docs/history.md): every recorded run in one SQLite database, read back as
 //! series — one (plan, contender, point, figure, environment) over commits.
 
+pub mod changes;
 pub mod detect;
 pub mod record;
 pub mod store;

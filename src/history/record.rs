@@ -108,7 +108,20 @@ pub fn record(
             params![run, name, c.id, c.branch, c.time, c.subject, c.dirty],
         )?;
     }
-    for f in &figures {
+    insert_figures(&tx, run, &figures)?;
+    let n = insert_verdicts(&tx, run, verdicts)?;
+    tx.commit().context("recording the run")?;
+    Ok(Recorded {
+        run,
+        new: true,
+        figures: figures.len(),
+        verdicts: n,
+    })
+}
+
+/// Each figure's row.
+fn insert_figures(tx: &rusqlite::Transaction, run: i64, figures: &[Values]) -> anyhow::Result<()> {
+    for f in figures {
         let (lo, hi) = f.interval().unzip();
         tx.execute(
             "INSERT INTO figures (run_id, contender, point, figure, estimate, lo, hi, per_repetition)
@@ -125,6 +138,15 @@ pub fn record(
             ],
         )?;
     }
+    Ok(())
+}
+
+/// Each paired verdict's row; how many.
+fn insert_verdicts(
+    tx: &rusqlite::Transaction,
+    run: i64,
+    verdicts: &[PointVerdicts],
+) -> anyhow::Result<usize> {
     let mut n = 0;
     for v in verdicts {
         for x in &v.verdicts {
@@ -151,13 +173,7 @@ pub fn record(
             n += 1;
         }
     }
-    tx.commit().context("recording the run")?;
-    Ok(Recorded {
-        run,
-        new: true,
-        figures: figures.len(),
-        verdicts: n,
-    })
+    Ok(n)
 }
 
 /// What makes a run this run: a hash of its plan, start and measurements (two runs of one
@@ -249,7 +265,7 @@ impl Values {
 }
 
 /// The 97.5 % quantile of Student's t with `df` degrees of freedom.
-fn t975(df: usize) -> f64 {
+pub(super) fn t975(df: usize) -> f64 {
     let (mut lo, mut hi) = (0.0, 700.0);
     for _ in 0..100 {
         let mid = (lo + hi) / 2.0;

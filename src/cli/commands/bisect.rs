@@ -190,6 +190,83 @@ impl Live {
     }
 }
 
+impl Live {
+    /// The paired run of a step: the plan cut to the contender at each commit, judged and
+    /// sized for the change hunted; the confirmation at twice the plan's repetitions.
+    fn options(
+        &self,
+        kind: Kind,
+        out: PathBuf,
+        at: &[usize],
+        hunt: Option<Hunt>,
+    ) -> runner::RunOptions {
+        let labels = at
+            .iter()
+            .map(|&i| {
+                let c = &self.record.commits[i];
+                (c.short().to_string(), c.id.clone())
+            })
+            .collect();
+        runner::RunOptions {
+            out: Some(out),
+            cut: Some(runner::Cut::Commits {
+                contender: self.record.contender.clone(),
+                commits: labels,
+                judge: self.figure.map(|f| match f {
+                    CheckFigure::CpuPerRequest => "cpu_per_request",
+                    CheckFigure::Throughput => "throughput",
+                    CheckFigure::P50 => "p50",
+                    CheckFigure::P99 => "p99",
+                }),
+                effect: hunt.map(|h| h.effect),
+            }),
+            scenarios: self.record.scenarios.clone(),
+            // The confirmation is measured again at twice the plan's repetitions.
+            repetitions: (kind == Kind::Confirm).then_some(self.repetitions * 2),
+            budget: self.budget,
+            cancel: self.cancel.clone(),
+            unsettled: Some(runner::Unsettled(std::sync::Arc::new(
+                crate::analysis::verdicts::unsettled,
+            ))),
+            ..runner::RunOptions::default()
+        }
+    }
+
+    /// Each pair of neighbours in `at`, with the judged figure's verdict at every point.
+    fn pairs(
+        &self,
+        at: &[usize],
+        verdicts: &[crate::analysis::verdicts::PointVerdicts],
+    ) -> Vec<Pair> {
+        at.windows(2)
+            .map(|w| Pair {
+                from: w[0],
+                to: w[1],
+                points: verdicts
+                    .iter()
+                    .filter(|v| v.contender == self.record.short(w[1]))
+                    .filter_map(|v| {
+                        let x = judged(v, self.figure)?;
+                        Some(PointRead {
+                            point: v.point.to_string(),
+                            call: match x.call {
+                                Call::Higher => crate::bisect::Call::Higher,
+                                Call::Lower => crate::bisect::Call::Lower,
+                                Call::Equivalent => crate::bisect::Call::Equivalent,
+                                Call::Inconclusive => crate::bisect::Call::Inconclusive,
+                            },
+                            ratio: x.ratio.ratio,
+                            lo: x.ratio.lo,
+                            hi: x.ratio.hi,
+                            text: x.to_string(),
+                        })
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
 impl Bench for Live {
     fn builds(&mut self, i: usize) -> anyhow::Result<Option<bool>> {
         if let Some(b) = self.record.build(i) {
@@ -271,36 +348,7 @@ impl Bench for Live {
             std::fs::remove_dir_all(&out)
                 .with_context(|| format!("removing `{}`", out.display()))?;
         }
-        let labels: Vec<(String, String)> = at
-            .iter()
-            .map(|&i| {
-                let c = &self.record.commits[i];
-                (c.short().to_string(), c.id.clone())
-            })
-            .collect();
-        let opts = runner::RunOptions {
-            out: Some(out.clone()),
-            cut: Some(runner::Cut::Commits {
-                contender: self.record.contender.clone(),
-                commits: labels.clone(),
-                judge: self.figure.map(|f| match f {
-                    CheckFigure::CpuPerRequest => "cpu_per_request",
-                    CheckFigure::Throughput => "throughput",
-                    CheckFigure::P50 => "p50",
-                    CheckFigure::P99 => "p99",
-                }),
-                effect: hunt.map(|h| h.effect),
-            }),
-            scenarios: self.record.scenarios.clone(),
-            // The confirmation is measured again at twice the plan's repetitions.
-            repetitions: (kind == Kind::Confirm).then_some(self.repetitions * 2),
-            budget: self.budget,
-            cancel: self.cancel.clone(),
-            unsettled: Some(runner::Unsettled(std::sync::Arc::new(
-                crate::analysis::verdicts::unsettled,
-            ))),
-            ..runner::RunOptions::default()
-        };
+        let opts = self.options(kind, out, at, hunt);
         let t = Instant::now();
         let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
         let done = runner::run(Some(Path::new(&self.record.plan)), &opts, &mut rep);
@@ -311,34 +359,7 @@ impl Bench for Live {
         if done.results.status == crate::results::Status::Interrupted {
             return Ok(None);
         }
-        let pairs: Vec<Pair> = at
-            .windows(2)
-            .map(|w| Pair {
-                from: w[0],
-                to: w[1],
-                points: analysis
-                    .verdicts
-                    .iter()
-                    .filter(|v| v.contender == self.record.short(w[1]))
-                    .filter_map(|v| {
-                        let x = judged(v, self.figure)?;
-                        Some(PointRead {
-                            point: v.point.to_string(),
-                            call: match x.call {
-                                Call::Higher => crate::bisect::Call::Higher,
-                                Call::Lower => crate::bisect::Call::Lower,
-                                Call::Equivalent => crate::bisect::Call::Equivalent,
-                                Call::Inconclusive => crate::bisect::Call::Inconclusive,
-                            },
-                            ratio: x.ratio.ratio,
-                            lo: x.ratio.lo,
-                            hi: x.ratio.hi,
-                            text: x.to_string(),
-                        })
-                    })
-                    .collect(),
-            })
-            .collect();
+        let pairs = self.pairs(at, &analysis.verdicts);
         self.record.steps.push(record::Step {
             kind,
             at: at.to_vec(),

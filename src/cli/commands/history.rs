@@ -111,6 +111,41 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
             emit(&out)?;
         }
         HistoryAction::Export { .. } => emit(&history::csv(&series))?,
+        HistoryAction::Detect {
+            window,
+            max_p,
+            min_magnitude,
+            fdr,
+        } => {
+            drop(series);
+            let mut store = store;
+            let settings = history::detect::Settings {
+                window: *window,
+                max_p: *max_p,
+                min_magnitude: min_magnitude / 100.0,
+            };
+            let found = store.detect(settings, fdr / 100.0)?;
+            let mut out = String::from("| series | last good | first bad | step | p | status |\n|---|---|---|---|---|---|\n");
+            for f in &found {
+                out.push_str(&format!(
+                    "| {} | `{}` | `{}` | {} ({}–{}) | {:.2e} | {} |\n",
+                    f.key.words(),
+                    &f.last_good[..f.last_good.len().min(10)],
+                    &f.first_bad[..f.first_bad.len().min(10)],
+                    crate::stats::paired::fmt_ratio(f.ratio),
+                    crate::stats::paired::fmt_ratio(f.lo),
+                    crate::stats::paired::fmt_ratio(f.hi),
+                    f.p,
+                    f.status.word()
+                ));
+            }
+            emit(&out)?;
+            eprintln!(
+                "{} in {} series",
+                crate::units::count(found.len() as u64, "step"),
+                store.series()?.len()
+            );
+        }
         HistoryAction::Import { .. } => unreachable!("handled above"),
     }
     Ok(0)
