@@ -67,6 +67,15 @@ pub(super) fn tree(
             return Err("interrupted".into());
         }
         cache::remove_any(&dir);
+        // A URL's work tree is a worktree of the cache's clone: one removed with its folder
+        // (pruned, or damaged) is forgotten first, or git refuses the same path again.
+        if let SourceKind::Git {
+            at: Location::Url(_),
+            ..
+        } = &req.source.from
+        {
+            let _ = git::git(req.cancel, Some(&r.from), &["worktree", "prune"]);
+        }
         say(format!(
             "{}: a new work tree for incremental builds ({})",
             req.contender,

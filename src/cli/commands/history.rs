@@ -53,102 +53,115 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
         );
     }
     let store = Store::open(&path)?;
-    let series = store.series()?;
     match action {
-        HistoryAction::List => {
-            let mut out = String::from("| series | plan · contender · point · figure | commits | latest | at |\n|---|---|---|---|---|\n");
-            for s in &series {
-                let last = s.points.last();
-                out.push_str(&format!(
-                    "| `{}` | {} | {} | {} | {} |\n",
-                    s.key.id(),
-                    s.key.words(),
-                    s.points.len(),
-                    last.map(|p| value(&s.key.figure, p.value))
-                        .unwrap_or_default(),
-                    last.and_then(|p| p.commit.as_deref())
-                        .map(|c| c[..c.len().min(10)].to_string())
-                        .unwrap_or_else(|| "–".into())
-                ));
-            }
-            emit(&out)?;
-            eprintln!(
-                "{} in {}",
-                crate::units::count(series.len() as u64, "series"),
-                path.display()
-            );
-        }
-        HistoryAction::Show { id } => {
-            let Some(s) = series.iter().find(|s| s.key.id() == *id) else {
-                anyhow::bail!(
-                    "no series `{id}` in `{}`; `bakeoff history list` shows them",
-                    path.display()
-                );
-            };
-            let mut out = format!(
-                "{}\n{}\n\n| commit | time | subject | value | interval | runs |\n|---|---|---|---|---|---|\n",
-                s.key.words(),
-                s.env_words
-            );
-            for p in &s.points {
-                out.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {} |\n",
-                    p.commit
-                        .as_deref()
-                        .map(|c| format!("`{}`", &c[..c.len().min(10)]))
-                        .unwrap_or_else(|| "–".into()),
-                    p.time.map(|t| t.to_string()).unwrap_or_default(),
-                    p.subject.as_deref().unwrap_or("").replace('|', "\\|"),
-                    value(&s.key.figure, p.value),
-                    match (p.lo, p.hi) {
-                        (Some(lo), Some(hi)) =>
-                            format!("{}–{}", value(&s.key.figure, lo), value(&s.key.figure, hi)),
-                        _ => String::new(),
-                    },
-                    p.runs
-                ));
-            }
-            emit(&out)?;
-        }
-        HistoryAction::Export { .. } => emit(&history::csv(&series))?,
+        HistoryAction::List => list(&path, &store.series()?)?,
+        HistoryAction::Show { id } => show(&path, &store.series()?, id)?,
+        HistoryAction::Export { .. } => emit(&history::csv(&store.series()?))?,
         HistoryAction::Detect {
             window,
             max_p,
             min_magnitude,
             fdr,
         } => {
-            drop(series);
-            let mut store = store;
             let settings = history::detect::Settings {
                 window: *window,
                 max_p: *max_p,
                 min_magnitude: min_magnitude / 100.0,
             };
-            let found = store.detect(settings, fdr / 100.0)?;
-            let mut out = String::from("| series | last good | first bad | step | p | status |\n|---|---|---|---|---|---|\n");
-            for f in &found {
-                out.push_str(&format!(
-                    "| {} | `{}` | `{}` | {} ({}–{}) | {:.2e} | {} |\n",
-                    f.key.words(),
-                    &f.last_good[..f.last_good.len().min(10)],
-                    &f.first_bad[..f.first_bad.len().min(10)],
-                    crate::stats::paired::fmt_ratio(f.ratio),
-                    crate::stats::paired::fmt_ratio(f.lo),
-                    crate::stats::paired::fmt_ratio(f.hi),
-                    f.p,
-                    f.status.word()
-                ));
-            }
-            emit(&out)?;
-            eprintln!(
-                "{} in {} series",
-                crate::units::count(found.len() as u64, "step"),
-                store.series()?.len()
-            );
+            detect(store, settings, fdr / 100.0)?
         }
         HistoryAction::Import { .. } => unreachable!("handled above"),
     }
     Ok(0)
+}
+
+/// `history list`: every series, its commits and latest value.
+fn list(path: &Path, series: &[history::Series]) -> anyhow::Result<()> {
+    let mut out = String::from("| series | plan · contender · point · figure | commits | latest | at |\n|---|---|---|---|---|\n");
+    for s in series {
+        let last = s.points.last();
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            s.key.id(),
+            s.key.words(),
+            s.points.len(),
+            last.map(|p| value(&s.key.figure, p.value))
+                .unwrap_or_default(),
+            last.and_then(|p| p.commit.as_deref())
+                .map(|c| c[..c.len().min(10)].to_string())
+                .unwrap_or_else(|| "–".into())
+        ));
+    }
+    emit(&out)?;
+    eprintln!(
+        "{} in {}",
+        crate::units::count(series.len() as u64, "series"),
+        path.display()
+    );
+    Ok(())
+}
+
+/// `history show ID`: one series' points.
+fn show(path: &Path, series: &[history::Series], id: &str) -> anyhow::Result<()> {
+    let Some(s) = series.iter().find(|s| s.key.id() == id) else {
+        anyhow::bail!(
+            "no series `{id}` in `{}`; `bakeoff history list` shows them",
+            path.display()
+        );
+    };
+    let mut out = format!(
+            "{}\n{}\n\n| commit | time | subject | value | interval | runs |\n|---|---|---|---|---|---|\n",
+            s.key.words(),
+            s.env_words
+        );
+    for p in &s.points {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            p.commit
+                .as_deref()
+                .map(|c| format!("`{}`", &c[..c.len().min(10)]))
+                .unwrap_or_else(|| "–".into()),
+            p.time.map(|t| t.to_string()).unwrap_or_default(),
+            p.subject.as_deref().unwrap_or("").replace('|', "\\|"),
+            value(&s.key.figure, p.value),
+            match (p.lo, p.hi) {
+                (Some(lo), Some(hi)) =>
+                    format!("{}–{}", value(&s.key.figure, lo), value(&s.key.figure, hi)),
+                _ => String::new(),
+            },
+            p.runs
+        ));
+    }
+    emit(&out)?;
+    Ok(())
+}
+
+/// `history detect`: the steps found, recorded, as a table.
+fn detect(mut store: Store, settings: history::detect::Settings, fdr: f64) -> anyhow::Result<()> {
+    let found = store.detect(settings, fdr)?;
+    let mut out = String::from(
+        "| series | last good | first bad | step | p | status |\n|---|---|---|---|---|---|\n",
+    );
+    for f in &found {
+        out.push_str(&format!(
+            "| {} | `{}` | `{}` | {} ({}–{}) | {:.2e} | {} |\n",
+            f.key.words(),
+            &f.last_good[..f.last_good.len().min(10)],
+            &f.first_bad[..f.first_bad.len().min(10)],
+            crate::stats::paired::fmt_ratio(f.ratio),
+            crate::stats::paired::fmt_ratio(f.lo),
+            crate::stats::paired::fmt_ratio(f.hi),
+            f.p,
+            f.status.word()
+        ));
+    }
+    emit(&out)?;
+    eprintln!(
+        "{} in {} series",
+        crate::units::count(found.len() as u64, "step"),
+        store.series()?.len()
+    );
+    Ok(())
 }
 
 /// A figure's value in its unit.
