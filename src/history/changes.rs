@@ -108,41 +108,34 @@ impl Store {
         let tx = self.conn.transaction()?;
         let now = crate::results::now_utc();
         for f in &mut found {
+            let k = &f.key;
+            let key = params![k.plan, k.contender, k.point, k.figure, k.env, f.first_bad];
             tx.execute(
-                "INSERT INTO changes (plan_name, contender, point, figure, env_key, last_good, first_bad, ratio, lo, hi, p, status, detected_at)
+                "INSERT INTO changes (plan_name, contender, point, figure, env_key, first_bad, last_good, ratio, lo, hi, p, status, detected_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
                  ON CONFLICT (plan_name, contender, point, figure, env_key, first_bad) DO UPDATE SET
                      last_good = excluded.last_good, ratio = excluded.ratio, lo = excluded.lo,
                      hi = excluded.hi, p = excluded.p,
                      status = CASE WHEN status IN ('confirmed', 'rejected', 'inconclusive')
                                    THEN status ELSE excluded.status END",
-                params![
-                    f.key.plan,
-                    f.key.contender,
-                    f.key.point,
-                    f.key.figure,
-                    f.key.env,
-                    f.last_good,
-                    f.first_bad,
-                    f.ratio,
-                    f.lo,
-                    f.hi,
-                    f.p,
-                    f.status.word(),
-                    now
-                ],
+                rusqlite::params_from_iter(
+                    key.iter()
+                        .chain(params![
+                            f.last_good,
+                            f.ratio,
+                            f.lo,
+                            f.hi,
+                            f.p,
+                            f.status.word(),
+                            now
+                        ])
+                        .copied(),
+                ),
             )?;
             let status: String = tx.query_row(
                 "SELECT status FROM changes WHERE plan_name = ?1 AND contender = ?2 AND point = ?3
                  AND figure = ?4 AND env_key = ?5 AND first_bad = ?6",
-                params![
-                    f.key.plan,
-                    f.key.contender,
-                    f.key.point,
-                    f.key.figure,
-                    f.key.env,
-                    f.first_bad
-                ],
+                key,
                 |r| r.get(0),
             )?;
             f.status = Status::of(&status);

@@ -10,6 +10,15 @@ use std::collections::BTreeMap;
 
 pub use store::Store;
 
+/// A 64-bit FNV-1a hash of `bytes`, as 16 hex digits: the history's keys and fingerprints.
+pub(crate) fn fnv(bytes: impl IntoIterator<Item = u8>) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
 /// What a series is one of.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SeriesKey {
@@ -23,19 +32,14 @@ pub struct SeriesKey {
 impl SeriesKey {
     /// Eight hex digits that name the series on the command line (`history show ID`).
     pub fn id(&self) -> String {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for part in [
+        let parts = [
             &self.plan,
             &self.contender,
             &self.point,
             &self.figure,
             &self.env,
-        ] {
-            for b in part.bytes().chain([0xff]) {
-                h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        }
-        format!("{h:016x}")[..8].to_string()
+        ];
+        fnv(parts.iter().flat_map(|p| p.bytes().chain([0xff])))[..8].to_string()
     }
 
     /// `plan · contender · point · figure`, as lists show it.

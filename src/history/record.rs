@@ -39,11 +39,7 @@ pub fn environment(r: &Results) -> (String, String) {
         pins(&e.load_cpus),
         r.tool
     );
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in words.bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    (format!("{h:016x}")[..12].to_string(), words)
+    (super::fnv(words.bytes())[..12].to_string(), words)
 }
 
 /// Records `results` (its folder `dir`, the verdicts its report read) in `store`.
@@ -179,19 +175,11 @@ fn insert_verdicts(
 /// What makes a run this run: a hash of its plan, start and measurements (two runs of one
 /// plan may start in the same second; a folder recorded twice is the same run).
 fn fingerprint(r: &Results) -> anyhow::Result<String> {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let runs = serde_json::to_vec(&r.runs)?;
-    for b in r
-        .plan_hash
-        .as_deref()
-        .unwrap_or("")
-        .bytes()
-        .chain(r.started_at.bytes())
-        .chain(runs)
-    {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    Ok(format!("{h:016x}"))
+    let plan = r.plan_hash.as_deref().unwrap_or("");
+    Ok(super::fnv(
+        plan.bytes().chain(r.started_at.bytes()).chain(runs),
+    ))
 }
 
 /// A contender's commit, as recorded.

@@ -265,6 +265,16 @@ pub struct ScenarioInfo {
     pub profiled: bool,
 }
 
+/// Where a run's (or bisection's) folder goes without `--out`:
+/// `bakeoff-results/<start, digits only>-<name>`.
+pub fn default_dir(started_at: &str, name: &str) -> std::path::PathBuf {
+    let stamp: String = started_at
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    std::path::PathBuf::from("bakeoff-results").join(format!("{stamp}-{}", slug(name)))
+}
+
 /// The file names bakeoff gives a contender's state folders and logs.
 pub fn slug(name: &str) -> String {
     name.chars()

@@ -8,7 +8,6 @@ use anyhow::{bail, Context as _};
 use super::events::Reporter;
 use super::options::{Cut, RunOptions, COMPAT_TIMEOUT};
 use crate::client::Descriptors;
-use crate::contender;
 use crate::plan::{Order, Plan};
 use crate::results::{self, env::Environment, Results, Status};
 
@@ -155,14 +154,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
     let started_at = results::now_utc();
     let dir = match &opts.out {
         Some(d) => d.clone(),
-        None => {
-            let stamp: String = started_at
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric())
-                .collect();
-            PathBuf::from("bakeoff-results")
-                .join(format!("{stamp}-{}", contender::slug(&plan.name)))
-        }
+        None => results::default_dir(&started_at, &plan.name),
     };
     if dir.join("results.json").exists() {
         bail!(

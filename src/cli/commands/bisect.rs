@@ -110,16 +110,7 @@ fn start(args: &BisectArgs, cancel: &Cancel) -> anyhow::Result<(Record, PathBuf)
     let started_at = crate::results::now_utc();
     let dir = match &args.out {
         Some(d) => d.clone(),
-        None => {
-            let stamp: String = started_at
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric())
-                .collect();
-            PathBuf::from("bakeoff-results").join(format!(
-                "{stamp}-bisect-{}",
-                crate::results::slug(&plan.name)
-            ))
-        }
+        None => crate::results::default_dir(&started_at, &format!("bisect-{}", plan.name)),
     };
     if dir.join("bisect.json").exists() {
         bail!(
