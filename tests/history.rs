@@ -35,6 +35,22 @@ fn text(o: &Output) -> (String, String) {
     )
 }
 
+/// `text` as the server's source, committed at `when` (the committer time a series is
+/// ordered by); the commit's id.
+fn commit_server(repo: &Path, text: &str, message: &str, when: &str) -> String {
+    std::fs::write(repo.join("server.c"), text).unwrap();
+    git(repo, &["add", "server.c"]);
+    let o = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(["commit", "-q", "-m", message])
+        .current_dir(repo)
+        .env("GIT_COMMITTER_DATE", when)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    git(repo, &["rev-parse", "HEAD"])
+}
+
 /// Three commits of the server and a plan that builds it at `--ref server=…`.
 fn setup(dir: &Path) -> Vec<String> {
     let r = dir.join("repo");
@@ -43,21 +59,9 @@ fn setup(dir: &Path) -> Vec<String> {
     let mut ids = Vec::new();
     for k in 0..3 {
         let t = SERVER.replace("usage: server PORT", &format!("usage: server PORT ({k})"));
-        std::fs::write(r.join("server.c"), t).unwrap();
-        git(&r, &["add", "server.c"]);
         // A day apart: a series is in commit-time order.
-        let o = Command::new("git")
-            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-            .args(["commit", "-q", "-m", &format!("commit {k}")])
-            .current_dir(&r)
-            .env(
-                "GIT_COMMITTER_DATE",
-                format!("2026-01-0{}T12:00:00Z", k + 1),
-            )
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{o:?}");
-        ids.push(git(&r, &["rev-parse", "HEAD"]));
+        let when = format!("2026-01-0{}T12:00:00Z", k + 1);
+        ids.push(commit_server(&r, &t, &format!("commit {k}"), &when));
     }
     setup_plan(dir, 200);
     ids
@@ -278,20 +282,8 @@ fn detect_finds_the_commit_where_a_series_stepped() {
         let t = SERVER
             .replace("usage: server PORT", &format!("usage: server PORT ({k})"))
             .replace("#define WORK 20000", &format!("#define WORK {work}"));
-        std::fs::write(r.join("server.c"), t).unwrap();
-        git(&r, &["add", "server.c"]);
-        let o = Command::new("git")
-            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-            .args(["commit", "-q", "-m", &format!("commit {k}")])
-            .current_dir(&r)
-            .env(
-                "GIT_COMMITTER_DATE",
-                format!("2026-01-{:02}T{:02}:00:00Z", 1 + k / 24, k % 24),
-            )
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{o:?}");
-        ids.push(git(&r, &["rev-parse", "HEAD"]));
+        let when = format!("2026-01-{:02}T{:02}:00:00Z", 1 + k / 24, k % 24);
+        ids.push(commit_server(&r, &t, &format!("commit {k}"), &when));
     }
     setup_plan(dir.path(), 3000);
     for (k, id) in ids.iter().enumerate() {
