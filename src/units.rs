@@ -38,8 +38,8 @@ pub fn duration(secs: f64) -> String {
 /// `1 repetition`, `3 repetitions`: a count with its noun, singular for one.
 pub fn count(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();
-    if n == 1 {
-        format!("1 {noun}")
+    if n == 1 || noun == "series" {
+        format!("{n} {noun}")
     } else if let Some(stem) = noun.strip_suffix('y') {
         format!("{n} {stem}ies")
     } else if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) {

@@ -18,9 +18,14 @@ const SERVER: &str = include_str!("fixtures/fromsource/server.c");
 static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn bakeoff_in(dir: &Path, args: &[&str]) -> Output {
+    bakeoff_env(dir, args, &[])
+}
+
+fn bakeoff_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bakeoff"))
         .args(args)
         .current_dir(dir)
+        .envs(env.iter().copied())
         .env("BAKEOFF_CACHE", dir.join("cache"))
         .env_remove("BAKEOFF_HISTORY")
         .stdin(Stdio::null())
@@ -69,17 +74,23 @@ fn setup(dir: &Path) -> Vec<String> {
 
 /// The plan: the server built at `--ref server=…`, `requests` calls a repetition.
 fn setup_plan(dir: &Path, requests: u32) {
+    setup_plan_with(dir, requests, "", "");
+}
+
+/// The plan, with `head` before its contender and `contender` added to it.
+fn setup_plan_with(dir: &Path, requests: u32, head: &str, contender: &str) {
     std::fs::write(
         dir.join("plan.toml"),
         r#"name = "history"
 repetitions = 2
-
+HEAD
 [[contender]]
 name = "server"
 source = { git = "repo", ref = "main" }
 build = [["cc", "-O1", "-o", "server", "server.c", "-lpthread"]]
 command = ["{source}/server", "{port}"]
 ready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }
+CONTENDER
 
 [[scenario]]
 name = "get"
@@ -87,7 +98,9 @@ http = "/"
 clients = [1]
 requests = REQUESTS
 "#
-        .replace("REQUESTS", &requests.to_string()),
+        .replace("REQUESTS", &requests.to_string())
+        .replace("HEAD", head)
+        .replace("CONTENDER", contender),
     )
     .unwrap();
 }
@@ -265,26 +278,105 @@ fn a_file_that_is_not_a_history_is_refused_and_left_as_it_was() {
     );
 }
 
-/// The loop's first half on a repository made here: 30 commits of the server, commit 18
-/// making every answer dearer (four times the work); a run recorded per commit; `history detect`
-/// finds the step in CPU per request, last good 17, first bad 18, a candidate.
-#[test]
-fn detect_finds_the_commit_where_a_series_stepped() {
-    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = TempDir::new("history-detect");
-    let r = dir.path().join("repo");
+/// `n` commits of the server, a day's hours apart; `work(k)` is commit k's source.
+fn commits(dir: &Path, n: usize, source: impl Fn(usize) -> String) -> Vec<String> {
+    let r = dir.join("repo");
     std::fs::create_dir_all(&r).unwrap();
     git(&r, &["init", "-q", "-b", "main"]);
-    let mut ids = Vec::new();
-    for k in 0..30 {
+    (0..n)
+        .map(|k| {
+            let t = source(k).replace("usage: server PORT", &format!("usage: server PORT ({k})"));
+            let when = format!("2026-01-{:02}T{:02}:00:00Z", 1 + k / 24, k % 24);
+            commit_server(&r, &t, &format!("commit {k}"), &when)
+        })
+        .collect()
+}
+
+/// The table row of the step `history detect` (or `detect --confirm`) found between `ids[k-1]`
+/// and `ids[k]` in CPU per request.
+fn step_row<'a>(table: &'a str, ids: &[String], k: usize) -> Option<&'a str> {
+    let at = format!("`{}` | `{}`", &ids[k - 1][..10], &ids[k][..10]);
+    table
+        .lines()
+        .find(|l| l.contains("· cpu_per_request |") && l.contains(&at))
+}
+
+/// The history's series and the points of its CPU-per-request one, for a failure's message.
+fn series_dump(dir: &Path) -> String {
+    let list = text(&bakeoff_in(
+        dir,
+        &["history", "list", "--history", "h.sqlite"],
+    ))
+    .0;
+    let id = list
+        .lines()
+        .find(|l| l.contains("cpu_per_request"))
+        .and_then(|l| l.split('`').nth(1))
+        .unwrap_or("");
+    let show = text(&bakeoff_in(
+        dir,
+        &["history", "show", id, "--history", "h.sqlite"],
+    ))
+    .0;
+    format!("{list}\n{show}")
+}
+
+/// The page `history report` wrote: self-contained, and rendered by headless Chromium
+/// neither blank nor with a console message.
+fn dashboard(dir: &Path) -> String {
+    let o = bakeoff_in(
+        dir,
+        &[
+            "history",
+            "report",
+            "--out",
+            "dash",
+            "--history",
+            "h.sqlite",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let page = dir.join("dash/index.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches("http://").count(),
+        html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(),
+        "the page refers to the network"
+    );
+    assert!(!html.contains(" src=") && !html.contains("<link") && !html.contains("<script"));
+    if let Some(chromium) = chromium_bin() {
+        let blank = dir.join("blank.html");
+        std::fs::write(&blank, "<!doctype html><html><body></body></html>").unwrap();
+        let (shot, blank_shot) = (dir.join("dash.png"), dir.join("blank.png"));
+        let log = screenshot(&chromium, &page, &shot, &dir.join("profile-a"));
+        screenshot(&chromium, &blank, &blank_shot, &dir.join("profile-b"));
+        assert!(
+            !log.contains(":CONSOLE"),
+            "console output while rendering: {log}"
+        );
+        let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+        assert!(
+            size(&shot) > 3 * size(&blank_shot),
+            "the dashboard looks blank"
+        );
+    }
+    html
+}
+
+/// The loop on a repository made here: 30 commits of the server, commit 18 making every
+/// answer dearer (four times the work); a run recorded per commit. `history detect` finds the
+/// step in CPU per request, last good 17, first bad 18, a candidate; `detect --confirm` builds
+/// 17 and 18, measures them side by side, marks the step confirmed and exits 4; the dashboard
+/// draws it.
+#[test]
+fn a_step_in_the_code_is_found_confirmed_and_drawn() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("history-detect");
+    let ids = commits(dir.path(), 30, |k| {
         // Four times the work: a step no neighbour on the machine hides.
         let work = if k >= 18 { "80000" } else { "20000" };
-        let t = SERVER
-            .replace("usage: server PORT", &format!("usage: server PORT ({k})"))
-            .replace("#define WORK 20000", &format!("#define WORK {work}"));
-        let when = format!("2026-01-{:02}T{:02}:00:00Z", 1 + k / 24, k % 24);
-        ids.push(commit_server(&r, &t, &format!("commit {k}"), &when));
-    }
+        SERVER.replace("#define WORK 20000", &format!("#define WORK {work}"))
+    });
     setup_plan(dir.path(), 3000);
     for (k, id) in ids.iter().enumerate() {
         run_at(dir.path(), id, &format!("out-{k}"), true);
@@ -294,28 +386,143 @@ fn detect_finds_the_commit_where_a_series_stepped() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     // The step at 18 is found; a run on a shared machine may show another, smaller one
     // (what `confirm` measures again side by side), so others are allowed.
-    let at = format!("`{}` | `{}`", &ids[17][..10], &ids[18][..10]);
-    let row = table
-        .lines()
-        .find(|l| l.contains("· cpu_per_request |") && l.contains(&at));
+    let row = step_row(&table, &ids, 18);
     if row.is_none_or(|r| !r.contains("| candidate |")) {
-        let o = bakeoff_in(dir.path(), &["history", "list", "--history", "h.sqlite"]);
-        let list = text(&o).0;
-        let id = list
-            .lines()
-            .find(|l| l.contains("cpu_per_request"))
-            .and_then(|l| l.split('`').nth(1))
-            .unwrap_or("");
-        let o = bakeoff_in(
-            dir.path(),
-            &["history", "show", id, "--history", "h.sqlite"],
-        );
         panic!(
-            "no candidate at 18:\n{table}\n{err}\n{list}\n{}",
-            text(&o).0
+            "no candidate at 18:\n{table}\n{err}\n{}",
+            series_dump(dir.path())
         );
     }
     // Found again, it is the same step, not a second one.
     let o = bakeoff_in(dir.path(), &["history", "detect", "--history", "h.sqlite"]);
     assert_eq!(text(&o).0, table);
+
+    let o = bakeoff_in(
+        dir.path(),
+        &[
+            "history",
+            "detect",
+            "--confirm",
+            "--out",
+            "confirm",
+            "--history",
+            "h.sqlite",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "a confirmed regression exits 4:\n{err}"
+    );
+    let step: &str = step_row(&table, &ids, 18)
+        .unwrap()
+        .split('|')
+        .nth(1)
+        .unwrap()
+        .trim();
+    assert!(
+        err.contains(&format!("confirm: step {step} (history · server · get [clients=1] · cpu_per_request): confirmed — ")),
+        "{err}"
+    );
+    let o = bakeoff_in(dir.path(), &["history", "detect", "--history", "h.sqlite"]);
+    let again = text(&o).0;
+    assert!(
+        step_row(&again, &ids, 18)
+            .unwrap()
+            .contains("| confirmed |"),
+        "{again}"
+    );
+    let html = dashboard(dir.path());
+    assert!(
+        html.contains("class=\"step confirmed\""),
+        "the step is drawn"
+    );
+    assert!(html.matches("class=\"point\"").count() >= 30);
+}
+
+/// The other half: the same server at every commit, but the runs from commit 12 on were made
+/// on a machine four times slower for it (the server's WORK from the environment) — a step
+/// in the history that no commit made. `detect` finds it; `confirm` measures 11 and 12 side by
+/// side on today's machine and does not confirm it. The plan records by itself (`[history]
+/// record = true`) and names its commits' page, which the dashboard links.
+#[test]
+fn a_step_the_machine_made_is_not_confirmed() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("history-machine");
+    let from_env = SERVER.replace(
+        "#define WORK 20000",
+        "static unsigned long WORK = 20000;",
+    )
+    .replace(
+        "int main(int argc, char **argv) {",
+        "int main(int argc, char **argv) {\n    if (getenv(\"WORK\")) WORK = strtoul(getenv(\"WORK\"), 0, 10);",
+    );
+    let ids = commits(dir.path(), 20, |_| from_env.clone());
+    setup_plan_with(
+        dir.path(),
+        3000,
+        "\n[history]\nrecord = true\ncommit_url = \"https://example.com/r/commit/{commit}\"\n",
+        "env = { WORK = \"{env:WORK:-20000}\" }\n",
+    );
+    for (k, id) in ids.iter().enumerate() {
+        let at = format!("server={id}");
+        let out = format!("out-{k}");
+        let args = [
+            "run",
+            "plan.toml",
+            "--ref",
+            &at,
+            "--out",
+            &out,
+            "--history",
+            "h.sqlite",
+        ];
+        let work: &[(&str, &str)] = if k >= 12 { &[("WORK", "80000")] } else { &[] };
+        let o = bakeoff_env(dir.path(), &args, work);
+        let err = text(&o).1;
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(err.contains("history: recorded run"), "{err}");
+    }
+    let o = bakeoff_in(dir.path(), &["history", "detect", "--history", "h.sqlite"]);
+    let (table, err) = text(&o);
+    let Some(row) = step_row(&table, &ids, 12) else {
+        panic!(
+            "no step at 12:\n{table}\n{err}\n{}",
+            series_dump(dir.path())
+        );
+    };
+    let step: &str = row.split('|').nth(1).unwrap().trim();
+    let o = bakeoff_in(
+        dir.path(),
+        &[
+            "history",
+            "confirm",
+            step,
+            "--out",
+            "confirm",
+            "--history",
+            "h.sqlite",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let read = err
+        .lines()
+        .find(|l| l.starts_with(&format!("confirm: step {step} (")) && l.contains(" — "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        read.contains("): rejected — ") || read.contains("): inconclusive — "),
+        "{read}"
+    );
+    let html = dashboard(dir.path());
+    assert!(
+        html.contains(&format!(
+            "href=\"https://example.com/r/commit/{}\"",
+            ids[12]
+        )),
+        "commits are linked"
+    );
+    assert!(!html.contains("class=\"step confirmed\""));
+    assert!(!html.contains("class=\"confirmed\""));
 }

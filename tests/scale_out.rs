@@ -191,7 +191,9 @@ fn three_shards_in_their_own_namespaces_merge_into_the_report_of_one_run() {
     drop(ns);
 
     // Merged in another order than the shards ran.
+    // … and recorded in a history, as one run.
     let merged_dir = dir.path().join("merged");
+    let history = dir.path().join("h.sqlite");
     let (code, report, err) = bakeoff(&[
         "merge",
         s(&shards[2]),
@@ -199,9 +201,16 @@ fn three_shards_in_their_own_namespaces_merge_into_the_report_of_one_run() {
         s(&shards[1]),
         "--out",
         s(&merged_dir),
+        "--record",
+        "--history",
+        s(&history),
     ]);
     assert_eq!(code, 0, "{err}");
+    assert!(err.contains("history: recorded run 1 ("), "{err}");
     let merged = Results::load(&merged_dir).unwrap();
+    let (code, list, err) = bakeoff(&["history", "list", "--history", s(&history)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(list.contains(" · throughput |"), "{list}");
 
     // What one machine would have written: the same contenders, points, runs, request
     // counts (exactly 300 per count-stopped point) and compat answers.

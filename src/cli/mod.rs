@@ -157,6 +157,28 @@ pub enum HistoryAction {
         /// The false discovery rate the steps of all series are held to together.
         #[arg(long = "fdr", value_name = "PERCENT", default_value = "5%", value_parser = run_flags::parse_percent)]
         fdr: f64,
+        /// Then measure each candidate again side by side, as `history confirm`; exit 4 on a
+        /// confirmed regression.
+        #[arg(long = "confirm")]
+        confirm: bool,
+        #[command(flatten)]
+        with: run_flags::ConfirmArgs,
+    },
+    /// Measure steps again side by side: the plan's contender at the last good commit
+    /// against the first bad one, paired; each becomes confirmed, rejected or inconclusive.
+    /// Exit 4 on a confirmed regression.
+    Confirm {
+        /// The steps, by the number `history detect` gives them [default: every candidate].
+        #[arg(value_name = "STEP")]
+        ids: Vec<i64>,
+        #[command(flatten)]
+        with: run_flags::ConfirmArgs,
+    },
+    /// One self-contained HTML page of every series over its commits, steps marked.
+    Report {
+        /// The folder the page (index.html) is written to.
+        #[arg(long = "out", value_name = "DIR", required = true)]
+        out: PathBuf,
     },
     /// Record finished results folders, as `run --record` would have.
     Import {

@@ -32,7 +32,7 @@ pub struct RunArgs {
     pub record: bool,
     /// The history's file [default: $BAKEOFF_HISTORY, else
     /// $XDG_DATA_HOME/bakeoff/history.sqlite].
-    #[arg(long = "history", value_name = "FILE", requires = "record")]
+    #[arg(long = "history", value_name = "FILE")]
     pub history: Option<PathBuf>,
     /// Check the plan in seconds: one repetition, every point of every scenario at one
     /// request per client.
@@ -184,6 +184,21 @@ pub enum CheckFigure {
     P99,
 }
 
+/// How `history confirm` measures a step again.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConfirmArgs {
+    /// The plan to run [default: the file the step's plan was last recorded from].
+    #[arg(long = "plan", value_name = "PLAN")]
+    pub plan: Option<PathBuf>,
+    /// How long each confirmation may measure (as `run --budget`).
+    #[arg(long = "budget", value_name = "DURATION", value_parser = parse_budget)]
+    pub budget: Option<Budget>,
+    /// Where the confirmations' results go, a folder each [default: a new folder under
+    /// bakeoff-results/].
+    #[arg(long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
 /// `--budget`: a duration, or none for `off`.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget(pub Option<std::time::Duration>);
@@ -299,6 +314,13 @@ pub struct MergeArgs {
     /// *equivalent* within this band (e.g. 2%).
     #[arg(long = "fail-unless-equivalent", value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_unless_equivalent: Option<f64>,
+    /// Record the merged run in the history (docs/history.md).
+    #[arg(long = "record")]
+    pub record: bool,
+    /// The history's file [default: $BAKEOFF_HISTORY, else
+    /// $XDG_DATA_HOME/bakeoff/history.sqlite].
+    #[arg(long = "history", value_name = "FILE")]
+    pub history: Option<PathBuf>,
 }
 
 impl MergeArgs {

@@ -30,7 +30,7 @@ impl Status {
         }
     }
 
-    fn of(word: &str) -> Status {
+    pub fn of(word: &str) -> Status {
         match word {
             "pending" => Status::Pending,
             "confirmed" => Status::Confirmed,
@@ -62,7 +62,7 @@ impl Store {
     /// The change points of every series (of commits with ids), those Benjamini–Hochberg
     /// keeps at `fdr` over every series scanned, recorded (a known one keeps the status a
     /// confirmation gave it).
-    pub fn detect(&mut self, s: Settings, fdr: f64) -> anyhow::Result<Vec<Found>> {
+    pub fn detect(&mut self, s: Settings, fdr: f64) -> anyhow::Result<Vec<Change>> {
         let mut found = Vec::new();
         // The family: one p per change point, and a 1 for each series with none.
         let mut empty = 0;
@@ -107,7 +107,8 @@ impl Store {
         });
         let tx = self.conn.transaction()?;
         let now = crate::results::now_utc();
-        for f in &mut found {
+        let mut out = Vec::new();
+        for mut f in found {
             let k = &f.key;
             let key = params![k.plan, k.contender, k.point, k.figure, k.env, f.first_bad];
             tx.execute(
@@ -132,16 +133,118 @@ impl Store {
                         .copied(),
                 ),
             )?;
-            let status: String = tx.query_row(
-                "SELECT status FROM changes WHERE plan_name = ?1 AND contender = ?2 AND point = ?3
-                 AND figure = ?4 AND env_key = ?5 AND first_bad = ?6",
+            let (id, status, verdict, confirm_dir): (i64, String, _, _) = tx.query_row(
+                "SELECT id, status, verdict, confirm_dir FROM changes WHERE plan_name = ?1
+                 AND contender = ?2 AND point = ?3 AND figure = ?4 AND env_key = ?5 AND first_bad = ?6",
                 key,
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
             f.status = Status::of(&status);
+            out.push(Change {
+                id,
+                found: f,
+                verdict,
+                confirm_dir,
+            });
         }
         tx.commit()?;
-        Ok(found)
+        Ok(out)
+    }
+}
+
+/// A change point as the `changes` table keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub id: i64,
+    pub found: Found,
+    /// What its confirmation read, in words.
+    pub verdict: Option<String>,
+    /// The results folder of its confirmation.
+    pub confirm_dir: Option<String>,
+}
+
+impl Store {
+    /// Every change point kept, newest first (`ids` empty), or those named.
+    pub fn changes(&self, ids: &[i64]) -> anyhow::Result<Vec<Change>> {
+        let mut q = self.conn.prepare(
+            "SELECT id, plan_name, contender, point, figure, env_key, last_good, first_bad,
+                    ratio, lo, hi, p, status, verdict, confirm_dir
+             FROM changes ORDER BY id DESC",
+        )?;
+        let all = q.query_map([], |r| {
+            Ok(Change {
+                id: r.get(0)?,
+                found: Found {
+                    key: SeriesKey {
+                        plan: r.get(1)?,
+                        contender: r.get(2)?,
+                        point: r.get(3)?,
+                        figure: r.get(4)?,
+                        env: r.get(5)?,
+                    },
+                    last_good: r.get(6)?,
+                    first_bad: r.get(7)?,
+                    ratio: r.get(8)?,
+                    lo: r.get::<_, Option<f64>>(9)?.unwrap_or(f64::NAN),
+                    hi: r.get::<_, Option<f64>>(10)?.unwrap_or(f64::NAN),
+                    p: r.get(11)?,
+                    status: Status::of(&r.get::<_, String>(12)?),
+                },
+                verdict: r.get(13)?,
+                confirm_dir: r.get(14)?,
+            })
+        })?;
+        let mut out = Vec::new();
+        for c in all {
+            let c = c?;
+            if ids.is_empty() || ids.contains(&c.id) {
+                out.push(c);
+            }
+        }
+        if let Some(missing) = ids.iter().find(|i| !out.iter().any(|c| c.id == **i)) {
+            anyhow::bail!(
+                "no step {missing} in `{}`; `bakeoff history detect` lists them",
+                self.path.display()
+            );
+        }
+        Ok(out)
+    }
+
+    /// Sets a step's status after its confirmation: what it read, and where its results are.
+    pub fn confirmed(
+        &mut self,
+        id: i64,
+        status: Status,
+        verdict: &str,
+        dir: &std::path::Path,
+    ) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE changes SET status = ?2, verdict = ?3, confirm_dir = ?4, confirmed_at = ?5
+             WHERE id = ?1",
+            params![
+                id,
+                status.word(),
+                verdict,
+                dir.to_string_lossy(),
+                crate::results::now_utc()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The plan file the latest recorded run of plan `name` ran from, and the commit URL
+    /// its `[history]` gave.
+    pub fn plan_of(&self, name: &str) -> anyhow::Result<(Option<String>, Option<String>)> {
+        use rusqlite::OptionalExtension as _;
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT plan_path, commit_url FROM runs WHERE plan_name = ?1 ORDER BY id DESC LIMIT 1",
+                [name],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or_default())
     }
 }
 

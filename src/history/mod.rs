@@ -2,6 +2,7 @@
 //! series — one (plan, contender, point, figure, environment) over commits.
 
 pub mod changes;
+pub mod dashboard;
 pub mod detect;
 pub mod record;
 pub mod store;

@@ -79,10 +79,11 @@ pub fn record(
         .map(|c| (c.name.clone(), commit_of(c, &plan_dir, cancel)))
         .collect();
     let figures = figures(results);
+    let wants = Wants::of(dir);
     let tx = store.conn.transaction()?;
     tx.execute(
-        "INSERT INTO runs (plan_name, plan_hash, started_at, recorded_at, results_dir, bakeoff, env_key, env, fingerprint)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO runs (plan_name, plan_hash, started_at, recorded_at, results_dir, bakeoff, env_key, env, fingerprint, plan_path, commit_url)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         params![
             results.name,
             hash,
@@ -92,7 +93,9 @@ pub fn record(
             results.tool,
             key,
             words,
-            print
+            print,
+            results.plan_path,
+            wants.commit_url
         ],
     )?;
     let run = tx.last_insert_rowid();
@@ -113,6 +116,37 @@ pub fn record(
         figures: figures.len(),
         verdicts: n,
     })
+}
+
+/// What a run's plan says of the history (`[history]`, read from the `plan.toml` its
+/// results folder keeps; nothing when it has none or it does not parse).
+#[derive(Debug, Default, PartialEq)]
+pub struct Wants {
+    pub record: bool,
+    pub commit_url: Option<String>,
+}
+
+impl Wants {
+    pub fn of(dir: &Path) -> Wants {
+        let Ok(text) = crate::sys::read_bounded(&dir.join("plan.toml"), crate::sys::PLAN_LIMIT)
+        else {
+            return Wants::default();
+        };
+        let Ok(v) = text.parse::<toml::Table>() else {
+            return Wants::default();
+        };
+        let h = v.get("history").and_then(|h| h.as_table());
+        Wants {
+            record: h
+                .and_then(|h| h.get("record"))
+                .and_then(|r| r.as_bool())
+                .unwrap_or(false),
+            commit_url: h
+                .and_then(|h| h.get("commit_url"))
+                .and_then(|u| u.as_str())
+                .map(str::to_string),
+        }
+    }
 }
 
 /// Each figure's row.

@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context as _};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema this bakeoff writes.
-pub const SCHEMA: i64 = 1;
+pub const SCHEMA: i64 = 2;
 
 /// SQLite's `application_id` of a bakeoff history: the bytes `bkof`.
 pub const APPLICATION_ID: i64 = 0x626b_6f66;
@@ -23,7 +23,8 @@ const HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// Each schema's tables, in order: `MIGRATIONS[k]` takes a database of schema `k` to `k + 1`
 /// (schema 0 is a new, empty database).
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     plan_name TEXT NOT NULL,
@@ -92,7 +93,15 @@ CREATE TABLE changes (
     UNIQUE (plan_name, contender, point, figure, env_key, first_bad)
 );
 CREATE INDEX figures_series ON figures (contender, point, figure);
-"#];
+"#,
+    r#"
+-- Schema 2: what `history confirm` needs to measure a step again (the plan's file), what
+-- the dashboard links commits with, and the verdict a confirmation read.
+ALTER TABLE runs ADD COLUMN plan_path TEXT;
+ALTER TABLE runs ADD COLUMN commit_url TEXT;
+ALTER TABLE changes ADD COLUMN verdict TEXT;
+"#,
+];
 
 /// An open history.
 pub struct Store {
@@ -303,6 +312,31 @@ mod tests {
         drop(c);
         let e = Store::open(&newer).err().unwrap().to_string();
         assert!(e.contains("written by a newer bakeoff"), "{e}");
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn a_history_of_schema_1_is_upgraded_with_its_rows() {
+        let d = tmp("schema1");
+        let p = d.join("h.sqlite");
+        let s = Store::open_with(&p, &MIGRATIONS[..1]).unwrap();
+        s.conn
+            .execute_batch(
+                "INSERT INTO runs (plan_name, plan_hash, started_at, recorded_at, results_dir, bakeoff, env_key, env, fingerprint)
+                 VALUES ('p', 'h', 't0', 't1', '/r', 'bakeoff 0', 'e', 'words', 'f');",
+            )
+            .unwrap();
+        drop(s);
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.schema().unwrap(), SCHEMA);
+        let (name, plan): (String, Option<String>) = s
+            .conn
+            .query_row("SELECT plan_name, plan_path FROM runs", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((name.as_str(), plan), ("p", None));
+        assert!(d.join("h.sqlite.v1.bak").is_file());
         let _ = std::fs::remove_dir_all(d);
     }
 

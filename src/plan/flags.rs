@@ -142,7 +142,7 @@ impl Plan {
         mut self,
         name: &str,
         commits: &[(String, String)],
-        judge: Option<&str>,
+        judge: &[&str],
         effect: Option<f64>,
     ) -> Result<Plan, String> {
         let c = self.local_git(name)?;
@@ -160,8 +160,8 @@ impl Plan {
             })
             .collect();
         let keys = match judge {
-            Some(k) => vec![k],
-            None => vec!["cpu_per_request", "throughput"],
+            [] => vec!["cpu_per_request", "throughput"],
+            k => k.to_vec(),
         };
         self.paired.judge = super::Judged::of(keys).map_err(|k| format!("no figure `{k}`"))?;
         if let Some(e) = effect {

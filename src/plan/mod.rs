@@ -39,6 +39,8 @@ pub use flags::{AGAINST, CURRENT};
 pub struct Plan {
     /// `[ci]`: what a CI workflow installs and sets before running the plan.
     pub ci: Ci,
+    /// `[history]` (docs/history.md).
+    pub history: History,
     pub name: String,
     /// The plan file, and its text as read (copied into the results directory).
     pub path: PathBuf,
@@ -337,6 +339,15 @@ impl Default for Paired {
 pub struct Cores {
     pub contender: Vec<usize>,
     pub load: Vec<usize>,
+}
+
+/// `[history]` of a plan (docs/history.md).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct History {
+    /// Every run of the plan is recorded, as with `run --record`.
+    pub record: bool,
+    /// A commit's web page, `{commit}` where its id goes: the dashboard links commits.
+    pub commit_url: Option<String>,
 }
 
 /// `[ci]` of a plan (docs/scale-out.md).

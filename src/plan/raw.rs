@@ -37,6 +37,17 @@ pub struct RawPlan {
     pub compat: Vec<Spanned<RawCompat>>,
     /// What `bakeoff ci` workflows need to run the plan on a fresh runner.
     pub ci: Option<RawCi>,
+    /// What `bakeoff history` does with the plan's runs.
+    pub history: Option<RawHistory>,
+}
+
+/// `[history]`: record every run; how a commit's page is linked on the dashboard.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHistory {
+    pub record: Option<bool>,
+    /// e.g. `"https://github.com/o/r/commit/{commit}"`.
+    pub commit_url: Option<Spanned<String>>,
 }
 
 /// `[ci]`: commands that install what the contenders need, and environment variables.

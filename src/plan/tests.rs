@@ -1064,3 +1064,30 @@ fn incremental_is_for_a_git_source() {
     let e = err(&plan("path = \"tree\", incremental = true"));
     assert!(e.contains("`incremental` are for a `git` source"), "{e}");
 }
+
+#[test]
+fn the_history_table_records_and_links_or_says_where_it_is_wrong() {
+    let p = parse(&format!(
+        "{ONE}\n[history]\nrecord = true\ncommit_url = \"https://example.com/r/commit/{{commit}}\"\n"
+    ))
+    .unwrap();
+    assert!(p.history.record);
+    assert_eq!(
+        p.history.commit_url.as_deref(),
+        Some("https://example.com/r/commit/{commit}")
+    );
+    assert_eq!(parse(ONE).unwrap().history, History::default());
+    let e = err(&format!(
+        "{ONE}\n[history]\ncommit_url = \"https://example.com/r/commit/\"\n"
+    ));
+    assert!(
+        e.starts_with("plan.toml:8:14: `commit_url` must hold `{commit}`"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{ONE}\n[history]\ncommit_url = \"file:///{{commit}}\"\n"
+    ));
+    assert!(e.contains("must start with https://"), "{e}");
+    let e = err(&format!("{ONE}\n[history]\nrecrod = true\n"));
+    assert!(e.contains("recrod") && e.contains("record"), "{e}");
+}

@@ -48,13 +48,13 @@ pub enum Cut {
     /// `bakeoff check --contender NAME --against REF`: NAME at REF against NAME's working
     /// tree (`Plan::for_check`).
     Check { contender: String, against: String },
-    /// A step of `bakeoff bisect`: NAME at each commit, named by the label beside it,
-    /// judged on one figure (none: CPU per request, else throughput), sized for the
-    /// smallest change it must tell (`Plan::for_commits`).
+    /// A step of `bakeoff bisect` or a `history confirm`: NAME at each commit, named by the
+    /// label beside it, judged on these figures (none: CPU per request, else throughput),
+    /// sized for the smallest change it must tell (`Plan::for_commits`).
     Commits {
         contender: String,
         commits: Vec<(String, String)>,
-        judge: Option<&'static str>,
+        judge: Vec<&'static str>,
         effect: Option<f64>,
     },
 }

@@ -95,7 +95,7 @@ fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
                 commits,
                 judge,
                 effect,
-            }) => p.for_commits(contender, commits, *judge, *effect),
+            }) => p.for_commits(contender, commits, judge, *effect),
             None => Ok(p),
         })
         .and_then(|p| p.with_what_if(&opts.what_if))

@@ -203,12 +203,16 @@ impl Live {
             cut: Some(runner::Cut::Commits {
                 contender: self.record.contender.clone(),
                 commits: labels,
-                judge: self.figure.map(|f| match f {
-                    CheckFigure::CpuPerRequest => "cpu_per_request",
-                    CheckFigure::Throughput => "throughput",
-                    CheckFigure::P50 => "p50",
-                    CheckFigure::P99 => "p99",
-                }),
+                judge: self
+                    .figure
+                    .map(|f| match f {
+                        CheckFigure::CpuPerRequest => "cpu_per_request",
+                        CheckFigure::Throughput => "throughput",
+                        CheckFigure::P50 => "p50",
+                        CheckFigure::P99 => "p99",
+                    })
+                    .into_iter()
+                    .collect(),
                 effect: hunt.map(|h| h.effect),
             }),
             scenarios: self.record.scenarios.clone(),

@@ -5,12 +5,19 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use super::*;
-use crate::history::{self, Store};
+use crate::history::{self, dashboard::value, Store};
 
 /// Records the finished results folder `dir` in the history; says what it recorded.
 pub(crate) fn record_run(dir: &Path, flag: Option<&Path>) -> anyhow::Result<()> {
     let path = history::store::path(flag);
     let results = crate::results::Results::load(dir)?;
+    if results.smoke {
+        eprintln!(
+            "history: `{}` is a --smoke run, not for comparing: not recorded",
+            dir.display()
+        );
+        return Ok(());
+    }
     let analysis = report::analysis::Analysis::of(&results);
     let mut store = Store::open(&path).with_context(|| {
         format!(
@@ -52,7 +59,7 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
             path.display()
         );
     }
-    let store = Store::open(&path)?;
+    let mut store = Store::open(&path)?;
     match action {
         HistoryAction::List => list(&path, &store.series()?)?,
         HistoryAction::Show { id } => show(&path, &store.series()?, id)?,
@@ -62,13 +69,36 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
             max_p,
             min_magnitude,
             fdr,
+            confirm,
+            with,
         } => {
             let settings = history::detect::Settings {
                 window: *window,
                 max_p: *max_p,
                 min_magnitude: min_magnitude / 100.0,
             };
-            detect(store, settings, fdr / 100.0)?
+            let found = detect(&mut store, settings, fdr / 100.0)?;
+            if *confirm {
+                let open: Vec<_> = found
+                    .into_iter()
+                    .filter(|c| c.found.status == history::changes::Status::Candidate)
+                    .collect();
+                return super::confirm::confirm(&mut store, &open, with);
+            }
+        }
+        HistoryAction::Confirm { ids, with } => {
+            let steps: Vec<_> = store
+                .changes(ids)?
+                .into_iter()
+                .filter(|c| {
+                    !ids.is_empty() || c.found.status == history::changes::Status::Candidate
+                })
+                .collect();
+            return super::confirm::confirm(&mut store, &steps, with);
+        }
+        HistoryAction::Report { out } => {
+            let page = history::dashboard::write(&store, out)?;
+            eprintln!("history: {}", page.display());
         }
         HistoryAction::Import { .. } => unreachable!("handled above"),
     }
@@ -137,14 +167,20 @@ fn show(path: &Path, series: &[history::Series], id: &str) -> anyhow::Result<()>
 }
 
 /// `history detect`: the steps found, recorded, as a table.
-fn detect(mut store: Store, settings: history::detect::Settings, fdr: f64) -> anyhow::Result<()> {
+fn detect(
+    store: &mut Store,
+    settings: history::detect::Settings,
+    fdr: f64,
+) -> anyhow::Result<Vec<history::changes::Change>> {
     let found = store.detect(settings, fdr)?;
     let mut out = String::from(
-        "| series | last good | first bad | step | p | status |\n|---|---|---|---|---|---|\n",
+        "| step | series | last good | first bad | size | p | status |\n|---|---|---|---|---|---|---|\n",
     );
-    for f in &found {
+    for c in &found {
+        let f = &c.found;
         out.push_str(&format!(
-            "| {} | `{}` | `{}` | {} ({}–{}) | {:.2e} | {} |\n",
+            "| {} | {} | `{}` | `{}` | {} ({}–{}) | {:.2e} | {} |\n",
+            c.id,
             f.key.words(),
             &f.last_good[..f.last_good.len().min(10)],
             &f.first_bad[..f.first_bad.len().min(10)],
@@ -161,13 +197,5 @@ fn detect(mut store: Store, settings: history::detect::Settings, fdr: f64) -> an
         crate::units::count(found.len() as u64, "step"),
         store.series()?.len()
     );
-    Ok(())
-}
-
-/// A figure's value in its unit.
-fn value(figure: &str, v: f64) -> String {
-    match figure {
-        "throughput" => format!("{v:.0} req/s"),
-        _ => crate::units::fmt_us(v),
-    }
+    Ok(found)
 }

@@ -15,6 +15,7 @@ use crate::runner;
 mod bisect;
 mod cache;
 mod check;
+mod confirm;
 mod history;
 mod offline;
 pub(crate) use bisect::run_bisect;
@@ -178,7 +179,8 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     crate::sys::children::sweep();
     let done = done?;
     let code = finish_run(&done, args.gates())?;
-    if args.record && code != 130 {
+    let wanted = crate::history::record::Wants::of(&done.dir).record;
+    if (args.record || wanted) && code != 130 {
         record_run(&done.dir, args.history.as_deref())?;
     }
     Ok(code)
@@ -229,7 +231,11 @@ pub(super) fn run_merge(args: &MergeArgs) -> anyhow::Result<u8> {
         dir: args.out.clone(),
         results: merged,
     };
-    finish_run(&done, args.gates())
+    let code = finish_run(&done, args.gates())?;
+    if args.record || crate::history::record::Wants::of(&done.dir).record {
+        record_run(&done.dir, args.history.as_deref())?;
+    }
+    Ok(code)
 }
 
 pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {

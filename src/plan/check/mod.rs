@@ -127,6 +127,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         scenarios,
         compat,
         log_limit: log_limit(&c, &raw)?,
+        history: history(&c, &raw)?,
         confirm: raw.confirm.unwrap_or(true),
         budget,
         ci: raw
@@ -195,6 +196,33 @@ fn log_limit(c: &Checker, raw: &RawPlan) -> Res<u64> {
             Ok(_) => return Err(c.at(l, "`log_limit` must be at least 1KiB")),
             Err(e) => return Err(c.at(l, format!("`log_limit`: {e}"))),
         },
+    })
+}
+
+/// `[history]`: a commit URL must say where the commit goes, and be a web address.
+fn history(c: &Checker, raw: &RawPlan) -> Res<super::History> {
+    let Some(h) = &raw.history else {
+        return Ok(super::History::default());
+    };
+    let commit_url = match &h.commit_url {
+        None => None,
+        Some(u) => {
+            let s = u.get_ref();
+            if !s.contains("{commit}") {
+                return Err(c.at(
+                    u,
+                    "`commit_url` must hold `{commit}`, where the commit id goes",
+                ));
+            }
+            if !(s.starts_with("https://") || s.starts_with("http://")) {
+                return Err(c.at(u, "`commit_url` must start with https:// or http://"));
+            }
+            Some(s.clone())
+        }
+    };
+    Ok(super::History {
+        record: h.record.unwrap_or(false),
+        commit_url,
     })
 }
 

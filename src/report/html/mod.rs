@@ -3,7 +3,7 @@
 //! clients with min–max whiskers, latency percentile curves per contender — and the compat
 //! matrix with each class of difference's shortest example.
 
-mod charts;
+pub(crate) mod charts;
 
 use std::fmt::Write as _;
 
@@ -11,7 +11,7 @@ use super::analysis::Analysis;
 use super::table::Table;
 use crate::compat::CompatReport;
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

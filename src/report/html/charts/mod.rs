@@ -62,7 +62,7 @@ fn short(text: &str, n: usize) -> String {
 
 /// Round values for a y axis from 0 up to `max`: steps of 1, 2 or 5 × 10ⁿ, at most five
 /// above 0.
-fn y_ticks(max: f64) -> Vec<f64> {
+pub(crate) fn y_ticks(max: f64) -> Vec<f64> {
     if !(max > 0.0 && max.is_finite()) {
         return vec![0.0];
     }

@@ -1,0 +1,319 @@
+//! `bakeoff history confirm` and `detect --confirm` (docs/history.md, "Closing the loop"): a
+//! step found in the history measured again side by side — the plan's contender at its last
+//! good commit against its first bad one, built from source, paired — and its status set
+//! from the verdict.
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use super::*;
+use crate::analysis::verdicts::{Figure, Verdict};
+use crate::history::changes::{Change, Status};
+use crate::history::Store;
+use crate::plan::Plan;
+use crate::stats::paired::Call;
+
+/// What confirming a list of steps came to: its exit code — 4 when a regression is
+/// confirmed, else 130 when interrupted, else 2 when a step could not be measured, else 0.
+/// Steps between the same two commits (several figures or points that stepped together)
+/// are measured in one run.
+pub(crate) fn confirm(
+    store: &mut Store,
+    steps: &[Change],
+    with: &run_flags::ConfirmArgs,
+) -> anyhow::Result<u8> {
+    if steps.is_empty() {
+        eprintln!("confirm: no candidate to measure again");
+        return Ok(0);
+    }
+    let cancel = install_handler(on_interrupt_run, 0);
+    crate::sys::raise_open_files_limit();
+    crate::sys::children::adopt();
+    let root = match &with.out {
+        Some(d) => d.clone(),
+        None => crate::results::default_dir(&crate::results::now_utc(), "confirm"),
+    };
+    let mut groups: Vec<Vec<&Change>> = Vec::new();
+    for s in steps {
+        match groups.iter_mut().find(|g| same_run(g[0], s)) {
+            Some(g) => g.push(s),
+            None => groups.push(vec![s]),
+        }
+    }
+    let (mut regressions, mut failed) = (0, 0);
+    for (k, group) in groups.iter().enumerate() {
+        if cancel.is_cancelled() {
+            return Ok(130);
+        }
+        let f = &group[0].found;
+        let dir = root.join(format!(
+            "{:02}-{}-{}",
+            k + 1,
+            short(&f.last_good),
+            short(&f.first_bad)
+        ));
+        let reads = match measure(store, group, with, &dir, &cancel) {
+            Ok(None) => return Ok(130),
+            Ok(Some(reads)) => reads,
+            Err(e) => {
+                failed += group.len();
+                for step in group {
+                    eprintln!(
+                        "confirm: step {} ({}) was not measured: {e:#}",
+                        step.id,
+                        step.found.key.words()
+                    );
+                }
+                continue;
+            }
+        };
+        for (step, read) in group.iter().zip(reads) {
+            let Some(read) = read else {
+                failed += 1;
+                eprintln!(
+                    "confirm: step {} ({}) was not measured: no verdict (a commit that did not build or start? see `{}`)",
+                    step.id,
+                    step.found.key.words(),
+                    dir.join("report/report.md").display()
+                );
+                continue;
+            };
+            store.confirmed(step.id, read.status, &read.words, &dir)?;
+            eprintln!(
+                "confirm: step {} ({}): {} — {}",
+                step.id,
+                step.found.key.words(),
+                read.status.word(),
+                read.words
+            );
+            if let Some(b) = &read.bisect {
+                eprintln!("confirm: it spans several commits; the culprit: {b}");
+            }
+            regressions += usize::from(read.regression);
+        }
+    }
+    eprintln!("confirm: results in {}", root.display());
+    Ok(match (regressions, failed) {
+        (1.., _) => 4,
+        (_, 1..) => 2,
+        _ => 0,
+    })
+}
+
+/// Two steps one paired run measures: the same plan, contender, environment, scenario and
+/// commits.
+fn same_run(a: &Change, b: &Change) -> bool {
+    let (a, b) = (&a.found, &b.found);
+    (
+        &a.key.plan,
+        &a.key.contender,
+        &a.key.env,
+        &a.last_good,
+        &a.first_bad,
+        scenario(a),
+    ) == (
+        &b.key.plan,
+        &b.key.contender,
+        &b.key.env,
+        &b.last_good,
+        &b.first_bad,
+        scenario(b),
+    )
+}
+
+fn scenario(f: &crate::history::changes::Found) -> &str {
+    f.key.point.split(" [").next().unwrap_or_default()
+}
+
+/// What a step's confirmation read.
+struct Read {
+    status: Status,
+    /// The verdict in words; for an inconclusive one, what would settle it.
+    words: String,
+    /// Confirmed, and worse on its figure.
+    regression: bool,
+    /// For a confirmed step across several commits: the `bakeoff bisect` that finds which.
+    bisect: Option<String>,
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(10)]
+}
+
+/// The figure a step is of.
+fn figure(f: &crate::history::changes::Found) -> anyhow::Result<Figure> {
+    Figure::ALL
+        .into_iter()
+        .find(|x| x.key() == f.key.figure)
+        .with_context(|| format!("`{}` is not a figure this bakeoff judges", f.key.figure))
+}
+
+/// The plan a step is measured with: `--plan`, else the file its plan was last recorded
+/// from.
+fn plan_for(store: &Store, plan: &str, with: &run_flags::ConfirmArgs) -> anyhow::Result<PathBuf> {
+    let path = match &with.plan {
+        Some(p) => p.clone(),
+        None => match store.plan_of(plan)?.0 {
+            Some(p) => PathBuf::from(p),
+            None => bail!("the history has no plan file for plan `{plan}`; give it with --plan"),
+        },
+    };
+    Ok(path)
+}
+
+/// The paired run of a group of steps ([`same_run`]), judged on their figures, and what it
+/// read for each (`None` for a step it has no verdict for); `None` when interrupted.
+fn measure(
+    store: &Store,
+    group: &[&Change],
+    with: &run_flags::ConfirmArgs,
+    dir: &Path,
+    cancel: &crate::cancel::Cancel,
+) -> anyhow::Result<Option<Vec<Option<Read>>>> {
+    let f = &group[0].found;
+    let plan_path = plan_for(store, &f.key.plan, with)?;
+    let plan = Plan::load(&plan_path)?;
+    if plan.name != f.key.plan {
+        bail!(
+            "`{}` is plan `{}`, the step is of plan `{}`",
+            plan_path.display(),
+            plan.name,
+            f.key.plan
+        );
+    }
+    let source = plan
+        .local_git(&f.key.contender)
+        .map_err(anyhow::Error::msg)?
+        .source
+        .context("a git source")?;
+    let mut judge: Vec<&'static str> = Vec::new();
+    for s in group {
+        let k = figure(&s.found)?.key();
+        if !judge.contains(&k) {
+            judge.push(k);
+        }
+    }
+    let (good, bad) = (
+        short(&f.last_good).to_string(),
+        short(&f.first_bad).to_string(),
+    );
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing `{}`", dir.display()))?;
+    }
+    // Proven within half the smallest step found: it was not there.
+    let effect = group
+        .iter()
+        .map(|s| (s.found.ratio.ln().abs() / 2.0).exp() - 1.0)
+        .fold(f64::INFINITY, f64::min);
+    let opts = runner::RunOptions {
+        out: Some(dir.to_path_buf()),
+        cut: Some(runner::Cut::Commits {
+            contender: f.key.contender.clone(),
+            commits: vec![
+                (good.clone(), f.last_good.clone()),
+                (bad.clone(), f.first_bad.clone()),
+            ],
+            judge,
+            effect: Some(effect),
+        }),
+        scenarios: vec![scenario(f).to_string()],
+        budget: with.budget.map(|b| b.0),
+        cancel: cancel.clone(),
+        unsettled: Some(runner::Unsettled(std::sync::Arc::new(
+            crate::analysis::verdicts::unsettled,
+        ))),
+        ..runner::RunOptions::default()
+    };
+    let ids: Vec<String> = group.iter().map(|s| s.id.to_string()).collect();
+    eprintln!(
+        "confirm: step {}: {good} against {bad}, side by side",
+        ids.join(", ")
+    );
+    let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
+    let done = runner::run(Some(&plan_path), &opts, &mut rep);
+    crate::sys::children::sweep();
+    let done = done?;
+    let analysis = report::analysis::Analysis::of(&done.results);
+    report::export::write_all(&done.dir, &analysis)?;
+    if done.results.status == crate::results::Status::Interrupted {
+        return Ok(None);
+    }
+    // Whether the step spans commits between its two: asked once, of a confirmed one.
+    let mut between: Option<bool> = None;
+    let mut reads = Vec::new();
+    for s in group {
+        let fig = figure(&s.found)?;
+        let v = analysis
+            .verdicts
+            .iter()
+            .filter(|v| v.contender == bad && v.point.to_string() == s.found.key.point)
+            .find_map(|v| v.get(fig));
+        let Some(v) = v else {
+            reads.push(None);
+            continue;
+        };
+        let mut read = read(v, s.found.ratio > 1.0, fig);
+        if read.status == Status::Confirmed {
+            if between.is_none() {
+                let cache = crate::build::cache::root();
+                let commits = crate::build::history::range(
+                    &source,
+                    &f.last_good,
+                    &f.first_bad,
+                    &cache,
+                    cancel,
+                )
+                .map_err(anyhow::Error::msg)?;
+                between = Some(commits.len() > 2);
+            }
+            if between == Some(true) {
+                let named = match fig {
+                    Figure::CpuPerItem => String::new(),
+                    _ => format!(" --figure {}", fig.key().replace('_', "-")),
+                };
+                read.bisect = Some(format!(
+                    "bakeoff bisect {} --contender {} --good {} --bad {}{named} --scenario {}",
+                    plan_path.display(),
+                    f.key.contender,
+                    f.last_good,
+                    f.first_bad,
+                    scenario(f)
+                ));
+            }
+        }
+        reads.push(Some(read));
+    }
+    Ok(Some(reads))
+}
+
+/// A verdict of the first bad commit against the last good one, for a step that went up
+/// (`up`) or down: *different* that way confirms it, *equivalent* or *different* the other
+/// way rejects it, else inconclusive with what would settle it.
+fn read(v: &Verdict, up: bool, figure: Figure) -> Read {
+    let worse_up = figure != Figure::Throughput;
+    let (status, words) = match v.call {
+        Call::Higher | Call::Lower if (v.call == Call::Higher) == up => {
+            (Status::Confirmed, v.to_string())
+        }
+        Call::Higher | Call::Lower => (
+            Status::Rejected,
+            format!("{v}: the other way from the step found"),
+        ),
+        Call::Equivalent => (Status::Rejected, v.to_string()),
+        Call::Inconclusive => (
+            Status::Inconclusive,
+            match v.settle(None) {
+                Some(s) => format!("{v}; {s}"),
+                None => v.to_string(),
+            },
+        ),
+    };
+    Read {
+        status,
+        words,
+        regression: status == Status::Confirmed && up == worse_up,
+        bisect: None,
+    }
+}

@@ -1,0 +1,272 @@
+//! `bakeoff history report` (docs/history.md, "The dashboard"): one self-contained HTML page
+//! — inline CSS and SVG, no script, nothing fetched — with the steps first (confirmed, then
+//! those still open, then the rejected) and per series a chart of its figure over commits,
+//! each point's interval drawn, the steps marked by status.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use super::changes::{Change, Status};
+use super::{Series, Store};
+use crate::report::html::charts::y_ticks;
+use crate::report::html::esc;
+
+/// Writes the page as `out/index.html`; its path.
+pub fn write(store: &Store, out: &Path) -> anyhow::Result<PathBuf> {
+    let series = store.series()?;
+    let changes = store.changes(&[])?;
+    let mut urls = BTreeMap::new();
+    for s in &series {
+        if !urls.contains_key(&s.key.plan) {
+            urls.insert(s.key.plan.clone(), store.plan_of(&s.key.plan)?.1);
+        }
+    }
+    let page = render(&store.path, &series, &changes, &urls);
+    std::fs::create_dir_all(out).with_context(|| format!("making `{}`", out.display()))?;
+    let file = out.join("index.html");
+    crate::results::write_atomic(&file, page.as_bytes())?;
+    Ok(file)
+}
+
+/// Status colours, as the page's legend shows them.
+fn colour(s: Status) -> &'static str {
+    match s {
+        Status::Confirmed => "#d62728",
+        Status::Candidate => "#ff7f0e",
+        Status::Pending => "#999999",
+        Status::Inconclusive => "#9467bd",
+        Status::Rejected => "#2ca02c",
+    }
+}
+
+/// Where a status's steps are listed: confirmed first, the rejected last.
+fn rank(s: Status) -> u8 {
+    match s {
+        Status::Confirmed => 0,
+        Status::Candidate => 1,
+        Status::Inconclusive => 2,
+        Status::Pending => 3,
+        Status::Rejected => 4,
+    }
+}
+
+/// A commit id, short, linked to its page when the plan's `[history] commit_url` gives one.
+fn commit(id: &str, url: Option<&String>) -> String {
+    let short = esc(&id[..id.len().min(10)]);
+    match url {
+        Some(u) => format!(
+            "<a href=\"{}\"><code>{short}</code></a>",
+            esc(&u.replace("{commit}", id))
+        ),
+        None => format!("<code>{short}</code>"),
+    }
+}
+
+fn render(
+    path: &Path,
+    series: &[Series],
+    changes: &[Change],
+    urls: &BTreeMap<String, Option<String>>,
+) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bakeoff history</title>\n<style>\
+         body{{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}}\
+         table{{border-collapse:collapse;margin:.5em 0 1.5em}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}\
+         th{{background:#f4f4f4}}svg{{background:#fff;border:1px solid #ddd}}.env{{color:#666;font-size:12px}}\
+         .confirmed{{color:#d62728;font-weight:600}}.rejected{{color:#2ca02c}}.inconclusive{{color:#9467bd}}\
+         .candidate{{color:#ff7f0e}}.pending{{color:#999}}\
+         </style></head><body>\n<h1>bakeoff history</h1>\n<p class=\"env\">{} · {} · written {}</p>\n",
+        esc(&path.display().to_string()),
+        crate::units::count(series.len() as u64, "series"),
+        esc(&crate::results::now_utc())
+    );
+    steps_table(&mut out, changes, urls);
+    for s in series {
+        let url = urls.get(&s.key.plan).and_then(Option::as_ref);
+        let mine: Vec<&Change> = changes.iter().filter(|c| c.found.key == s.key).collect();
+        let _ = write!(
+            out,
+            "<h2 id=\"s-{}\">{}</h2>\n<p class=\"env\">series <code>{}</code> · {}</p>\n",
+            s.key.id(),
+            esc(&s.key.words()),
+            s.key.id(),
+            esc(&s.env_words)
+        );
+        out.push_str(&chart(s, &mine));
+        points_table(&mut out, s, url);
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// Every step, confirmed first.
+fn steps_table(out: &mut String, changes: &[Change], urls: &BTreeMap<String, Option<String>>) {
+    out.push_str("<h2>Steps</h2>\n");
+    if changes.is_empty() {
+        out.push_str(
+            "<p>None found yet: <code>bakeoff history detect</code> looks for them.</p>\n",
+        );
+        return;
+    }
+    let mut sorted: Vec<&Change> = changes.iter().collect();
+    sorted.sort_by_key(|c| (rank(c.found.status), c.id));
+    out.push_str("<table><tr><th>step</th><th>status</th><th>series</th><th>last good</th><th>first bad</th><th>size (95 %)</th><th>measured again</th></tr>\n");
+    for c in sorted {
+        let f = &c.found;
+        let url = urls.get(&f.key.plan).and_then(Option::as_ref);
+        let r = crate::stats::paired::fmt_ratio;
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"{}\">{}</td><td><a href=\"#s-{}\">{}</a></td><td>{}</td><td>{}</td><td>{} ({}–{})</td><td>{}</td></tr>",
+            c.id,
+            f.status.word(),
+            f.status.word(),
+            f.key.id(),
+            esc(&f.key.words()),
+            commit(&f.last_good, url),
+            commit(&f.first_bad, url),
+            r(f.ratio),
+            r(f.lo),
+            r(f.hi),
+            esc(c.verdict.as_deref().unwrap_or("–"))
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// The figure over the series' commits: each point with its interval, each step a dashed
+/// line between its last good and first bad commits in its status's colour.
+fn chart(s: &Series, steps: &[&Change]) -> String {
+    let (w, h, left, right, top, bottom) = (1000.0, 260.0, 70.0, 20.0, 20.0, 40.0);
+    let n = s.points.len().max(1);
+    let max = s
+        .points
+        .iter()
+        .map(|p| p.hi.unwrap_or(p.value).max(p.value))
+        .fold(0.0, f64::max);
+    let ticks = y_ticks(max);
+    let top_value = ticks
+        .last()
+        .copied()
+        .unwrap_or(1.0)
+        .max(max)
+        .max(f64::MIN_POSITIVE);
+    let x = |i: f64| left + (w - left - right) * (i + 0.5) / n as f64;
+    let y = |v: f64| top + (h - top - bottom) * (1.0 - v / top_value);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{}\">",
+        esc(&s.key.words())
+    );
+    for t in &ticks {
+        let _ = write!(
+            svg,
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            w - right,
+            left - 6.0,
+            y(*t) + 4.0,
+            esc(&value(&s.key.figure, *t)),
+            y = y(*t)
+        );
+    }
+    for st in steps {
+        let Some(at) = s
+            .points
+            .iter()
+            .position(|p| p.commit.as_deref() == Some(st.found.first_bad.as_str()))
+        else {
+            continue;
+        };
+        let sx = (x(at as f64 - 1.0) + x(at as f64)) / 2.0;
+        let _ = write!(
+            svg,
+            "<line class=\"step {status}\" x1=\"{sx:.1}\" x2=\"{sx:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"6 3\"><title>step {}: {status}, {}</title></line>",
+            h - bottom,
+            colour(st.found.status),
+            st.id,
+            crate::stats::paired::fmt_ratio(st.found.ratio),
+            status = st.found.status.word()
+        );
+    }
+    for (i, p) in s.points.iter().enumerate() {
+        let px = x(i as f64);
+        if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
+            let _ = write!(
+                svg,
+                "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#1f77b4\" stroke-opacity=\".5\"/>",
+                y(lo.max(0.0)),
+                y(hi)
+            );
+        }
+        let label = p.commit.as_deref().map_or("–", |c| &c[..c.len().min(10)]);
+        let _ = write!(
+            svg,
+            "<circle class=\"point\" cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f77b4\"><title>{} {}</title></circle>",
+            y(p.value),
+            esc(label),
+            esc(&value(&s.key.figure, p.value))
+        );
+    }
+    // A few commit ids under the axis: the first, the last, and about eight between.
+    let every = n.div_ceil(8).max(1);
+    for (i, p) in s.points.iter().enumerate() {
+        // The last id always; another only where it does not run into the last.
+        if i + 1 == n || (i % every == 0 && n - 1 - i >= every.div_ceil(2)) {
+            let label = p.commit.as_deref().map_or("–", |c| &c[..c.len().min(7)]);
+            let _ = write!(
+                svg,
+                "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\" font-family=\"monospace\">{}</text>",
+                x(i as f64),
+                h - bottom + 14.0,
+                esc(label)
+            );
+        }
+    }
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{left}\" x2=\"{}\" y1=\"{b}\" y2=\"{b}\" stroke=\"#888\"/></svg>",
+        w - right,
+        b = h - bottom
+    );
+    svg
+}
+
+/// The series' points, folded away under the chart.
+fn points_table(out: &mut String, s: &Series, url: Option<&String>) {
+    let _ = writeln!(
+        out,
+        "<details><summary>{}</summary><table><tr><th>commit</th><th>subject</th><th>value</th><th>interval</th><th>runs</th></tr>",
+        crate::units::count(s.points.len() as u64, "commit")
+    );
+    for p in &s.points {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            p.commit.as_deref().map_or("–".into(), |c| commit(c, url)),
+            esc(p.subject.as_deref().unwrap_or("")),
+            esc(&value(&s.key.figure, p.value)),
+            match (p.lo, p.hi) {
+                (Some(lo), Some(hi)) => esc(&format!(
+                    "{}–{}",
+                    value(&s.key.figure, lo),
+                    value(&s.key.figure, hi)
+                )),
+                _ => String::new(),
+            },
+            p.runs
+        );
+    }
+    out.push_str("</table></details>\n");
+}
+
+/// A figure's value in its unit.
+pub fn value(figure: &str, v: f64) -> String {
+    match figure {
+        "throughput" => format!("{v:.0} req/s"),
+        _ => crate::units::fmt_us(v),
+    }
+}
