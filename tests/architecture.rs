@@ -18,7 +18,8 @@ const LAYERS: &[&[&str]] = &[
     &["runner", "compare"],
     &["diagnose", "bisect"],
     &["analysis"],
-    &["report", "history"],
+    &["report"],
+    &["history"],
     &["demo", "launchers"],
     &["cli"],
 ];

@@ -405,6 +405,8 @@ fn a_step_in_the_code_is_found_confirmed_and_drawn() {
             "--confirm",
             "--out",
             "confirm",
+            "--budget",
+            "2m",
             "--history",
             "h.sqlite",
         ],

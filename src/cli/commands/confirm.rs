@@ -219,6 +219,8 @@ fn measure(
             effect: Some(effect),
         }),
         scenarios: vec![scenario(f).to_string()],
+        // An alert's evidence: twice the plan's repetitions, as `bisect` confirms a culprit.
+        repetitions: Some(plan.repetitions * 2),
         budget: with.budget.map(|b| b.0),
         cancel: cancel.clone(),
         unsettled: Some(runner::Unsettled(std::sync::Arc::new(
