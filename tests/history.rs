@@ -528,3 +528,75 @@ fn a_step_the_machine_made_is_not_confirmed() {
     assert!(!html.contains("class=\"step confirmed\""));
     assert!(!html.contains("class=\"confirmed\""));
 }
+
+/// Results whose contenders name no commit (a server not built from source, the plan outside
+/// any repository — the project's own benchmarks) take the one `history import --commit`
+/// gives, from the repository in the current folder; without it they are points of their
+/// own, and a ref that is not a commit is refused.
+#[test]
+fn results_without_a_commit_take_the_one_given_on_import() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("history-given");
+    let plans = dir.path().join("plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    std::fs::write(
+        plans.join("plan.toml"),
+        format!(
+            r#"name = "bench"
+repetitions = 1
+
+[[contender]]
+name = "demo"
+command = ["{}", "demo-server", "v2", "{{port}}", "{{state}}"]
+ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
+
+[[scenario]]
+name = "get"
+http = "/block/1"
+clients = [1]
+requests = 200
+"#,
+            env!("CARGO_BIN_EXE_bakeoff")
+        ),
+    )
+    .unwrap();
+    let o = bakeoff_in(&plans, &["run", "plan.toml", "--out", "../out"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let ids = setup(dir.path());
+    let repo = dir.path().join("repo");
+    let o = bakeoff_in(
+        &repo,
+        &[
+            "history",
+            "import",
+            "../out",
+            "--commit",
+            "nonsense",
+            "--history",
+            "../h.sqlite",
+        ],
+    );
+    let err = text(&o).1;
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--commit nonsense: not a commit"), "{err}");
+    let o = bakeoff_in(
+        &repo,
+        &[
+            "history",
+            "import",
+            "../out",
+            "--commit",
+            "HEAD",
+            "--history",
+            "../h.sqlite",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    let o = bakeoff_in(dir.path(), &["history", "list", "--history", "h.sqlite"]);
+    let list = text(&o).0;
+    let row = list
+        .lines()
+        .find(|l| l.contains("bench · demo · get [clients=1] · throughput"))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(row.contains(&ids[2][..10]), "the repository's HEAD: {row}");
+}

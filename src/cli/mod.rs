@@ -185,6 +185,11 @@ pub enum HistoryAction {
         /// Results folders.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
+        /// The commit the results measured, for contenders that name none (not built from
+        /// source, the plan outside a repository): a ref of the repository in this folder,
+        /// e.g. HEAD for a benchmark of this checkout.
+        #[arg(long = "commit", value_name = "REV")]
+        commit: Option<String>,
     },
 }
 

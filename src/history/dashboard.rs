@@ -139,25 +139,48 @@ fn steps_table(out: &mut String, changes: &[Change], urls: &BTreeMap<String, Opt
     out.push_str("</table>\n");
 }
 
+/// Where a chart puts a commit's index and a value.
+struct Scale {
+    n: usize,
+    top_value: f64,
+}
+
+impl Scale {
+    const W: f64 = 1000.0;
+    const H: f64 = 260.0;
+    const LEFT: f64 = 70.0;
+    const RIGHT: f64 = 20.0;
+    const TOP: f64 = 20.0;
+    const BOTTOM: f64 = 40.0;
+
+    fn x(&self, i: f64) -> f64 {
+        Self::LEFT + (Self::W - Self::LEFT - Self::RIGHT) * (i + 0.5) / self.n as f64
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        Self::TOP + (Self::H - Self::TOP - Self::BOTTOM) * (1.0 - v / self.top_value)
+    }
+}
+
 /// The figure over the series' commits: each point with its interval, each step a dashed
 /// line between its last good and first bad commits in its status's colour.
 fn chart(s: &Series, steps: &[&Change]) -> String {
-    let (w, h, left, right, top, bottom) = (1000.0, 260.0, 70.0, 20.0, 20.0, 40.0);
-    let n = s.points.len().max(1);
     let max = s
         .points
         .iter()
         .map(|p| p.hi.unwrap_or(p.value).max(p.value))
         .fold(0.0, f64::max);
     let ticks = y_ticks(max);
-    let top_value = ticks
-        .last()
-        .copied()
-        .unwrap_or(1.0)
-        .max(max)
-        .max(f64::MIN_POSITIVE);
-    let x = |i: f64| left + (w - left - right) * (i + 0.5) / n as f64;
-    let y = |v: f64| top + (h - top - bottom) * (1.0 - v / top_value);
+    let sc = Scale {
+        n: s.points.len().max(1),
+        top_value: ticks
+            .last()
+            .copied()
+            .unwrap_or(1.0)
+            .max(max)
+            .max(f64::MIN_POSITIVE),
+    };
+    let (w, h, left, right) = (Scale::W, Scale::H, Scale::LEFT, Scale::RIGHT);
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{}\">",
         esc(&s.key.words())
@@ -168,11 +191,24 @@ fn chart(s: &Series, steps: &[&Change]) -> String {
             "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
             w - right,
             left - 6.0,
-            y(*t) + 4.0,
+            sc.y(*t) + 4.0,
             esc(&value(&s.key.figure, *t)),
-            y = y(*t)
+            y = sc.y(*t)
         );
     }
+    step_marks(&mut svg, s, steps, &sc);
+    point_marks(&mut svg, s, &sc);
+    let b = h - Scale::BOTTOM;
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{left}\" x2=\"{}\" y1=\"{b}\" y2=\"{b}\" stroke=\"#888\"/></svg>",
+        w - right
+    );
+    svg
+}
+
+/// Each step: a dashed line between its two commits, its status's colour, a hover title.
+fn step_marks(svg: &mut String, s: &Series, steps: &[&Change], sc: &Scale) {
     for st in steps {
         let Some(at) = s
             .points
@@ -181,58 +217,53 @@ fn chart(s: &Series, steps: &[&Change]) -> String {
         else {
             continue;
         };
-        let sx = (x(at as f64 - 1.0) + x(at as f64)) / 2.0;
+        let sx = (sc.x(at as f64 - 1.0) + sc.x(at as f64)) / 2.0;
         let _ = write!(
             svg,
-            "<line class=\"step {status}\" x1=\"{sx:.1}\" x2=\"{sx:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"6 3\"><title>step {}: {status}, {}</title></line>",
-            h - bottom,
+            "<line class=\"step {status}\" x1=\"{sx:.1}\" x2=\"{sx:.1}\" y1=\"{}\" y2=\"{:.1}\" stroke=\"{}\" stroke-width=\"2\" stroke-dasharray=\"6 3\"><title>step {}: {status}, {}</title></line>",
+            Scale::TOP,
+            Scale::H - Scale::BOTTOM,
             colour(st.found.status),
             st.id,
             crate::stats::paired::fmt_ratio(st.found.ratio),
             status = st.found.status.word()
         );
     }
+}
+
+/// Each point with its interval, and a few commit ids under the axis: the last, and about
+/// eight before it.
+fn point_marks(svg: &mut String, s: &Series, sc: &Scale) {
+    let n = s.points.len();
+    let every = n.div_ceil(8).max(1);
     for (i, p) in s.points.iter().enumerate() {
-        let px = x(i as f64);
+        let px = sc.x(i as f64);
         if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
             let _ = write!(
                 svg,
                 "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#1f77b4\" stroke-opacity=\".5\"/>",
-                y(lo.max(0.0)),
-                y(hi)
+                sc.y(lo.max(0.0)),
+                sc.y(hi)
             );
         }
         let label = p.commit.as_deref().map_or("–", |c| &c[..c.len().min(10)]);
         let _ = write!(
             svg,
             "<circle class=\"point\" cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f77b4\"><title>{} {}</title></circle>",
-            y(p.value),
+            sc.y(p.value),
             esc(label),
             esc(&value(&s.key.figure, p.value))
         );
-    }
-    // A few commit ids under the axis: the first, the last, and about eight between.
-    let every = n.div_ceil(8).max(1);
-    for (i, p) in s.points.iter().enumerate() {
         // The last id always; another only where it does not run into the last.
         if i + 1 == n || (i % every == 0 && n - 1 - i >= every.div_ceil(2)) {
-            let label = p.commit.as_deref().map_or("–", |c| &c[..c.len().min(7)]);
             let _ = write!(
                 svg,
-                "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\" font-family=\"monospace\">{}</text>",
-                x(i as f64),
-                h - bottom + 14.0,
-                esc(label)
+                "<text x=\"{px:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\" font-family=\"monospace\">{}</text>",
+                Scale::H - Scale::BOTTOM + 14.0,
+                esc(&label[..label.len().min(7)])
             );
         }
     }
-    let _ = writeln!(
-        svg,
-        "<line x1=\"{left}\" x2=\"{}\" y1=\"{b}\" y2=\"{b}\" stroke=\"#888\"/></svg>",
-        w - right,
-        b = h - bottom
-    );
-    svg
 }
 
 /// The series' points, folded away under the chart.

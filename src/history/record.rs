@@ -9,6 +9,7 @@ use rusqlite::{params, OptionalExtension as _};
 
 use super::store::Store;
 use crate::analysis::verdicts::{Figure, PointVerdicts};
+use crate::build::history::Details;
 use crate::cancel::Cancel;
 use crate::results::Results;
 
@@ -42,12 +43,14 @@ pub fn environment(r: &Results) -> (String, String) {
     (super::fnv(words.bytes())[..12].to_string(), words)
 }
 
-/// Records `results` (its folder `dir`, the verdicts its report read) in `store`.
+/// Records `results` (its folder `dir`, the verdicts its report read) in `store`; `given`
+/// is the commit of a contender that names none (`history import --commit`).
 pub fn record(
     store: &mut Store,
     results: &Results,
     dir: &Path,
     verdicts: &[PointVerdicts],
+    given: Option<&Details>,
     cancel: &Cancel,
 ) -> anyhow::Result<Recorded> {
     let hash = results.plan_hash.clone().unwrap_or_default();
@@ -76,7 +79,10 @@ pub fn record(
     let commits: Vec<(String, Option<Commit>)> = results
         .contenders
         .iter()
-        .map(|c| (c.name.clone(), commit_of(c, &plan_dir, cancel)))
+        .map(|c| {
+            let at = commit_of(c, &plan_dir, cancel).or_else(|| given.map(Commit::from));
+            (c.name.clone(), at)
+        })
         .collect();
     let figures = figures(results);
     let wants = Wants::of(dir);
@@ -247,15 +253,18 @@ fn commit_of(
                 dirty: s.dirty,
             })
         }
-        None => {
-            let d = details(plan_dir, "HEAD")?;
-            Some(Commit {
-                id: Some(d.id),
-                branch: d.branch,
-                time: Some(d.time),
-                subject: Some(d.subject),
-                dirty: false,
-            })
+        None => Some(Commit::from(&details(plan_dir, "HEAD")?)),
+    }
+}
+
+impl From<&Details> for Commit {
+    fn from(d: &Details) -> Commit {
+        Commit {
+            id: Some(d.id.clone()),
+            branch: d.branch.clone(),
+            time: Some(d.time),
+            subject: Some(d.subject.clone()),
+            dirty: false,
         }
     }
 }

@@ -69,30 +69,9 @@ pub(crate) fn confirm(
                 continue;
             }
         };
-        for (step, read) in group.iter().zip(reads) {
-            let Some(read) = read else {
-                failed += 1;
-                eprintln!(
-                    "confirm: step {} ({}) was not measured: no verdict (a commit that did not build or start? see `{}`)",
-                    step.id,
-                    step.found.key.words(),
-                    dir.join("report/report.md").display()
-                );
-                continue;
-            };
-            store.confirmed(step.id, read.status, &read.words, &dir)?;
-            eprintln!(
-                "confirm: step {} ({}): {} — {}",
-                step.id,
-                step.found.key.words(),
-                read.status.word(),
-                read.words
-            );
-            if let Some(b) = &read.bisect {
-                eprintln!("confirm: it spans several commits; the culprit: {b}");
-            }
-            regressions += usize::from(read.regression);
-        }
+        let (r, n) = set(store, group, reads, &dir)?;
+        regressions += r;
+        failed += n;
     }
     eprintln!("confirm: results in {}", root.display());
     Ok(match (regressions, failed) {
@@ -100,6 +79,41 @@ pub(crate) fn confirm(
         (_, 1..) => 2,
         _ => 0,
     })
+}
+
+/// Each step's status from what its run read, said as it is set; how many regressions it
+/// confirmed and how many steps it could not read.
+fn set(
+    store: &mut Store,
+    group: &[&Change],
+    reads: Vec<Option<Read>>,
+    dir: &Path,
+) -> anyhow::Result<(usize, usize)> {
+    let (mut regressions, mut failed) = (0, 0);
+    for (step, read) in group.iter().zip(reads) {
+        let words = step.found.key.words();
+        let Some(read) = read else {
+            failed += 1;
+            eprintln!(
+                "confirm: step {} ({words}) was not measured: no verdict (a commit that did not build or start? see `{}`)",
+                step.id,
+                dir.join("report/report.md").display()
+            );
+            continue;
+        };
+        store.confirmed(step.id, read.status, &read.words, dir)?;
+        eprintln!(
+            "confirm: step {} ({words}): {} — {}",
+            step.id,
+            read.status.word(),
+            read.words
+        );
+        if let Some(b) = &read.bisect {
+            eprintln!("confirm: it spans several commits; the culprit: {b}");
+        }
+        regressions += usize::from(read.regression);
+    }
+    Ok((regressions, failed))
 }
 
 /// Two steps one paired run measures: the same plan, contender, environment, scenario and
@@ -242,18 +256,43 @@ fn measure(
     if done.results.status == crate::results::Status::Interrupted {
         return Ok(None);
     }
+    let ctx = Group {
+        plan_path: &plan_path,
+        source: &source,
+        bad: &bad,
+        cancel,
+    };
+    reads(&ctx, group, &analysis.verdicts).map(Some)
+}
+
+/// What [`reads`] needs of a group's run.
+struct Group<'a> {
+    plan_path: &'a Path,
+    source: &'a crate::plan::Source,
+    /// The first bad commit's label in the run.
+    bad: &'a str,
+    cancel: &'a crate::cancel::Cancel,
+}
+
+/// Each step's reading of the run's verdicts (`None` where the run has none for it); a
+/// confirmed step across several commits gets the `bakeoff bisect` that finds which.
+fn reads(
+    g: &Group,
+    group: &[&Change],
+    verdicts: &[crate::analysis::verdicts::PointVerdicts],
+) -> anyhow::Result<Vec<Option<Read>>> {
+    let f = &group[0].found;
     // Whether the step spans commits between its two: asked once, of a confirmed one.
     let mut between: Option<bool> = None;
-    let mut reads = Vec::new();
+    let mut out = Vec::new();
     for s in group {
         let fig = figure(&s.found)?;
-        let v = analysis
-            .verdicts
+        let v = verdicts
             .iter()
-            .filter(|v| v.contender == bad && v.point.to_string() == s.found.key.point)
+            .filter(|v| v.contender == g.bad && v.point.to_string() == s.found.key.point)
             .find_map(|v| v.get(fig));
         let Some(v) = v else {
-            reads.push(None);
+            out.push(None);
             continue;
         };
         let mut read = read(v, s.found.ratio > 1.0, fig);
@@ -261,11 +300,11 @@ fn measure(
             if between.is_none() {
                 let cache = crate::build::cache::root();
                 let commits = crate::build::history::range(
-                    &source,
+                    g.source,
                     &f.last_good,
                     &f.first_bad,
                     &cache,
-                    cancel,
+                    g.cancel,
                 )
                 .map_err(anyhow::Error::msg)?;
                 between = Some(commits.len() > 2);
@@ -277,7 +316,7 @@ fn measure(
                 };
                 read.bisect = Some(format!(
                     "bakeoff bisect {} --contender {} --good {} --bad {}{named} --scenario {}",
-                    plan_path.display(),
+                    g.plan_path.display(),
                     f.key.contender,
                     f.last_good,
                     f.first_bad,
@@ -285,9 +324,9 @@ fn measure(
                 ));
             }
         }
-        reads.push(Some(read));
+        out.push(Some(read));
     }
-    Ok(Some(reads))
+    Ok(out)
 }
 
 /// A verdict of the first bad commit against the last good one, for a step that went up

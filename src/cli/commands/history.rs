@@ -9,6 +9,15 @@ use crate::history::{self, dashboard::value, Store};
 
 /// Records the finished results folder `dir` in the history; says what it recorded.
 pub(crate) fn record_run(dir: &Path, flag: Option<&Path>) -> anyhow::Result<()> {
+    record_at(dir, flag, None)
+}
+
+/// As [`record_run`], with `commit` for the contenders that name none.
+fn record_at(
+    dir: &Path,
+    flag: Option<&Path>,
+    commit: Option<&crate::build::history::Details>,
+) -> anyhow::Result<()> {
     let path = history::store::path(flag);
     let results = crate::results::Results::load(dir)?;
     if results.smoke {
@@ -26,7 +35,14 @@ pub(crate) fn record_run(dir: &Path, flag: Option<&Path>) -> anyhow::Result<()> 
         )
     })?;
     let cancel = crate::cancel::Cancel::new();
-    let got = history::record::record(&mut store, &results, dir, &analysis.verdicts, &cancel)?;
+    let got = history::record::record(
+        &mut store,
+        &results,
+        dir,
+        &analysis.verdicts,
+        commit,
+        &cancel,
+    )?;
     match got.new {
         true => eprintln!(
             "history: recorded run {} ({}, {}) in {}",
@@ -46,9 +62,19 @@ pub(crate) fn record_run(dir: &Path, flag: Option<&Path>) -> anyhow::Result<()> 
 }
 
 pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
-    if let HistoryAction::Import { dirs } = action {
+    if let HistoryAction::Import { dirs, commit } = action {
+        let given = match commit {
+            Some(rev) => {
+                let cancel = crate::cancel::Cancel::new();
+                let d = crate::build::history::details(Path::new("."), rev, &cancel);
+                Some(d.with_context(|| {
+                    format!("--commit {rev}: not a commit of a git repository in this folder")
+                })?)
+            }
+            None => None,
+        };
         for d in dirs {
-            record_run(d, flag)?;
+            record_at(d, flag, given.as_ref())?;
         }
         return Ok(0);
     }
