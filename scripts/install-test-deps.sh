@@ -81,3 +81,12 @@ if ! "$OTAVA_VENV/bin/otava" --help >/dev/null 2>&1; then
     python3 -m venv "$OTAVA_VENV"
     "$OTAVA_VENV/bin/pip" install -q apache-otava
 fi
+
+# check-jsonschema validates the workflows `bakeoff ci github` writes against GitHub's
+# workflow schema, offline (its schemas are vendored in the package; tests/from_source.rs).
+SCHEMA_VENV="$HOME/.cache/bakeoff-check-jsonschema"
+if ! "$SCHEMA_VENV/bin/check-jsonschema" --version >/dev/null 2>&1; then
+    echo "installing from PyPI: check-jsonschema (in $SCHEMA_VENV)"
+    python3 -m venv "$SCHEMA_VENV"
+    "$SCHEMA_VENV/bin/pip" install -q check-jsonschema
+fi

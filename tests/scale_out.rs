@@ -737,3 +737,70 @@ fn the_kubernetes_job_reads_back_with_the_kubernetes_client() {
         "bakeoff merge /results/shard-* --out /results/merged --fail-on-regression 5%"
     );
 }
+
+/// The image `ci k8s --image` runs (the repository's Dockerfile): built in one stage, the
+/// binary copied into a slim Debian with git and a C toolchain. Neither stage can be built
+/// here (no registry to pull the base images from, no containers to run), so what the
+/// runtime stage must give the binary is checked: the binary links only the C library's own
+/// libraries, which every Debian image has, and runs from the stage's layout with an empty
+/// environment.
+#[test]
+fn the_image_gives_its_binary_what_it_needs() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Dockerfile")).unwrap();
+    let stages: Vec<&str> = text.split("\nFROM ").skip(1).collect();
+    assert_eq!(stages.len(), 2, "a build stage and a runtime stage");
+    assert!(
+        stages[0].contains(" AS build")
+            && stages[0].contains("cargo build --release --locked --bin bakeoff")
+    );
+    let runtime = stages[1];
+    assert!(
+        runtime.starts_with("docker.io/library/debian:bookworm-slim"),
+        "{runtime}"
+    );
+    for package in ["git", "gcc", "libc6-dev", "make", "ca-certificates"] {
+        assert!(
+            runtime.contains(&format!(" {package}")),
+            "{package}: {runtime}"
+        );
+    }
+    assert!(
+        runtime.contains("COPY --from=build /src/target/release/bakeoff /usr/local/bin/bakeoff")
+    );
+
+    let exe = env!("CARGO_BIN_EXE_bakeoff");
+    let o = Command::new("ldd").arg(exe).output().expect("ldd runs");
+    let libs = String::from_utf8_lossy(&o.stdout);
+    let libc = [
+        "linux-vdso.so.1",
+        "libgcc_s.so.1",
+        "libm.so.6",
+        "libc.so.6",
+        "libpthread.so.0",
+        "libdl.so.2",
+        "librt.so.1",
+        "libutil.so.1",
+    ];
+    for line in libs.lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        let base = name.rsplit('/').next().unwrap_or(name);
+        assert!(
+            libc.contains(&base) || base.starts_with("ld-linux"),
+            "the binary needs `{name}`, which a slim Debian does not have:\n{libs}"
+        );
+    }
+    // The stage's layout, and nothing else.
+    let dir = TempDir::new("image");
+    let bin = dir.path().join("usr/local/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(exe, bin.join("bakeoff")).unwrap();
+    let o = Command::new(bin.join("bakeoff"))
+        .arg("--version")
+        .env_clear()
+        .env("PATH", &bin)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("bakeoff "));
+}

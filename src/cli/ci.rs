@@ -22,6 +22,8 @@ impl CiGithubArgs {
             install: self.install.clone(),
             setup: self.setup.clone(),
             pull_request: self.pull_request.clone(),
+            schedule: self.schedule.clone(),
+            history: self.history,
         }
     }
 }
@@ -59,7 +61,7 @@ pub struct CiCommonArgs {
     #[arg(value_name = "PLAN")]
     pub plan: PathBuf,
     /// How many shards (each runs a block of repetitions on its own machine).
-    #[arg(long = "shards", value_name = "N")]
+    #[arg(long = "shards", value_name = "N", default_value_t = 1)]
     pub shards: u32,
     /// Passed to the merge (exit 3 when a must-match compat case differs).
     #[arg(long = "fail-on-diff")]
@@ -83,13 +85,11 @@ pub struct CiGithubArgs {
     /// The runner label of every job.
     #[arg(long = "runs-on", default_value = "ubuntu-latest")]
     pub runs_on: String,
-    /// How each job installs bakeoff.
-    #[arg(
-        long = "install",
-        value_name = "COMMAND",
-        default_value = "cargo install --locked --path ."
-    )]
-    pub install: String,
+    /// How each job installs bakeoff [default: `cargo install --locked bakeoff --version`
+    /// this bakeoff's version, the binary cached between runs]; e.g. `cargo install --locked
+    /// --path .` in bakeoff's own repository.
+    #[arg(long = "install", value_name = "COMMAND")]
+    pub install: Option<String>,
     /// A command that installs what the contenders need before a shard runs (repeatable),
     /// e.g. "sudo apt-get install -y etcd-server"; after the plan's own `[ci] setup`.
     #[arg(long = "setup", value_name = "COMMAND")]
@@ -98,6 +98,26 @@ pub struct CiGithubArgs {
     /// and NEW at its head (both built from a git `source`).
     #[arg(long = "pull-request", value_name = "BASE,NEW", value_parser = parse_pair)]
     pub pull_request: Option<(String, String)>,
+    /// Run on this schedule too (five cron fields, UTC), e.g. "0 3 * * *" for a nightly.
+    #[arg(long = "schedule", value_name = "CRON", value_parser = parse_cron)]
+    pub schedule: Option<String>,
+    /// Keep a history between runs (also when the plan says `[history] record = true`): the
+    /// merge records into it, `history detect --confirm` looks for steps, and `history
+    /// report` is kept as an artifact (docs/history.md).
+    #[arg(long = "history")]
+    pub history: bool,
+}
+
+/// Five cron fields, as GitHub's `schedule` takes them.
+fn parse_cron(s: &str) -> Result<String, String> {
+    let fields: Vec<&str> = s.split_whitespace().collect();
+    let ok = |f: &str| !f.is_empty() && f.chars().all(|c| c.is_ascii_digit() || "*/,-".contains(c));
+    if fields.len() != 5 || !fields.iter().all(|f| ok(f)) {
+        return Err(format!(
+            "`{s}` is not five cron fields (minute hour day month weekday, e.g. \"0 3 * * *\")"
+        ));
+    }
+    Ok(fields.join(" "))
 }
 
 /// `BASE,NEW` of `--pull-request`.

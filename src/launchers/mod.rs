@@ -30,14 +30,23 @@ pub struct CiCommon {
 pub struct CiGithubArgs {
     pub common: CiCommon,
     pub runs_on: String,
-    /// How each job installs bakeoff.
-    pub install: String,
+    /// How each job installs bakeoff; `None`: this version from crates.io, the binary
+    /// cached between runs.
+    pub install: Option<String>,
     /// Commands that install what the contenders need, before a shard runs.
     pub setup: Vec<String>,
     /// `--pull-request BASE,NEW`: on a pull request, these contenders are built at its base
     /// and head commits.
     pub pull_request: Option<(String, String)>,
+    /// `--schedule CRON`: a `schedule` trigger too.
+    pub schedule: Option<String>,
+    /// `--history`: keep a history between runs (also when the plan records).
+    pub history: bool,
 }
+
+/// Where the workflow keeps the history between runs (in the runner's checkout, restored
+/// from and saved to the Actions cache).
+const HISTORY: &str = ".bakeoff/history.sqlite";
 
 /// The `{env:NAME}` a plan reads that its `[ci] env` does not set: a workflow would fail at
 /// the plan check without them.
@@ -50,6 +59,20 @@ pub fn unset_env(plan_path: &Path) -> anyhow::Result<Vec<String>> {
         // A setup command may set it for the later steps (`echo "NAME=…" >> "$GITHUB_ENV"`).
         .filter(|v| !plan.ci.setup.iter().any(|s| s.contains(&format!("{v}="))))
         .collect())
+}
+
+/// Whether a contender (or member) of the plan is built by commands while neither the
+/// plan's `[ci] setup` nor `--setup` installs anything: a runner has gcc, make and git, and
+/// a build needing more fails on every shard.
+pub fn builds_without_setup(plan_path: &Path, setup: &[String]) -> anyhow::Result<bool> {
+    let plan = Plan::load(plan_path)?;
+    let builds = plan.contenders.iter().any(|c| {
+        c.source
+            .iter()
+            .chain(c.members.iter().filter_map(|m| m.source.as_ref()))
+            .any(|s| !s.build.is_empty())
+    });
+    Ok(builds && plan.ci.setup.is_empty() && setup.is_empty())
 }
 
 /// `bakeoff ci k8s`.
@@ -70,6 +93,7 @@ pub struct CiK8sArgs {
 /// Reads the plan and checks the shard count against it.
 fn plan(c: &CiCommon) -> anyhow::Result<Plan> {
     let plan = Plan::load(&c.plan)?;
+    Plan::check_portable(&c.plan)?;
     // GitHub evaluates `${{ … }}` anywhere in a workflow, before any shell quoting.
     for (what, text) in [("path", plan_arg(&c.plan)), ("name", plan.name.clone())] {
         if text.contains("${{") {
@@ -148,19 +172,57 @@ fn step(name: &str, run: String) -> Y {
     Y::map([("name", Y::str(name)), ("run", Y::str(run))])
 }
 
-/// A shard job's steps: check out, install, the plan's setup, the build cache, the shard's
-/// run (at a pull request's base and head), and keeping its results.
-fn shard_steps(a: &CiGithubArgs, plan: &Plan, checkout: Y, install: Y) -> anyhow::Result<Vec<Y>> {
-    let c = &a.common;
-    let n = c.shards;
-    let mut shard_steps = vec![checkout, install];
+/// Installing bakeoff: `--install`'s command, else this version from crates.io with the
+/// binary kept in the Actions cache under its version, so only a version's first job
+/// compiles it.
+fn install_steps(a: &CiGithubArgs) -> Vec<Y> {
+    if let Some(cmd) = &a.install {
+        return vec![step("Install bakeoff", cmd.clone())];
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    vec![
+        Y::map([
+            ("name", Y::str("Keep bakeoff's binary")),
+            ("id", Y::str("bakeoff-bin")),
+            ("uses", Y::str("actions/cache@v4")),
+            (
+                "with",
+                Y::map([
+                    ("path", Y::str("~/.cargo/bin/bakeoff")),
+                    (
+                        "key",
+                        Y::str(format!("bakeoff-bin-${{{{ runner.os }}}}-{version}")),
+                    ),
+                ]),
+            ),
+        ]),
+        Y::map([
+            ("name", Y::str("Install bakeoff")),
+            (
+                "if",
+                Y::str("steps.bakeoff-bin.outputs.cache-hit != 'true'"),
+            ),
+            (
+                "run",
+                Y::str(format!(
+                    "cargo install --locked bakeoff --version {version}"
+                )),
+            ),
+        ]),
+    ]
+}
+
+/// What the contenders need on a fresh runner: the plan's `[ci] setup` and `--setup`
+/// commands, and the cache of builds from source.
+fn contender_steps(a: &CiGithubArgs, plan: &Plan) -> Vec<Y> {
+    let mut steps = Vec::new();
     for s in plan.ci.setup.iter().chain(&a.setup) {
-        shard_steps.push(step("Set up the contenders", s.clone()));
+        steps.push(step("Set up the contenders", s.clone()));
     }
     if plan.contenders.iter().any(|c| c.source.is_some()) {
         // Builds of the same commits are kept between runs (bakeoff's cache key decides
         // what is reused; a stale entry is only a miss).
-        shard_steps.push(Y::map([
+        steps.push(Y::map([
             ("name", Y::str("Keep the contenders' builds")),
             ("uses", Y::str("actions/cache@v4")),
             (
@@ -176,6 +238,22 @@ fn shard_steps(a: &CiGithubArgs, plan: &Plan, checkout: Y, install: Y) -> anyhow
             ),
         ]));
     }
+    steps
+}
+
+/// A shard job's steps: check out, install, what the contenders need, the shard's run (at a
+/// pull request's base and head), and keeping its results.
+fn shard_steps(
+    a: &CiGithubArgs,
+    plan: &Plan,
+    checkout: Y,
+    install: &[Y],
+) -> anyhow::Result<Vec<Y>> {
+    let c = &a.common;
+    let n = c.shards;
+    let mut shard_steps = vec![checkout];
+    shard_steps.extend(install.iter().cloned());
+    shard_steps.extend(contender_steps(a, plan));
     // On a pull request, its base and head are the compared refs.
     let refs = match &a.pull_request {
         Some((base, new)) => {
@@ -219,40 +297,114 @@ fn shard_steps(a: &CiGithubArgs, plan: &Plan, checkout: Y, install: Y) -> anyhow
     Ok(shard_steps)
 }
 
-/// The merge job's steps: every shard's results, merged into one report.
-fn merge_steps(c: &CiCommon, checkout: Y, install: Y) -> Vec<Y> {
-    vec![
-        checkout,
-        install,
-        Y::map([
-            ("name", Y::str("Fetch every shard's results")),
-            ("uses", Y::str("actions/download-artifact@v4")),
+/// The merge job's steps: every shard's results, merged into one report; with a history,
+/// the merged run recorded, its steps found and confirmed, the dashboard kept, the history
+/// saved for the next run.
+fn merge_steps(a: &CiGithubArgs, plan: &Plan, checkout: Y, install: &[Y]) -> Vec<Y> {
+    let c = &a.common;
+    let history = a.history || plan.history.record;
+    let mut steps = vec![checkout];
+    steps.extend(install.iter().cloned());
+    if history {
+        // `confirm` builds the two commits of a step and runs them.
+        steps.extend(contender_steps(a, plan));
+        steps.push(Y::map([
+            ("name", Y::str("Restore the history")),
+            ("uses", Y::str("actions/cache/restore@v4")),
             (
                 "with",
                 Y::map([
-                    ("pattern", Y::str("bakeoff-shard-*")),
-                    ("path", Y::str("shards")),
+                    ("path", Y::str(HISTORY)),
+                    ("key", Y::str("bakeoff-history-${{ github.run_id }}")),
+                    ("restore-keys", Y::str("bakeoff-history-")),
                 ]),
             ),
-        ]),
-        // `bakeoff merge` writes the report into the step summary itself.
-        step(
-            "Merge the shards",
-            format!("bakeoff merge shards/* --out merged{}", merge_flags(c)),
+        ]));
+    }
+    steps.push(Y::map([
+        ("name", Y::str("Fetch every shard's results")),
+        ("uses", Y::str("actions/download-artifact@v4")),
+        (
+            "with",
+            Y::map([
+                ("pattern", Y::str("bakeoff-shard-*")),
+                ("path", Y::str("shards")),
+            ]),
         ),
-        Y::map([
-            ("name", Y::str("Keep the merged results and report")),
-            ("if", Y::str("always()")),
+    ]));
+    // `bakeoff merge` writes the report and the gate's outcome into the step summary.
+    let record = match history {
+        true => format!(" --record --history {HISTORY}"),
+        false => String::new(),
+    };
+    steps.push(step(
+        "Merge the shards",
+        format!(
+            "bakeoff merge shards/* --out merged{}{record}",
+            merge_flags(c)
+        ),
+    ));
+    steps.push(Y::map([
+        ("name", Y::str("Keep the merged results and report")),
+        ("if", Y::str("always()")),
+        ("uses", Y::str("actions/upload-artifact@v4")),
+        (
+            "with",
+            Y::map([
+                ("name", Y::str("bakeoff-merged")),
+                ("path", Y::str("merged")),
+            ]),
+        ),
+    ]));
+    if history {
+        // Also after a gate failed: the run is recorded, and its steps are worth knowing.
+        let go_on = || ("if", Y::str("${{ !cancelled() }}"));
+        let history_step = |name: &str, run: String| {
+            Y::map([("name", Y::str(name)), go_on(), ("run", Y::str(run))])
+        };
+        steps.push(history_step(
+            "Find and confirm steps in the history",
+            format!(
+                "bakeoff history detect --confirm --plan {} --out confirm --history {HISTORY}",
+                sh(&plan_arg(&c.plan))
+            ),
+        ));
+        steps.push(history_step(
+            "Draw the history",
+            format!("bakeoff history report --out history --history {HISTORY}"),
+        ));
+        steps.push(Y::map([
+            (
+                "name",
+                Y::str("Keep the history's dashboard and confirmations"),
+            ),
+            go_on(),
             ("uses", Y::str("actions/upload-artifact@v4")),
             (
                 "with",
                 Y::map([
-                    ("name", Y::str("bakeoff-merged")),
-                    ("path", Y::str("merged")),
+                    ("name", Y::str("bakeoff-history")),
+                    ("path", Y::str("history\nconfirm")),
+                    ("if-no-files-found", Y::str("ignore")),
                 ]),
             ),
-        ]),
-    ]
+        ]));
+        // A cache key is never overwritten: each run saves its own, the next restores the
+        // newest by prefix.
+        steps.push(Y::map([
+            ("name", Y::str("Save the history")),
+            go_on(),
+            ("uses", Y::str("actions/cache/save@v4")),
+            (
+                "with",
+                Y::map([
+                    ("path", Y::str(HISTORY)),
+                    ("key", Y::str("bakeoff-history-${{ github.run_id }}")),
+                ]),
+            ),
+        ]));
+    }
+    steps
 }
 
 /// A GitHub Actions workflow: a matrix job per shard, then the merge.
@@ -265,12 +417,18 @@ pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
         ("uses", Y::str("actions/checkout@v4")),
         ("with", Y::map([("fetch-depth", Y::Int(0))])),
     ]);
-    let install = step("Install bakeoff", a.install.clone());
-    let shard_steps = shard_steps(a, &plan, checkout.clone(), install.clone())?;
-    let merge_steps = merge_steps(c, checkout, install);
+    let install = install_steps(a);
+    let shard_steps = shard_steps(a, &plan, checkout.clone(), &install)?;
+    let merge_steps = merge_steps(a, &plan, checkout, &install);
     let mut on = vec![("workflow_dispatch", Y::map::<&str>([]))];
     if a.pull_request.is_some() {
         on.push(("pull_request", Y::map::<&str>([])));
+    }
+    if let Some(cron) = &a.schedule {
+        on.push((
+            "schedule",
+            Y::List(vec![Y::map([("cron", Y::str(cron.clone()))])]),
+        ));
     }
     let env: Vec<(&str, Y)> = plan
         .ci

@@ -546,6 +546,16 @@ impl Plan {
         Ok(Plan::parse(path, &text)?)
     }
 
+    /// Refuses a plan whose paths a CI runner's checkout would not have: absolute paths of
+    /// this machine, `..` past the repository's root, a `git` source in a folder outside it
+    /// (docs/scale-out.md, "In your own repository").
+    pub fn check_portable(path: &Path) -> anyhow::Result<()> {
+        use anyhow::Context as _;
+        let text = crate::sys::read_bounded(path, crate::sys::PLAN_LIMIT)
+            .with_context(|| format!("cannot read the plan `{}`", path.display()))?;
+        Ok(check::portable::check(path, &text)?)
+    }
+
     /// Checks a plan's text; `path` names it in errors and anchors relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<Plan, PlanError> {
         check::check(path, text)

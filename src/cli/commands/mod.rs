@@ -247,6 +247,11 @@ pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
                     "bakeoff: warning: the plan reads `{{env:{v}}}`, which the workflow does not set: add `{v} = \"…\"` to the plan's `[ci] env` (or give it a default, `{{env:{v}:-…}}`)"
                 );
             }
+            if crate::launchers::builds_without_setup(&a.common.plan, &a.setup)? {
+                eprintln!(
+                    "bakeoff: warning: the plan builds contenders from source and its `[ci] setup` is empty: the runner has gcc, make and git; install the rest in `[ci] setup` (docs/plan.md)"
+                );
+            }
             match &a.out {
                 Some(dir) => {
                     std::fs::create_dir_all(dir)?;

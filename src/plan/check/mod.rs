@@ -36,6 +36,7 @@ macro_rules! call_fields {
     };
 }
 mod contender;
+pub(super) mod portable;
 use contender::*;
 
 mod scenario;

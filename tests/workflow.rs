@@ -1,0 +1,391 @@
+//! The workflow `bakeoff ci github` writes, in a repository that is not bakeoff's (issue 51,
+//! docs/scale-out.md "In your own repository"): a small C server at two commits, a plan in
+//! `bench/` whose setup script lives in the repository. The workflow is validated against
+//! GitHub's workflow schema offline, then every step of both jobs is executed in a fresh
+//! clone, in order, as a pull request would run it — the Actions a step `uses` played by the
+//! test (checkout, cache, artifacts) — twice, so the history is restored, appended and saved
+//! across runs. And plans with paths of the author's machine are refused at their place.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+
+const SERVER: &str = include_str!("fixtures/fromsource/server.c");
+
+const PLAN: &str = r#"name = "pr"
+repetitions = 1
+baseline = "base"
+
+[[contender]]
+name = "base"
+source = { git = "..", ref = "main" }
+build = [["cc", "-O1", "-o", "server", "server.c", "-lpthread"]]
+command = ["{source}/server", "{port}"]
+ready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }
+
+[[contender]]
+name = "new"
+like = "base"
+
+[[scenario]]
+name = "get"
+http = "/"
+clients = [1]
+requests = 500
+
+[ci]
+setup = ["sh bench/setup.sh"]
+"#;
+
+fn commit(repo: &Path, message: &str) -> String {
+    git(repo, &["add", "-A"]);
+    let o = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(["commit", "-q", "-m", message])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    git(repo, &["rev-parse", "HEAD"])
+}
+
+/// The user's repository: the server, the plan and its setup script; a second commit (the
+/// pull request's head) that changes nothing the answers depend on.
+fn users_repo(dir: &Path) -> (PathBuf, String, String) {
+    let r = dir.join("theirs");
+    std::fs::create_dir_all(r.join("bench")).unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    std::fs::write(r.join("server.c"), SERVER).unwrap();
+    std::fs::write(r.join("bench/plan.toml"), PLAN).unwrap();
+    // What a runner would install; here it only says it ran, for the contenders to read.
+    std::fs::write(
+        r.join("bench/setup.sh"),
+        "echo \"FROM_SETUP=yes\" >> \"$GITHUB_ENV\"\n",
+    )
+    .unwrap();
+    let base = commit(&r, "the server");
+    std::fs::write(
+        r.join("server.c"),
+        SERVER.replace("usage: server PORT", "usage: server PORT (head)"),
+    )
+    .unwrap();
+    let head = commit(&r, "a change the answers do not see");
+    (r, base, head)
+}
+
+fn bakeoff_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// One step of a job, as the test reads it back with PyYAML.
+#[derive(Debug)]
+struct Step {
+    name: String,
+    run: Option<String>,
+    uses: Option<String>,
+    with: serde_json::Value,
+}
+
+/// The workflow's triggers and each job's steps.
+fn read_back(file: &Path) -> (serde_json::Value, Vec<Step>, Vec<Step>) {
+    let script = r#"
+import json, sys, yaml
+w = yaml.safe_load(open(sys.argv[1]))
+jobs = {n: [{"name": s.get("name", ""), "run": s.get("run"), "uses": s.get("uses"), "with": s.get("with")} for s in j["steps"]] for n, j in w["jobs"].items()}
+print(json.dumps({"on": w["on"], "jobs": jobs}))
+"#;
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let w: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let steps = |job: &str| {
+        w["jobs"][job]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| Step {
+                name: s["name"].as_str().unwrap_or("").to_string(),
+                run: s["run"].as_str().map(str::to_string),
+                uses: s["uses"].as_str().map(str::to_string),
+                with: s["with"].clone(),
+            })
+            .collect::<Vec<_>>()
+    };
+    (w["on"].clone(), steps("shard"), steps("merge"))
+}
+
+/// Where the test plays GitHub: the runner's checkout, its environment files, the Actions
+/// cache and the artifacts between jobs.
+struct Runner {
+    checkout: PathBuf,
+    bin: PathBuf,
+    github_env: PathBuf,
+    summary: PathBuf,
+    cache: PathBuf,
+    builds: PathBuf,
+    exprs: Vec<(String, String)>,
+}
+
+impl Runner {
+    /// Runs a job's steps in order; the stderr of each `run` step, by its name.
+    fn job(&self, steps: &[Step]) -> Vec<(String, String)> {
+        let mut said = Vec::new();
+        for s in steps {
+            if let Some(run) = &s.run {
+                if run.starts_with("cargo install") {
+                    // The registry stands in: the binary under test is on PATH already.
+                    continue;
+                }
+                let o = self.sh(run);
+                assert!(o.status.success(), "{}: {run}\n{}", s.name, stderr(&o));
+                said.push((s.name.clone(), stderr(&o)));
+            } else {
+                self.action(s);
+            }
+        }
+        said
+    }
+
+    /// The Actions the workflow uses, done as they would be on the runner.
+    fn action(&self, s: &Step) {
+        let uses = s.uses.as_deref().unwrap();
+        let path = |k: &str| s.with[k].as_str().unwrap_or("").to_string();
+        match uses {
+            "actions/checkout@v4" => assert_eq!(s.with["fetch-depth"], 0, "refs need the history"),
+            "actions/download-artifact@v4" => {
+                let to = self.checkout.join(path("path")).join("bakeoff-shard-1");
+                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                std::fs::rename(self.checkout.join("results/shard-1"), to).unwrap();
+            }
+            "actions/cache/restore@v4" => {
+                let saved = self.cache.join("history.sqlite");
+                if saved.exists() {
+                    let to = self.checkout.join(path("path"));
+                    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                    std::fs::copy(saved, to).unwrap();
+                }
+            }
+            "actions/cache/save@v4" => {
+                std::fs::create_dir_all(&self.cache).unwrap();
+                std::fs::copy(
+                    self.checkout.join(path("path")),
+                    self.cache.join("history.sqlite"),
+                )
+                .unwrap();
+            }
+            // The binary's and the builds' caches, and uploads: nothing to play.
+            "actions/cache@v4" | "actions/upload-artifact@v4" => {}
+            other => panic!("a step uses `{other}`, which the test does not know"),
+        }
+    }
+
+    fn sh(&self, step: &str) -> Output {
+        let mut text = step.to_string();
+        for (k, v) in &self.exprs {
+            text = text.replace(k, v);
+        }
+        assert!(!text.contains("${{"), "an expression left: {text}");
+        let env: Vec<(String, String)> = std::fs::read_to_string(&self.github_env)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, v)| (k.into(), v.into())))
+            .collect();
+        let path = format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap());
+        Command::new("bash")
+            .args(["-e", "-c", &text])
+            .current_dir(&self.checkout)
+            .env("PATH", path)
+            .env("GITHUB_ENV", &self.github_env)
+            .env("GITHUB_STEP_SUMMARY", &self.summary)
+            .env("BAKEOFF_CACHE", &self.builds)
+            .env_remove("BAKEOFF_HISTORY")
+            .envs(env)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+/// `ci github --pull-request base,new --schedule … --history` in the user's repository: the
+/// workflow passes GitHub's schema; its steps, run twice in a fresh clone as a pull request
+/// would, install nothing they lack, set up from the repository's script, run the shard at
+/// the pull request's commits, merge with the gate said in the step summary, and keep a
+/// history across the two runs.
+#[test]
+fn the_workflow_runs_in_the_users_own_repository() {
+    let dir = TempDir::new("workflow");
+    let (repo, base, head) = users_repo(dir.path());
+    let o = bakeoff_in(
+        &repo,
+        &[
+            "ci",
+            "github",
+            "bench/plan.toml",
+            "--pull-request",
+            "base,new",
+            "--schedule",
+            "0 3 * * *",
+            "--history",
+            "--fail-on-regression",
+            "5%",
+            "--out",
+            ".github/workflows",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let file = repo.join(".github/workflows/bakeoff.yml");
+    if let Some(check) = check_jsonschema() {
+        let o = Command::new(check)
+            .args(["--builtin-schema", "vendor.github-workflows"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(&o)
+        );
+    }
+    let (on, shard, merge) = read_back(&file);
+    assert_eq!(on["schedule"], serde_json::json!([{"cron": "0 3 * * *"}]));
+    assert!(on["pull_request"].is_object() && on["workflow_dispatch"].is_object());
+    // bakeoff from crates.io at this version, its binary kept between runs.
+    let version = env!("CARGO_PKG_VERSION");
+    let install = shard.iter().find(|s| s.name == "Install bakeoff").unwrap();
+    assert_eq!(
+        install.run.as_deref(),
+        Some(format!("cargo install --locked bakeoff --version {version}").as_str())
+    );
+    let kept = shard
+        .iter()
+        .find(|s| s.name == "Keep bakeoff's binary")
+        .unwrap();
+    assert_eq!(
+        kept.with["key"],
+        format!("bakeoff-bin-${{{{ runner.os }}}}-{version}")
+    );
+    commit(&repo, "the workflow");
+
+    // The runner's checkout of the pull request: a fresh clone.
+    let checkout = dir.path().join("runner");
+    git(
+        dir.path(),
+        &["clone", "-q", repo.to_str().unwrap(), "runner"],
+    );
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_bakeoff"), bin.join("bakeoff")).unwrap();
+    let runner = Runner {
+        checkout: checkout.clone(),
+        bin,
+        github_env: dir.path().join("github_env"),
+        summary: dir.path().join("summary.md"),
+        cache: dir.path().join("actions-cache"),
+        builds: dir.path().join("builds"),
+        exprs: vec![
+            ("${{ matrix.shard }}".into(), "1".into()),
+            (
+                "${{ github.event.pull_request.base.sha }}".into(),
+                base.clone(),
+            ),
+            (
+                "${{ github.event.pull_request.head.sha }}".into(),
+                head.clone(),
+            ),
+        ],
+    };
+    for round in 1..=2 {
+        for gone in [
+            "results", "shards", "merged", "confirm", "history", ".bakeoff",
+        ] {
+            let _ = std::fs::remove_dir_all(checkout.join(gone));
+        }
+        let _ = std::fs::remove_file(&runner.summary);
+        runner.job(&shard);
+        let res = read_results(&checkout.join("results/shard-1"));
+        let commit_of = |name: &str| {
+            res["contenders"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == name)
+                .unwrap()["source"]["commit"]
+                .clone()
+        };
+        assert_eq!(commit_of("base"), base.as_str(), "the pull request's base");
+        assert_eq!(commit_of("new"), head.as_str(), "the pull request's head");
+        let said = runner.job(&merge);
+        let merged = &said.iter().find(|s| s.0 == "Merge the shards").unwrap().1;
+        assert!(
+            merged.contains(&format!("history: recorded run {round} (")),
+            "round {round}: {merged}"
+        );
+        // The repository's setup script ran, and said so for the later steps.
+        let env = std::fs::read_to_string(&runner.github_env).unwrap();
+        assert!(env.contains("FROM_SETUP=yes"), "{env}");
+        let summary = std::fs::read_to_string(&runner.summary).unwrap();
+        assert!(summary.contains("gate: no regression past 5"), "{summary}");
+        assert!(checkout.join("history/index.html").is_file());
+    }
+}
+
+fn check_jsonschema() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    require(
+        "check-jsonschema (pip install check-jsonschema)",
+        "BAKEOFF_CHECK_JSONSCHEMA",
+        &[home.join(".cache/bakeoff-check-jsonschema/bin/check-jsonschema")],
+    )
+}
+
+/// Paths of the author's machine, or out of the repository, would not be on a runner: the
+/// workflow is refused, naming the plan's file, line and column.
+#[test]
+fn a_plan_with_paths_a_runner_lacks_is_refused_at_its_place() {
+    let dir = TempDir::new("workflow-paths");
+    let (repo, _, _) = users_repo(dir.path());
+    // A script of the author's machine, beside the repository.
+    let mine = dir.path().join("my-setup.sh");
+    std::fs::write(&mine, "true\n").unwrap();
+    let mine = mine.display().to_string();
+    let cases = [
+        (
+            PLAN.replace(
+                "\"{port}\"]\n",
+                &format!("\"{{port}}\"]\nsetup = [[\"sh\", \"{mine}\"]]\n"),
+            ),
+            format!("bench/plan.toml:10:10: `{mine}` is a path on this machine"),
+        ),
+        (
+            PLAN.replace("git = \"..\"", "git = \"../../elsewhere\""),
+            "bench/plan.toml:7:10: `../../elsewhere` leaves the repository".to_string(),
+        ),
+    ];
+    for (text, want) in cases {
+        std::fs::write(repo.join("bench/plan.toml"), text).unwrap();
+        let o = bakeoff_in(&repo, &["ci", "github", "bench/plan.toml"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(&want), "want `{want}`:\n{err}");
+    }
+}
