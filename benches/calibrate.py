@@ -11,6 +11,7 @@ one scenario point — or POINTS=24 (a matrix of 6 values × clients 1, 2, 4, 8)
     N=20 POINTS=24 ORDERS=paired ROWS="A/A" python3 benches/calibrate.py
     N=20 ORDERS=paired ROWS="+2 % CPU" PAIRED='precision = "0.5%", max_rounds = 120' python3 benches/calibrate.py
     SHARDS=3 REPETITIONS=6 N=10 ORDERS=paired ROWS="A/A,+5 % CPU" python3 benches/calibrate.py
+    GATE=5 N=20 ORDERS=paired ROWS="A/A,+10 % CPU,+2 % CPU" python3 benches/calibrate.py   (the gate's rows)
 
 Paired rows also print how often each of the three words (different, equivalent,
 inconclusive) appears per figure, from the report's typed data, and the seconds one
@@ -48,6 +49,9 @@ REPS = int(os.environ.get("REPETITIONS", "3"))
 ORDERS = os.environ.get("ORDERS", "paired,interleaved").split(",")
 ROWS = os.environ.get("ROWS", "A/A,+5 % CPU,+2 % CPU").split(",")
 PAIRED = os.environ.get("PAIRED", "")
+# GATE=5: every comparison runs with `--fail-on-regression 5` and the table counts how often
+# the gate tripped (exit 4) — issue 48's gate rows.
+GATE = os.environ.get("GATE")
 SHARDS = int(os.environ.get("SHARDS", "1"))
 POINTS = int(os.environ.get("POINTS", "1"))
 FIGURES = ["CPU_per_request", "throughput", "p99"]
@@ -144,9 +148,12 @@ def run(text, shards=1):
             cmd = ["scripts/simulate-shards.sh", p, str(shards), out]
             r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         else:
-            r = subprocess.run([B, "run", p, "--out", out], capture_output=True, text=True)
-        if r.returncode != 0:
+            gate = ["--fail-on-regression", GATE] if GATE else []
+            r = subprocess.run([B, "run", p, "--out", out, *gate], capture_output=True, text=True)
+        if r.returncode != 0 and not (GATE and r.returncode == 4):
             sys.exit(f"bakeoff run failed:\n{r.stderr}")
+        global LAST_CODE
+        LAST_CODE = r.returncode
         results = json.load(open(os.path.join(out, "results.json")))
         report = json.load(open(os.path.join(out, "report", "report.json")))
         if os.environ.get("KEEP"):
@@ -155,6 +162,9 @@ def run(text, shards=1):
             os.makedirs(os.environ["KEEP"], exist_ok=True)
             shutil.copytree(out, os.path.join(os.environ["KEEP"], f"{time.time():.3f}"))
         return results, report
+
+
+LAST_CODE = 0
 
 
 def words(report):
@@ -245,27 +255,28 @@ def main():
     start_neighbours()
     cost = base_cost()
     print(f"demo-server v2 at {CLIENTS} clients: {cost:.2f} µs of CPU per request here", file=sys.stderr)
-    rows_wanted = [(label, extra) for label, extra in [("A/A", 0.0), ("+5 % CPU", 0.05), ("+2 % CPU", 0.02)] if label in ROWS]
+    rows_wanted = [(label, extra) for label, extra in [("A/A", 0.0), ("+10 % CPU", 0.10), ("+5 % CPU", 0.05), ("+2 % CPU", 0.02)] if label in ROWS]
     # WORK5=µs / WORK2=µs reuse an amount an earlier run scaled (it prints them), skipping
     # the six comparisons of the scaling; WORK2=2% asks the server for that share of its own
     # cost instead (demo-server's `--work 2%`), which needs no scaling.
-    given = {0.05: os.environ.get("WORK5"), 0.02: os.environ.get("WORK2")}
+    given = {0.10: os.environ.get("WORK10"), 0.05: os.environ.get("WORK5"), 0.02: os.environ.get("WORK2")}
     work = {
         x: given_work(given[x]) if given[x] else work_for(x, cost * x) if x in [e for _, e in rows_wanted] else 0.0
-        for x in (0.05, 0.02)
+        for x in (0.10, 0.05, 0.02)
     }
-    print(f"--work for +5 %: {work_arg(work[0.05])}, for +2 %: {work_arg(work[0.02])}", file=sys.stderr)
+    print(f"--work for +10 %: {work_arg(work[0.10])}, for +5 %: {work_arg(work[0.05])}, for +2 %: {work_arg(work[0.02])}", file=sys.stderr)
     rows = []
     started = time.time()
     for order in ORDERS:
         for label, extra in rows_wanted:
-            hits, thr_hits, ratios, blamed = 0, 0, [], 0
+            hits, thr_hits, ratios, blamed, trips = 0, 0, [], 0, 0
             tally = {f: {"different": 0, "equivalent": 0, "inconclusive": 0} for f in FIGURES}
             seconds = []
             for i in range(N):
                 t0 = time.time()
                 _, report = run(plan(order, work.get(extra, 0.0)), SHARDS)
                 seconds.append(time.time() - t0)
+                trips += LAST_CODE == 4
                 blamed += any(f.get("kind") == "machine_disagrees" for f in report["findings"])
                 if order == "paired":
                     w = words(report)
@@ -286,7 +297,7 @@ def main():
                     called = v in ("faster", "slower")
                     hits += called if extra == 0 else v == "slower"
                 print(f"{order} {label} #{i + 1} ({seconds[-1]:.0f} s): {[x for x in report['summary'] if 'Serving' in x or 'Error control' in x]}"[:300], file=sys.stderr)
-            rows.append((order, label, hits, thr_hits, ratios, blamed, tally, seconds))
+            rows.append((order, label, hits, thr_hits, ratios, blamed, tally, seconds, trips))
     minutes = (time.time() - started) / 60
     settings = f"; paired = {{ {PAIRED} }}" if PAIRED else ""
     if SHARDS > 1:
@@ -295,7 +306,7 @@ def main():
     print(f"\n{N} comparisons per row, {REPS} repetitions each, {points}, {DURATION} per point{settings}; {minutes:.0f} min in all; base cost {cost:.2f} µs/request; --work {work_arg(work[0.05])} for +5 %, {work_arg(work[0.02])} for +2 %\n")
     print("| order | comparison | verdict on | called different | rate (95% Wilson) | median ratio measured | seconds per comparison |")
     print("|---|---|---|---|---|---|---|")
-    for order, label, hits, thr_hits, ratios, blamed, tally, seconds in rows:
+    for order, label, hits, thr_hits, ratios, blamed, tally, seconds, trips in rows:
         lo, hi = wilson(hits, N)
         what = "CPU per request" if order == "paired" else "throughput (U test)"
         if order == "paired" and extra_of(label) == 0:
@@ -307,6 +318,9 @@ def main():
             lo, hi = wilson(thr_hits, N)
             what = "throughput, any point" if extra_of(label) == 0 else "throughput"
             print(f"| {order} | {label} | {what} | {thr_hits}/{N} | {thr_hits / N:.0%} ({lo:.0%}–{hi:.0%}) | | |")
+        if GATE:
+            lo, hi = wilson(trips, N)
+            print(f"| {order} | {label} | `--fail-on-regression {GATE}` tripped (exit 4) | {trips}/{N} | {trips / N:.0%} ({lo:.0%}–{hi:.0%}) | | |")
         if SHARDS > 1:
             lo, hi = wilson(blamed, N)
             print(f"| {order} | {label} | a machine disagrees (finding) | {blamed}/{N} | {blamed / N:.0%} ({lo:.0%}–{hi:.0%}) | | |")
@@ -314,7 +328,7 @@ def main():
         print("\nHow often each word appears, per cell (contender b's verdicts at every point):\n")
         print("| comparison | figure | cells | different | equivalent (±2 %) | inconclusive |")
         print("|---|---|---|---|---|---|")
-        for order, label, _, _, _, _, tally, _ in rows:
+        for order, label, _, _, _, _, tally, _, _ in rows:
             if order != "paired":
                 continue
             for f, t in tally.items():
@@ -326,7 +340,7 @@ def main():
 
 
 def extra_of(label):
-    return {"A/A": 0.0, "+5 % CPU": 0.05, "+2 % CPU": 0.02}[label]
+    return {"A/A": 0.0, "+10 % CPU": 0.10, "+5 % CPU": 0.05, "+2 % CPU": 0.02}[label]
 
 if __name__ == "__main__":
     main()

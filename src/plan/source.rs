@@ -170,6 +170,13 @@ fn parts(
                     return err("a `git` source needs `ref = \"…\"` (a tag, branch or commit) or `worktree = true` (the working tree with its changes)".into())
                 }
             };
+            if g.starts_with('-') {
+                // git would read `--upload-pack=…` as an option (bakeoff passes `--`, so
+                // the clone fails and the network gets the blame).
+                return err(format!(
+                    "`git = {g:?}` is not a repository: a path or URL cannot begin with `-` (write `./-name` for a folder named so)"
+                ));
+            }
             let at = if is_url(g) {
                 if rev == Rev::Worktree {
                     return err("`worktree = true` is for a repository on this machine, not a URL".into());

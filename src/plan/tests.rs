@@ -704,6 +704,20 @@ fn template_mistakes_are_pointed_at() {
     assert!(e.contains("two members are named `same`"), "{e}");
     let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\ncommand = [\"{join:,:{member}\"]\n");
     assert!(e.contains("not closed"), "{e}");
+    // A pattern over a hundred members that would make tens of megabytes: refused before.
+    let long = "x".repeat(200_000);
+    let e = err(&format!("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 100\n[[contender.member]]\ncommand = [\"s\", \"{{join:,:{{member}}{long}}}\"]\n"));
+    assert!(
+        e.contains("more than 16 MiB of text"),
+        "{}",
+        &e[..e.len().min(300)]
+    );
+    // `{join}` alone would reach the program as text.
+    let e = err("name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\ncommand = [\"s\", \"{join}\"]\n");
+    assert!(
+        e.contains("`{join}` needs a separator and a pattern"),
+        "{e}"
+    );
     // A `{join}` inside a `{join}`, a pattern naming no member, and a `{kind:…}` no one fills
     // in would reach the program as text.
     let m2 = "name = \"t\"\n[[contender]]\nname = \"a\"\nmembers = 2\n[[contender.member]]\n";
@@ -1090,4 +1104,17 @@ fn the_history_table_records_and_links_or_says_where_it_is_wrong() {
     assert!(e.contains("must start with https://"), "{e}");
     let e = err(&format!("{ONE}\n[history]\nrecrod = true\n"));
     assert!(e.contains("recrod") && e.contains("record"), "{e}");
+}
+
+#[test]
+fn a_git_source_that_reads_as_an_option_is_refused() {
+    for g in ["--upload-pack=touch /tmp/owned", "-x"] {
+        let e = err(&format!(
+            "name = \"t\"\n[[contender]]\nname = \"a\"\nsource = {{ git = \"{g}\", ref = \"main\" }}\ncommand = [\"{{source}}/s\"]\n"
+        ));
+        assert!(
+            e.starts_with("plan.toml:4:10:") && e.contains("is not a repository"),
+            "{e}"
+        );
+    }
 }

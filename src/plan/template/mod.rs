@@ -273,8 +273,16 @@ fn expand_contender(
 
     let own = c.vars.keys().cloned().collect::<Vec<_>>();
     let cname = c.name.get_ref().clone();
+    let mut total = 0usize;
     let mut edit = |text: &mut String, index: Option<usize>, span: &Range<usize>| -> Res<()> {
         *text = fill(text, index, span)?;
+        total += text.len();
+        if total > EXPANDED_LIMIT {
+            return Err(at(
+                span.clone(),
+                format!("contender `{cname}`: its templates expand to more than {} MiB of text (a `{{join:…}}` over many members, in many strings?)", EXPANDED_LIMIT >> 20),
+            ));
+        }
         // Outside a member `{index}` stands for nothing: it would reach the program as text.
         if index.is_none() && text.contains("{index}") {
             return Err(at(
@@ -294,10 +302,16 @@ fn expand_contender(
     Ok(())
 }
 
+/// The most text templates may expand a contender's strings to, in all.
+const EXPANDED_LIMIT: usize = 16 << 20;
+
 /// `{join:SEP:PATTERN}` → PATTERN for each member (with `{member}` and `{index}`), joined by
 /// SEP. PATTERN may hold other placeholders, braces balanced.
 fn expand_joins(text: &str, members: &[String]) -> Result<String, String> {
     const KEY: &str = "{join:";
+    if text.contains("{join}") {
+        return Err(format!("`{text}`: `{{join}}` needs a separator and a pattern: write {{join:SEP:PATTERN}}, e.g. {{join:,:{{member}}=http://127.0.0.1:{{port:p{{index}}}}}}"));
+    }
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find(KEY) {
@@ -332,6 +346,17 @@ fn expand_joins(text: &str, members: &[String]) -> Result<String, String> {
         }
         if !pattern.contains("{member}") && !pattern.contains("{index}") {
             return Err(format!("`{text}`: the `{{join:…}}` pattern `{pattern}` names neither `{{member}}` nor `{{index}}`, so every member's part would be the same text"));
+        }
+        // Bounded before it is made: a long pattern over many members in many strings once
+        // took gigabytes.
+        if (out.len() + rest.len()).saturating_add(pattern.len().saturating_mul(members.len()))
+            > EXPANDED_LIMIT
+        {
+            return Err(format!(
+                "its `{{join:…}}` over {} would make more than {} MiB of text",
+                crate::units::count(members.len() as u64, "member"),
+                EXPANDED_LIMIT >> 20
+            ));
         }
         let parts: Vec<String> = members
             .iter()
