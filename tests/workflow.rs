@@ -4,7 +4,9 @@
 //! GitHub's workflow schema offline, then every step of both jobs is executed in a fresh
 //! clone, in order, as a pull request would run it — the Actions a step `uses` played by the
 //! test (checkout, cache, artifacts) — twice, so the history is restored, appended and saved
-//! across runs. And plans with paths of the author's machine are refused at their place.
+//! across runs. bakeoff is installed as the workflow says, `cargo install --locked`, from the
+//! crate package `cargo publish` would upload (no registry here), once: the binary's cache
+//! restores it for every later job. And plans with paths of the author's machine are refused at their place.
 
 mod common;
 
@@ -96,6 +98,7 @@ struct Step {
     run: Option<String>,
     uses: Option<String>,
     with: serde_json::Value,
+    when: Option<String>,
 }
 
 /// The workflow's triggers and each job's steps.
@@ -103,7 +106,7 @@ fn read_back(file: &Path) -> (serde_json::Value, Vec<Step>, Vec<Step>) {
     let script = r#"
 import json, sys, yaml
 w = yaml.safe_load(open(sys.argv[1]))
-jobs = {n: [{"name": s.get("name", ""), "run": s.get("run"), "uses": s.get("uses"), "with": s.get("with")} for s in j["steps"]] for n, j in w["jobs"].items()}
+jobs = {n: [{"name": s.get("name", ""), "run": s.get("run"), "uses": s.get("uses"), "with": s.get("with"), "if": s.get("if")} for s in j["steps"]] for n, j in w["jobs"].items()}
 print(json.dumps({"on": w["on"], "jobs": jobs}))
 "#;
     let o = Command::new("python3")
@@ -123,6 +126,7 @@ print(json.dumps({"on": w["on"], "jobs": jobs}))
                 run: s["run"].as_str().map(str::to_string),
                 uses: s["uses"].as_str().map(str::to_string),
                 with: s["with"].clone(),
+                when: s["if"].as_str().map(str::to_string),
             })
             .collect::<Vec<_>>()
     };
@@ -133,7 +137,10 @@ print(json.dumps({"on": w["on"], "jobs": jobs}))
 /// cache and the artifacts between jobs.
 struct Runner {
     checkout: PathBuf,
-    bin: PathBuf,
+    /// The runner's home: `~/.cargo/bin` is where `cargo install` puts bakeoff.
+    home: PathBuf,
+    /// bakeoff as a crate package, unpacked: what crates.io would give `cargo install`.
+    package: PathBuf,
     github_env: PathBuf,
     summary: PathBuf,
     cache: PathBuf,
@@ -143,22 +150,59 @@ struct Runner {
 
 impl Runner {
     /// Runs a job's steps in order; the stderr of each `run` step, by its name.
+    /// Each job starts on a fresh machine: nothing in `~/.cargo/bin` but what the cache
+    /// restores.
     fn job(&self, steps: &[Step]) -> Vec<(String, String)> {
+        let bin = self.home.join(".cargo/bin");
+        let _ = std::fs::remove_dir_all(&bin);
+        std::fs::create_dir_all(&bin).unwrap();
         let mut said = Vec::new();
+        let mut hit = None;
         for s in steps {
+            if s.when.as_deref() == Some("steps.bakeoff-bin.outputs.cache-hit != 'true'")
+                && hit == Some(true)
+            {
+                continue;
+            }
             if let Some(run) = &s.run {
-                if run.starts_with("cargo install") {
-                    // The registry stands in: the binary under test is on PATH already.
-                    continue;
-                }
-                let o = self.sh(run);
+                let run = self.install(run);
+                let o = self.sh(&run);
                 assert!(o.status.success(), "{}: {run}\n{}", s.name, stderr(&o));
                 said.push((s.name.clone(), stderr(&o)));
+            } else if s.with["path"] == "~/.cargo/bin/bakeoff" {
+                // The binary's cache: restored when saved before, saved at the job's end.
+                let saved = self.cache.join("bakeoff-bin");
+                hit = Some(saved.is_file());
+                if saved.is_file() {
+                    std::fs::copy(&saved, bin.join("bakeoff")).unwrap();
+                }
             } else {
                 self.action(s);
             }
         }
+        if hit == Some(false) {
+            std::fs::create_dir_all(&self.cache).unwrap();
+            std::fs::copy(bin.join("bakeoff"), self.cache.join("bakeoff-bin")).unwrap();
+        }
         said
+    }
+
+    /// The install from crates.io, from the local package instead (no registry here): the
+    /// same `cargo install --locked`, the package's own files and lock.
+    fn install(&self, run: &str) -> String {
+        let from_registry = format!(
+            "cargo install --locked bakeoff --version {}",
+            env!("CARGO_PKG_VERSION")
+        );
+        if run != from_registry {
+            return run.to_string();
+        }
+        format!(
+            "CARGO_TARGET_DIR={} cargo install --locked --offline --debug --quiet --root {} --path {}",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/target/workflow-install"),
+            self.home.join(".cargo").display(),
+            self.package.display()
+        )
     }
 
     /// The Actions the workflow uses, done as they would be on the runner.
@@ -205,7 +249,12 @@ impl Runner {
             .lines()
             .filter_map(|l| l.split_once('=').map(|(k, v)| (k.into(), v.into())))
             .collect();
-        let path = format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap());
+        // bakeoff as the workflow installed it, and nothing of the test's.
+        let path = format!(
+            "{}:{}",
+            self.home.join(".cargo/bin").display(),
+            std::env::var("PATH").unwrap()
+        );
         Command::new("bash")
             .args(["-e", "-c", &text])
             .current_dir(&self.checkout)
@@ -290,12 +339,10 @@ fn the_workflow_runs_in_the_users_own_repository() {
         dir.path(),
         &["clone", "-q", repo.to_str().unwrap(), "runner"],
     );
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_bakeoff"), bin.join("bakeoff")).unwrap();
     let runner = Runner {
         checkout: checkout.clone(),
-        bin,
+        home: dir.path().join("home"),
+        package: package(dir.path()),
         github_env: dir.path().join("github_env"),
         summary: dir.path().join("summary.md"),
         cache: dir.path().join("actions-cache"),
@@ -345,6 +392,37 @@ fn the_workflow_runs_in_the_users_own_repository() {
         assert!(summary.contains("gate: no regression past 5"), "{summary}");
         assert!(checkout.join("history/index.html").is_file());
     }
+}
+
+/// bakeoff packed as `cargo publish` would upload it, unpacked: what `cargo install bakeoff`
+/// builds from.
+fn package(dir: &Path) -> PathBuf {
+    let target = dir.join("package-target");
+    let o = Command::new("cargo")
+        .args([
+            "package",
+            "--no-verify",
+            "--allow-dirty",
+            "--offline",
+            "--quiet",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "cargo package: {}", stderr(&o));
+    let name = format!("bakeoff-{}", env!("CARGO_PKG_VERSION"));
+    let crate_file = target.join("package").join(format!("{name}.crate"));
+    let o = Command::new("tar")
+        .arg("xzf")
+        .arg(&crate_file)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "tar: {}", stderr(&o));
+    // Nothing of the repository's tests came with it.
+    assert!(!dir.join(&name).join("tests").exists());
+    dir.join(name)
 }
 
 fn check_jsonschema() -> Option<PathBuf> {

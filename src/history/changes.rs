@@ -108,48 +108,54 @@ impl Store {
         let tx = self.conn.transaction()?;
         let now = crate::results::now_utc();
         let mut out = Vec::new();
-        for mut f in found {
-            let k = &f.key;
-            let key = params![k.plan, k.contender, k.point, k.figure, k.env, f.first_bad];
-            tx.execute(
-                "INSERT INTO changes (plan_name, contender, point, figure, env_key, first_bad, last_good, ratio, lo, hi, p, status, detected_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-                 ON CONFLICT (plan_name, contender, point, figure, env_key, first_bad) DO UPDATE SET
-                     last_good = excluded.last_good, ratio = excluded.ratio, lo = excluded.lo,
-                     hi = excluded.hi, p = excluded.p,
-                     status = CASE WHEN status IN ('confirmed', 'rejected', 'inconclusive')
-                                   THEN status ELSE excluded.status END",
-                rusqlite::params_from_iter(
-                    key.iter()
-                        .chain(params![
-                            f.last_good,
-                            f.ratio,
-                            f.lo,
-                            f.hi,
-                            f.p,
-                            f.status.word(),
-                            now
-                        ])
-                        .copied(),
-                ),
-            )?;
-            let (id, status, verdict, confirm_dir): (i64, String, _, _) = tx.query_row(
-                "SELECT id, status, verdict, confirm_dir FROM changes WHERE plan_name = ?1
-                 AND contender = ?2 AND point = ?3 AND figure = ?4 AND env_key = ?5 AND first_bad = ?6",
-                key,
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )?;
-            f.status = Status::of(&status);
-            out.push(Change {
-                id,
-                found: f,
-                verdict,
-                confirm_dir,
-            });
+        for f in found {
+            out.push(upsert(&tx, f, &now)?);
         }
         tx.commit()?;
         Ok(out)
     }
+}
+
+/// A step found, into the `changes` table (a known one keeps the status a confirmation gave
+/// it); as the table now has it.
+fn upsert(tx: &rusqlite::Transaction, mut f: Found, now: &str) -> anyhow::Result<Change> {
+    let k = &f.key;
+    let key = params![k.plan, k.contender, k.point, k.figure, k.env, f.first_bad];
+    tx.execute(
+        "INSERT INTO changes (plan_name, contender, point, figure, env_key, first_bad, last_good, ratio, lo, hi, p, status, detected_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+         ON CONFLICT (plan_name, contender, point, figure, env_key, first_bad) DO UPDATE SET
+             last_good = excluded.last_good, ratio = excluded.ratio, lo = excluded.lo,
+             hi = excluded.hi, p = excluded.p,
+             status = CASE WHEN status IN ('confirmed', 'rejected', 'inconclusive')
+                           THEN status ELSE excluded.status END",
+        rusqlite::params_from_iter(
+            key.iter()
+                .chain(params![
+                    f.last_good,
+                    f.ratio,
+                    f.lo,
+                    f.hi,
+                    f.p,
+                    f.status.word(),
+                    now
+                ])
+                .copied(),
+        ),
+    )?;
+    let (id, status, verdict, confirm_dir): (i64, String, _, _) = tx.query_row(
+        "SELECT id, status, verdict, confirm_dir FROM changes WHERE plan_name = ?1
+         AND contender = ?2 AND point = ?3 AND figure = ?4 AND env_key = ?5 AND first_bad = ?6",
+        key,
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )?;
+    f.status = Status::of(&status);
+    Ok(Change {
+        id,
+        found: f,
+        verdict,
+        confirm_dir,
+    })
 }
 
 /// A change point as the `changes` table keeps it.

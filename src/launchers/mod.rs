@@ -357,23 +357,31 @@ fn merge_steps(a: &CiGithubArgs, plan: &Plan, checkout: Y, install: &[Y]) -> Vec
         ),
     ]));
     if history {
-        // Also after a gate failed: the run is recorded, and its steps are worth knowing.
-        let go_on = || ("if", Y::str("${{ !cancelled() }}"));
-        let history_step = |name: &str, run: String| {
-            Y::map([("name", Y::str(name)), go_on(), ("run", Y::str(run))])
-        };
-        steps.push(history_step(
+        steps.extend(history_steps(c));
+    }
+    steps
+}
+
+/// After the merge, with a history: its steps found and confirmed, the dashboard drawn and
+/// kept, the history saved for the next run — also after a gate failed, since the run is
+/// recorded and its steps are worth knowing.
+fn history_steps(c: &CiCommon) -> Vec<Y> {
+    let go_on = || ("if", Y::str("${{ !cancelled() }}"));
+    let run =
+        |name: &str, run: String| Y::map([("name", Y::str(name)), go_on(), ("run", Y::str(run))]);
+    vec![
+        run(
             "Find and confirm steps in the history",
             format!(
                 "bakeoff history detect --confirm --plan {} --out confirm --history {HISTORY}",
                 sh(&plan_arg(&c.plan))
             ),
-        ));
-        steps.push(history_step(
+        ),
+        run(
             "Draw the history",
             format!("bakeoff history report --out history --history {HISTORY}"),
-        ));
-        steps.push(Y::map([
+        ),
+        Y::map([
             (
                 "name",
                 Y::str("Keep the history's dashboard and confirmations"),
@@ -388,10 +396,10 @@ fn merge_steps(a: &CiGithubArgs, plan: &Plan, checkout: Y, install: &[Y]) -> Vec
                     ("if-no-files-found", Y::str("ignore")),
                 ]),
             ),
-        ]));
+        ]),
         // A cache key is never overwritten: each run saves its own, the next restores the
         // newest by prefix.
-        steps.push(Y::map([
+        Y::map([
             ("name", Y::str("Save the history")),
             go_on(),
             ("uses", Y::str("actions/cache/save@v4")),
@@ -402,9 +410,8 @@ fn merge_steps(a: &CiGithubArgs, plan: &Plan, checkout: Y, install: &[Y]) -> Vec
                     ("key", Y::str("bakeoff-history-${{ github.run_id }}")),
                 ]),
             ),
-        ]));
-    }
-    steps
+        ]),
+    ]
 }
 
 /// A GitHub Actions workflow: a matrix job per shard, then the merge.

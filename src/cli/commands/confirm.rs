@@ -202,13 +202,6 @@ fn measure(
         .map_err(anyhow::Error::msg)?
         .source
         .context("a git source")?;
-    let mut judge: Vec<&'static str> = Vec::new();
-    for s in group {
-        let k = figure(&s.found)?.key();
-        if !judge.contains(&k) {
-            judge.push(k);
-        }
-    }
     let (good, bad) = (
         short(&f.last_good).to_string(),
         short(&f.first_bad).to_string(),
@@ -216,32 +209,7 @@ fn measure(
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("removing `{}`", dir.display()))?;
     }
-    // Proven within half the smallest step found: it was not there.
-    let effect = group
-        .iter()
-        .map(|s| (s.found.ratio.ln().abs() / 2.0).exp() - 1.0)
-        .fold(f64::INFINITY, f64::min);
-    let opts = runner::RunOptions {
-        out: Some(dir.to_path_buf()),
-        cut: Some(runner::Cut::Commits {
-            contender: f.key.contender.clone(),
-            commits: vec![
-                (good.clone(), f.last_good.clone()),
-                (bad.clone(), f.first_bad.clone()),
-            ],
-            judge,
-            effect: Some(effect),
-        }),
-        scenarios: vec![scenario(f).to_string()],
-        // An alert's evidence: twice the plan's repetitions, as `bisect` confirms a culprit.
-        repetitions: Some(plan.repetitions * 2),
-        budget: with.budget.map(|b| b.0),
-        cancel: cancel.clone(),
-        unsettled: Some(runner::Unsettled(std::sync::Arc::new(
-            crate::analysis::verdicts::unsettled,
-        ))),
-        ..runner::RunOptions::default()
-    };
+    let opts = options(group, &plan, with, dir, cancel)?;
     let ids: Vec<String> = group.iter().map(|s| s.id.to_string()).collect();
     eprintln!(
         "confirm: step {}: {good} against {bad}, side by side",
@@ -263,6 +231,50 @@ fn measure(
         cancel,
     };
     reads(&ctx, group, &analysis.verdicts).map(Some)
+}
+
+/// The run of a group: the contender at the two commits, judged on the steps' figures, at
+/// twice the plan's repetitions (an alert's evidence, as `bisect` confirms a culprit), the
+/// equivalence band half the smallest step (proven within it: the step was not there).
+fn options(
+    group: &[&Change],
+    plan: &Plan,
+    with: &run_flags::ConfirmArgs,
+    dir: &Path,
+    cancel: &crate::cancel::Cancel,
+) -> anyhow::Result<runner::RunOptions> {
+    let f = &group[0].found;
+    let mut judge: Vec<&'static str> = Vec::new();
+    for s in group {
+        let k = figure(&s.found)?.key();
+        if !judge.contains(&k) {
+            judge.push(k);
+        }
+    }
+    let effect = group
+        .iter()
+        .map(|s| (s.found.ratio.ln().abs() / 2.0).exp() - 1.0)
+        .fold(f64::INFINITY, f64::min);
+    Ok(runner::RunOptions {
+        out: Some(dir.to_path_buf()),
+        cut: Some(runner::Cut::Commits {
+            contender: f.key.contender.clone(),
+            commits: vec![
+                (short(&f.last_good).to_string(), f.last_good.clone()),
+                (short(&f.first_bad).to_string(), f.first_bad.clone()),
+            ],
+            judge,
+            effect: Some(effect),
+        }),
+        scenarios: vec![scenario(f).to_string()],
+        repetitions: Some(plan.repetitions * 2),
+        budget: with.budget.map(|b| b.0),
+        cancel: cancel.clone(),
+        unsettled: Some(runner::Unsettled(std::sync::Arc::new(
+            crate::analysis::verdicts::unsettled,
+        ))),
+        ..runner::RunOptions::default()
+    })
 }
 
 /// What [`reads`] needs of a group's run.
