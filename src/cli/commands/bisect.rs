@@ -2,7 +2,6 @@
 //! paired runs, each step saved as it ends so that `--resume` goes on and Ctrl-C leaves a
 //! report of the steps made.
 
-use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -220,9 +219,6 @@ impl Live {
             repetitions: (kind == Kind::Confirm).then_some(self.repetitions * 2),
             budget: self.budget,
             cancel: self.cancel.clone(),
-            unsettled: Some(runner::Unsettled(std::sync::Arc::new(
-                crate::analysis::verdicts::unsettled,
-            ))),
             ..runner::RunOptions::default()
         }
     }
@@ -345,16 +341,11 @@ impl Bench for Live {
         }
         let opts = self.options(kind, out, at, hunt);
         let t = Instant::now();
-        let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
-        let done = runner::run(Some(Path::new(&self.record.plan)), &opts, &mut rep);
-        crate::sys::children::sweep();
-        let done = done?;
-        let analysis = report::analysis::Analysis::of(&done.results);
-        report::export::write_all(&done.dir, &analysis)?;
+        let (done, verdicts) = run_cut(Path::new(&self.record.plan), opts)?;
         if done.results.status == crate::results::Status::Interrupted {
             return Ok(None);
         }
-        let pairs = self.pairs(at, &analysis.verdicts);
+        let pairs = self.pairs(at, &verdicts);
         self.record.steps.push(record::Step {
             kind,
             at: at.to_vec(),

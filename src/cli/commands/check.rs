@@ -1,8 +1,6 @@
 //! `bakeoff check` (docs/bisect.md): one step of a bisection — the working tree against a
 //! ref, paired — turned into the exit code `git bisect run` reads.
 
-use std::io::IsTerminal as _;
-
 use super::*;
 use crate::analysis::verdicts::{Figure, PointVerdicts};
 use crate::plan::{AGAINST, CURRENT};
@@ -50,17 +48,9 @@ fn check(args: &CheckArgs) -> anyhow::Result<u8> {
         }),
         budget: args.budget.map(|b| b.0),
         cancel,
-        unsettled: Some(runner::Unsettled(std::sync::Arc::new(
-            crate::analysis::verdicts::unsettled,
-        ))),
         ..runner::RunOptions::default()
     };
-    let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
-    let done = runner::run(Some(&args.plan), &opts, &mut rep);
-    crate::sys::children::sweep();
-    let done = done?;
-    let analysis = report::analysis::Analysis::of(&done.results);
-    report::export::write_all(&done.dir, &analysis)?;
+    let (done, verdicts) = run_cut(&args.plan, opts)?;
     eprintln!("results: {}", done.dir.join("results.json").display());
     if done.results.status == crate::results::Status::Interrupted {
         return Ok(130);
@@ -84,7 +74,7 @@ fn check(args: &CheckArgs) -> anyhow::Result<u8> {
                 e.lines().next().unwrap_or("")
             ),
         ),
-        None => judge(&analysis.verdicts, args.figure),
+        None => judge(&verdicts, args.figure),
     };
     let word = match step {
         Step::Good => "good",

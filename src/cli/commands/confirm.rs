@@ -3,7 +3,6 @@
 //! good commit against its first bad one, built from source, paired — and its status set
 //! from the verdict.
 
-use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -215,12 +214,7 @@ fn measure(
         "confirm: step {}: {good} against {bad}, side by side",
         ids.join(", ")
     );
-    let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
-    let done = runner::run(Some(&plan_path), &opts, &mut rep);
-    crate::sys::children::sweep();
-    let done = done?;
-    let analysis = report::analysis::Analysis::of(&done.results);
-    report::export::write_all(&done.dir, &analysis)?;
+    let (done, verdicts) = run_cut(&plan_path, opts)?;
     if done.results.status == crate::results::Status::Interrupted {
         return Ok(None);
     }
@@ -230,7 +224,7 @@ fn measure(
         bad: &bad,
         cancel,
     };
-    reads(&ctx, group, &analysis.verdicts).map(Some)
+    reads(&ctx, group, &verdicts).map(Some)
 }
 
 /// The run of a group: the contender at the two commits, judged on the steps' figures, at
@@ -270,9 +264,6 @@ fn options(
         repetitions: Some(plan.repetitions * 2),
         budget: with.budget.map(|b| b.0),
         cancel: cancel.clone(),
-        unsettled: Some(runner::Unsettled(std::sync::Arc::new(
-            crate::analysis::verdicts::unsettled,
-        ))),
         ..runner::RunOptions::default()
     })
 }

@@ -186,6 +186,29 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
     Ok(code)
 }
 
+/// The paired run of `check`, `bisect` and `history confirm`: the plan cut as `opts` says,
+/// given more repetitions where a verdict is unsettled (within the budget), what it left
+/// swept, its reports written; the results and the paired verdicts they read.
+pub(super) fn run_cut(
+    plan: &std::path::Path,
+    mut opts: runner::RunOptions,
+) -> anyhow::Result<(
+    runner::Finished,
+    Vec<crate::analysis::verdicts::PointVerdicts>,
+)> {
+    opts.unsettled = Some(runner::Unsettled(std::sync::Arc::new(
+        crate::analysis::verdicts::unsettled,
+    )));
+    let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
+    let done = runner::run(Some(plan), &opts, &mut rep);
+    crate::sys::children::sweep();
+    let done = done?;
+    let analysis = report::analysis::Analysis::of(&done.results);
+    report::export::write_all(&done.dir, &analysis)?;
+    let verdicts = analysis.verdicts.clone();
+    Ok((done, verdicts))
+}
+
 pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {
     let cancel = install_handler(on_interrupt_run, 0);
     crate::sys::children::adopt();
