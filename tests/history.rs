@@ -56,7 +56,9 @@ fn commit_server(repo: &Path, text: &str, message: &str, when: &str) -> String {
     git(repo, &["rev-parse", "HEAD"])
 }
 
-/// Three commits of the server and a plan that builds it at `--ref server=…`.
+/// Three commits of the server and a plan that builds it at `--ref server=…`. The second
+/// commit's time is before the first's (a clock behind, a rebase): a series is in
+/// first-parent order all the same.
 fn setup(dir: &Path) -> Vec<String> {
     let r = dir.join("repo");
     std::fs::create_dir_all(&r).unwrap();
@@ -64,8 +66,7 @@ fn setup(dir: &Path) -> Vec<String> {
     let mut ids = Vec::new();
     for k in 0..3 {
         let t = SERVER.replace("usage: server PORT", &format!("usage: server PORT ({k})"));
-        // A day apart: a series is in commit-time order.
-        let when = format!("2026-01-0{}T12:00:00Z", k + 1);
+        let when = format!("2026-01-0{}T12:00:00Z", [2, 1, 3][k]);
         ids.push(commit_server(&r, &t, &format!("commit {k}"), &when));
     }
     setup_plan(dir, 200);

@@ -128,6 +128,10 @@ pub struct Details {
     pub subject: String,
     /// The branch checked out in `repo`, when `rev` is its `HEAD` and one is.
     pub branch: Option<String>,
+    /// Its place on its first-parent line: the commits from the root to it, following only
+    /// first parents (`git rev-list --count --first-parent`). None in a shallow clone, where
+    /// the line is cut.
+    pub depth: Option<i64>,
 }
 
 /// `rev` of the repository at `repo` (a folder in it), when there is one.
@@ -155,10 +159,35 @@ pub fn details(repo: &Path, rev: &str, cancel: &Cancel) -> Option<Details> {
         .flatten()
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .filter(|b| !b.is_empty());
-    (id.len() >= 40).then_some(Details {
+    if id.len() < 40 {
+        return None;
+    }
+    let depth = depth(repo, &id, cancel);
+    Some(Details {
         id,
         time,
         subject,
         branch,
+        depth,
     })
+}
+
+/// `commit`'s place on its first-parent line, when the whole line is here.
+fn depth(repo: &Path, commit: &str, cancel: &Cancel) -> Option<i64> {
+    let shallow = git::git(
+        cancel,
+        Some(repo),
+        &["rev-parse", "--is-shallow-repository"],
+    )
+    .ok()?;
+    if String::from_utf8_lossy(&shallow).trim() != "false" {
+        return None;
+    }
+    let out = git::git(
+        cancel,
+        Some(repo),
+        &["rev-list", "--count", "--first-parent", commit, "--"],
+    )
+    .ok()?;
+    String::from_utf8_lossy(&out).trim().parse().ok()
 }

@@ -58,6 +58,9 @@ pub struct SeriesPoint {
     /// None for a run whose contender had no commit to record.
     pub commit: Option<String>,
     pub time: Option<i64>,
+    /// Its place on its first-parent line (None when recorded from a shallow clone, or by
+    /// a bakeoff before it was recorded).
+    pub depth: Option<i64>,
     pub subject: Option<String>,
     /// The median of its runs' estimates; the interval of the run nearest it.
     pub value: f64,
@@ -83,6 +86,7 @@ struct Row {
     env_words: String,
     commit: Option<String>,
     time: Option<i64>,
+    depth: Option<i64>,
     subject: Option<String>,
     estimate: f64,
     lo: Option<f64>,
@@ -91,12 +95,13 @@ struct Row {
 }
 
 impl Store {
-    /// Every series, each over its commits in commit order (commit time, then when each was
-    /// first run): several runs of one commit are one point.
+    /// Every series, each over its commits in commit order (see [`order`]): several runs of
+    /// one commit are one point.
     pub fn series(&self) -> anyhow::Result<Vec<Series>> {
         let mut q = self.conn.prepare(
             "SELECT r.plan_name, f.contender, f.point, f.figure, r.env_key, r.env,
-                    c.commit_id, c.commit_time, c.subject, f.estimate, f.lo, f.hi, r.started_at
+                    c.commit_id, c.commit_time, c.subject, f.estimate, f.lo, f.hi, r.started_at,
+                    c.depth
              FROM figures f
              JOIN runs r ON r.id = f.run_id
              LEFT JOIN contenders c ON c.run_id = f.run_id AND c.name = f.contender",
@@ -118,6 +123,7 @@ impl Store {
                 lo: r.get(10)?,
                 hi: r.get(11)?,
                 started: r.get(12)?,
+                depth: r.get(13)?,
             })
         })?;
         let mut by: BTreeMap<SeriesKey, (String, Vec<Row>)> = BTreeMap::new();
@@ -142,10 +148,24 @@ impl Store {
 /// A run's estimate and interval.
 type Estimate = (f64, Option<f64>, Option<f64>);
 
+/// Commit order, first parent: by each commit's place on its first-parent line when every
+/// commit has one (a merge is one step, however old the commits it brings), else by commit
+/// time; then by when it was first run. `of` gives an item's commit, depth, time and start.
+fn order<T>(items: &mut [T], of: impl Fn(&T) -> (bool, Option<i64>, Option<i64>, &str)) {
+    let by_depth = items.iter().map(&of).all(|(c, d, _, _)| !c || d.is_some());
+    items.sort_by(|a, b| {
+        let (a, b) = (of(a), of(b));
+        let depth = |d: Option<i64>| d.filter(|_| by_depth);
+        (depth(a.1), a.2, a.3).cmp(&(depth(b.1), b.2, b.3))
+    });
+}
+
 /// A series' rows as points: one per commit (a run without a commit is a point of its
 /// own), in commit order.
 fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
-    rows.sort_by(|a, b| (a.time, &a.started).cmp(&(b.time, &b.started)));
+    order(&mut rows, |r| {
+        (r.commit.is_some(), r.depth, r.time, r.started.as_str())
+    });
     let mut out: Vec<(SeriesPoint, Vec<Estimate>)> = Vec::new();
     for r in rows {
         let at = out
@@ -161,6 +181,7 @@ fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
                 SeriesPoint {
                     commit: r.commit,
                     time: r.time,
+                    depth: r.depth,
                     subject: r.subject,
                     value: 0.0,
                     lo: None,
@@ -192,19 +213,22 @@ fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
 /// `export --csv`: one row per commit (its time, its id), one column per series, in the
 /// shape Apache Otava reads; a commit a series has no point at is an empty cell.
 pub fn csv(series: &[Series]) -> String {
-    // In commit order: commit time, then (commits of one second) when each was first run.
-    let mut commits: Vec<(i64, String, String)> = Vec::new();
+    // In the series' commit order.
+    let mut commits: Vec<SeriesPoint> = Vec::new();
     for s in series {
         for p in &s.points {
-            if let (Some(c), Some(t)) = (&p.commit, p.time) {
-                match commits.iter_mut().find(|x| x.2 == *c) {
-                    Some(x) => x.1 = x.1.clone().min(p.first_run.clone()),
-                    None => commits.push((t, p.first_run.clone(), c.clone())),
-                }
+            if p.commit.is_none() || p.time.is_none() {
+                continue;
+            }
+            match commits.iter_mut().find(|x| x.commit == p.commit) {
+                Some(x) => x.first_run = x.first_run.clone().min(p.first_run.clone()),
+                None => commits.push(p.clone()),
             }
         }
     }
-    commits.sort();
+    order(&mut commits, |p| {
+        (true, p.depth, p.time, p.first_run.as_str())
+    });
     let column = |s: &Series| {
         format!(
             "{}.{}.{}.{}",
@@ -218,8 +242,9 @@ pub fn csv(series: &[Series]) -> String {
         out.push_str(&column(s));
     }
     out.push('\n');
-    for (t, _, c) in &commits {
-        out.push_str(&format!("{},{c}", iso(*t)));
+    for at in &commits {
+        let c = at.commit.as_ref().expect("only commits are rows");
+        out.push_str(&format!("{},{c}", iso(at.time.unwrap_or_default())));
         for s in series {
             out.push(',');
             if let Some(p) = s.points.iter().find(|p| p.commit.as_ref() == Some(c)) {
@@ -256,6 +281,35 @@ fn iso(t: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// (commit, depth, time, started) as ordered: by depth when every commit has one.
+    fn ordered(items: &[(bool, Option<i64>, Option<i64>, &'static str)]) -> Vec<usize> {
+        let mut at: Vec<usize> = (0..items.len()).collect();
+        super::order(&mut at, |&k| items[k]);
+        at
+    }
+
+    #[test]
+    fn commits_are_in_first_parent_order_when_every_one_has_its_place() {
+        // The second commit's clock was behind; the third is a merge of older work.
+        let line = [
+            (true, Some(10), Some(200), "r1"),
+            (true, Some(11), Some(100), "r2"),
+            (true, Some(12), Some(50), "r3"),
+        ];
+        assert_eq!(ordered(&line), [0, 1, 2]);
+        // A commit recorded without its place: commit time for all.
+        let mut mixed = line;
+        mixed[0].1 = None;
+        assert_eq!(ordered(&mixed), [2, 1, 0]);
+        // A run without a commit does not count, and comes first; one commit's runs by start.
+        let runs = [
+            (true, Some(3), Some(9), "b"),
+            (false, None, None, "z"),
+            (true, Some(3), Some(9), "a"),
+        ];
+        assert_eq!(ordered(&runs), [1, 2, 0]);
+    }
+
     #[test]
     fn times_read_as_dates() {
         assert_eq!(super::iso(0), "1970-01-01 00:00:00 +0000");

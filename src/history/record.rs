@@ -108,9 +108,9 @@ pub fn record(
     for (name, c) in &commits {
         let c = c.clone().unwrap_or_default();
         tx.execute(
-            "INSERT INTO contenders (run_id, name, commit_id, branch, commit_time, subject, dirty)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![run, name, c.id, c.branch, c.time, c.subject, c.dirty],
+            "INSERT INTO contenders (run_id, name, commit_id, branch, commit_time, subject, dirty, depth)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![run, name, c.id, c.branch, c.time, c.subject, c.dirty, c.depth],
         )?;
     }
     insert_figures(&tx, run, &figures)?;
@@ -230,6 +230,7 @@ struct Commit {
     time: Option<i64>,
     subject: Option<String>,
     dirty: bool,
+    depth: Option<i64>,
 }
 
 /// A contender's commit: its `source` provenance (time and subject from its repository when
@@ -249,6 +250,7 @@ fn commit_of(
                 id: Some(id),
                 branch: s.reference.clone(),
                 time: d.as_ref().map(|d| d.time),
+                depth: d.as_ref().and_then(|d| d.depth),
                 subject: d.map(|d| d.subject),
                 dirty: s.dirty,
             })
@@ -265,6 +267,7 @@ impl From<&Details> for Commit {
             time: Some(d.time),
             subject: Some(d.subject.clone()),
             dirty: false,
+            depth: d.depth,
         }
     }
 }

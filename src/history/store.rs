@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context as _};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema this bakeoff writes.
-pub const SCHEMA: i64 = 2;
+pub const SCHEMA: i64 = 3;
 
 /// SQLite's `application_id` of a bakeoff history: the bytes `bkof`.
 pub const APPLICATION_ID: i64 = 0x626b_6f66;
@@ -100,6 +100,11 @@ CREATE INDEX figures_series ON figures (contender, point, figure);
 ALTER TABLE runs ADD COLUMN plan_path TEXT;
 ALTER TABLE runs ADD COLUMN commit_url TEXT;
 ALTER TABLE changes ADD COLUMN verdict TEXT;
+"#,
+    r#"
+-- Schema 3: each commit's place on its first-parent line, which orders a series (a commit
+-- recorded before it has none, and its series is ordered by commit time).
+ALTER TABLE contenders ADD COLUMN depth INTEGER;
 "#,
 ];
 
