@@ -1,6 +1,9 @@
 #!/bin/bash
-# The second hostile probe of issue 25: files that are devices or FIFOs, absurd numbers,
-# PIDs and folders that are not bakeoff's, plan mistakes, servers that never stop sending.
+# The hostile probes of issues 25 and 47: files that are devices or FIFOs, absurd numbers,
+# PIDs and folders that are not bakeoff's, plan mistakes, servers that never stop sending;
+# contenders built from source (refs and URLs that are options, trees with links to devices),
+# and results and shards from another machine (figures out of range, histograms that lie
+# about their size).
 # Each case runs with a 60 s wall-clock limit and its peak memory measured; one line per
 # case: exit code, seconds, peak MiB, whether it panicked, and the first line it said.
 # Loopback only; it starts its own small servers and stops them.
@@ -92,5 +95,67 @@ sleep 0.5
 case_ "endless response head" $B call http://127.0.0.1:$(cat head.port)/
 case_ "endless chunked body (call)" $B call http://127.0.0.1:$(cat body.port)/
 case_ "endless chunked body (load -z 2s)" $B load -z 2s -c 2 http://127.0.0.1:$(cat body.port)/
+
+# Contenders built from source: refs and repositories that are options or remote helpers,
+# working trees and folders holding links to devices and FIFOs. The cache is the probe's own.
+export XDG_CACHE_HOME="$D/cache"
+git init -q -b main repo && (cd repo && echo 'int main(void){return 0;}' > s.c && git add s.c \
+  && git -c user.email=p@p -c user.name=p commit -qm one)
+src_plan() {  # NAME SOURCE: a plan whose contender is built from SOURCE
+  printf 'name = "t"\n[[contender]]\nname = "a"\nsource = %s\nbuild = [["true"]]\ncommand = ["{source}/s"]\n' "$2" > "$1.toml"
+}
+src_plan ref-dots '{ git = "repo", ref = "main..main" }'
+case_ "source ref main..main" $B plan check ref-dots.toml
+src_plan ref-opt '{ git = "repo", ref = "--output=/tmp/x" }'
+case_ "source ref --output=" $B plan check ref-opt.toml
+src_plan git-opt '{ git = "--upload-pack=touch /tmp/probe-pwned", ref = "main" }'
+case_ "source git --upload-pack" $B plan check git-opt.toml
+src_plan git-ext '{ git = "ext::sh -c touch% /tmp/probe-pwned", ref = "main" }'
+case_ "source git ext::" $B plan check git-ext.toml
+src_plan git-pw '{ git = "http://u:secretpw@127.0.0.1:1/r.git", ref = "main" }'
+case_ "source git URL with password" $B plan check git-pw.toml
+src_plan git-silent "{ git = \"http://127.0.0.1:$P/none.git\", ref = \"main\" }"
+case_ "source git URL not a repository" $B plan check git-silent.toml
+ln -s /dev/zero repo/zero && mkfifo repo/fifo
+src_plan tree '{ git = "repo", worktree = true }'
+case_ "worktree: links to /dev/zero, a FIFO" $B plan check tree.toml
+mkdir -p folder && ln -s /dev/zero folder/zero && mkfifo folder/fifo
+src_plan folder '{ path = "folder" }'
+case_ "source path: /dev/zero, a FIFO" $B plan check folder.toml
+ls /tmp/probe-pwned 2>/dev/null && echo "!! a source ran a command: /tmp/probe-pwned"
+
+# Results and shards from another machine: a real run's results, then figures out of range
+# and a histogram whose header says it is 2 GB.
+printf 'name = "r"\nrepetitions = 1\n[[contender]]\nname = "a"\ncommand = ["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1"]\nready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }\n[[scenario]]\nname = "s"\nhttp = "/"\nclients = [1]\nrequests = 50\n' > r.toml
+timeout 120 $B run r.toml --out real > /dev/null 2>&1
+python3 - <<'PY'
+import base64, json, struct, shutil, os
+r = json.load(open("real/results.json"))
+def doctor(name, edit):
+    shutil.copytree("real", name)
+    d = json.loads(json.dumps(r)); walk(d, edit)
+    json.dump(d, open(f"{name}/results.json", "w"))
+def walk(x, edit):  # every object in the results, wherever it is
+    if isinstance(x, dict):
+        edit(x); [walk(v, edit) for v in x.values()]
+    elif isinstance(x, list):
+        [walk(v, edit) for v in x]
+def rps(v):
+    def edit(o):
+        if "requests_per_s" in o: o["requests_per_s"] = v
+    return edit
+def lying(o):
+    if isinstance(o.get("histogram"), str):
+        raw = bytearray(base64.b64decode(o["histogram"]))
+        raw[4:8] = struct.pack(">I", 2_000_000_000)
+        o["histogram"] = base64.b64encode(bytes(raw)).decode()
+doctor("negative", rps(-100)); doctor("huge", rps(1e308)); doctor("lying", lying)
+PY
+case_ "report: requests_per_s -100" $B report negative
+case_ "report: requests_per_s 1e308" $B report huge
+case_ "report: histogram says 2 GB" $B report lying
+case_ "merge: a shard with -100 req/s" $B merge real negative --out m1
+case_ "merge: a shard whose histogram lies" $B merge real lying --out m2
+
 kill $SRV $PIDS
 echo "in $D"

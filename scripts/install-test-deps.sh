@@ -22,6 +22,8 @@ command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
 # GNU time reads bakeoff's own peak memory in the test that it stays flat (a child forked
 # from the test would carry the test's own peak into its reading).
 [ -x /usr/bin/time ] || need_apt+=(time)
+# groff renders the manual page `bakeoff man` writes, in its test.
+command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
 # Headless Chromium renders the HTML report in its test.
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 

@@ -98,19 +98,19 @@ fn builds_once_then_the_cache_has_them_and_provenance_is_kept() {
     let r = repo(dir.path());
     let cache = dir.path().join("cache");
     let p = plan(dir.path(), "fast", "fast", "");
-    let args = |out: &str| -> Vec<String> {
+    let args = |out: &str, new: &str| -> Vec<String> {
         vec![
             "run".into(),
             p.display().to_string(),
             "--out".into(),
             out.into(),
             "--ref".into(),
-            "new=same".into(),
+            format!("new={new}"),
             "--repetitions".into(),
             "1".into(),
         ]
     };
-    let a: Vec<String> = args("out1");
+    let a: Vec<String> = args("out1", "same");
     let first = run(
         dir.path(),
         &cache,
@@ -134,12 +134,19 @@ fn builds_once_then_the_cache_has_them_and_provenance_is_kept() {
     assert!(log.is_file(), "{}", log.display());
     let report = std::fs::read_to_string(dir.path().join("out1/report/report.md")).unwrap();
     assert!(report.contains("base: repo @ fast → `"), "{report}");
+    // The title says what was built, `--ref` included; two commits are not one build.
+    assert!(
+        report.starts_with("# from source (base @ fast, new @ same)\n"),
+        "{report}"
+    );
+    assert!(!report.contains("The same build"), "{report}");
     assert!(report.contains("(clean) — built in"), "{report}");
     // Nothing was built in the user's checkout.
     assert!(!r.join("server").exists());
     assert_eq!(git(&r, &["status", "--porcelain"]), "");
 
-    let a = args("out2");
+    // `new` at `base`'s commit: the same build, served from the cache, and said so.
+    let a = args("out2", "fast");
     let second = run(
         dir.path(),
         &cache,
@@ -149,6 +156,11 @@ fn builds_once_then_the_cache_has_them_and_provenance_is_kept() {
     assert_eq!(second.status.code(), Some(0), "{err}");
     assert_eq!(err.matches(": cached build of repo @ ").count(), 2, "{err}");
     assert!(!err.contains(": building "), "{err}");
+    let report = std::fs::read_to_string(dir.path().join("out2/report/report.md")).unwrap();
+    assert!(
+        report.contains("**The same build:** `base` and `new` are both commit `"),
+        "{report}"
+    );
     let res = read_results(&dir.path().join("out2"));
     assert!(res["contenders"]
         .as_array()
@@ -171,6 +183,12 @@ fn builds_once_then_the_cache_has_them_and_provenance_is_kept() {
     let listed = run(dir.path(), &cache, &["cache", "list"]);
     let text = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(text.lines().count(), 2, "{text}");
+    // Each build names every contender it served, not only the one that built it.
+    let fast_line = text
+        .lines()
+        .find(|l| l.contains(&git(&r, &["rev-parse", "--short=12", "fast"])))
+        .unwrap_or_default();
+    assert!(fast_line.contains("  for base, new  "), "{text}");
     assert!(
         text.contains(&git(&r, &["rev-parse", "--short=12", "fast"])),
         "{text}"
@@ -216,6 +234,15 @@ fn a_ref_that_does_not_exist_is_a_plan_error_naming_the_nearest() {
         &["plan", "check", p.to_str().unwrap(), "--ref", "new=slow"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // It says which commit each ref is.
+    let r = dir.path().join("repo");
+    for (who, at) in [("base", "fast"), ("new", "slow")] {
+        let line = format!(
+            "  {who}: repo @ {at} → {} (clean)",
+            git(&r, &["rev-parse", "--short=12", at])
+        );
+        assert!(stderr(&o).contains(&line), "{line}\n{}", stderr(&o));
+    }
     let o = run(
         dir.path(),
         &cache,

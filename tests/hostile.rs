@@ -615,11 +615,11 @@ fn an_inline_request_past_max_body_is_refused_not_counted_as_a_match() {
     .unwrap();
     let e = fails_with(
         &[
-            "--max-body",
-            "1KiB",
             "plan",
             "check",
             plan.to_str().unwrap(),
+            "--max-body",
+            "1KiB",
         ],
         &[
             "requests[1] is 2000 bytes, more than the 1 KiB",
@@ -628,6 +628,21 @@ fn an_inline_request_past_max_body_is_refused_not_counted_as_a_match() {
         ],
     );
     assert!(!e.contains("0 MiB"), "{e}");
+    // The flag is offered where requests are sent or answers kept, not by every command.
+    let help = |args: &[&str]| {
+        let o = bakeoff(args);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    for with in [["load", "--help"], ["run", "--help"], ["diff", "--help"]] {
+        assert!(help(&with).contains("--max-body"), "{with:?}");
+    }
+    for without in [
+        ["cache", "--help"],
+        ["merge", "--help"],
+        ["cleanup", "--help"],
+    ] {
+        assert!(!help(&without).contains("--max-body"), "{without:?}");
+    }
     fails_with(
         &[
             "load",

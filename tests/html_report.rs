@@ -110,6 +110,24 @@ fn the_html_report_renders_in_headless_chromium() {
         assert_eq!((rate("1"), rate("4")), (one, four), "{row}");
     }
 
+    // A column for every figure a verdict was read on, p50 among them: the summary counts
+    // no verdict the table does not show.
+    let serving = report["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "serving-index")
+        .unwrap();
+    let head: Vec<&str> = serving["head"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|h| h.as_str())
+        .collect();
+    for figure in ["throughput ×", "p50 ×", "p99 ×"] {
+        assert!(head.contains(&figure), "{head:?}");
+    }
+
     let blank = dir.path().join("blank.html");
     std::fs::write(&blank, "<!doctype html><html><body></body></html>").unwrap();
     let (shot, blank_shot) = (dir.path().join("report.png"), dir.path().join("blank.png"));

@@ -182,8 +182,12 @@ fn plan_mistakes_are_reported_with_line_and_column_before_anything_starts() {
     ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
+    // Where the plan writes it: line 4, column 12.
     assert!(
-        err.contains("contender `a`: program `/nonexistent/srv` not found"),
+        err.contains(&format!(
+            "{}:4:12: contender `a`: program `/nonexistent/srv` not found",
+            path.display()
+        )),
         "{err}"
     );
 }

@@ -6,5 +6,6 @@
 
 pub mod capacity;
 pub mod gates;
+pub mod settle;
 pub mod trim;
 pub mod verdicts;

@@ -110,10 +110,34 @@ pub(super) fn remove_any(path: &Path) {
 pub struct Entry {
     /// The contender it was first built for.
     pub contender: String,
+    /// The other contenders that used it since (a few: the first [`USED_BY`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub used_by: Vec<String>,
     pub source: SourceInfo,
     /// Seconds since the Unix epoch.
     pub built_at: u64,
     pub used_at: u64,
+}
+
+/// How many other contenders a build's entry names.
+pub const USED_BY: usize = 8;
+
+impl Entry {
+    /// Marks it used now by `contender`.
+    pub fn used(&mut self, contender: &str) {
+        self.used_at = now();
+        let known = self.contender == contender || self.used_by.iter().any(|c| c == contender);
+        if !known && self.used_by.len() < USED_BY {
+            self.used_by.push(contender.to_string());
+        }
+    }
+
+    /// Every contender it was built or used for: `base, new`.
+    pub fn contenders(&self) -> String {
+        let mut all = vec![self.contender.as_str()];
+        all.extend(self.used_by.iter().map(String::as_str));
+        all.join(", ")
+    }
 }
 
 /// Seconds since the Unix epoch.

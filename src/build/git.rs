@@ -87,3 +87,71 @@ pub(super) fn ls_files(cancel: &Cancel, repo: &Path, args: &[&str]) -> Result<Ve
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .collect())
 }
+
+/// The refs worth suggesting for `word`, which is not one: the nearest by version among refs
+/// of the same name before the numbers (`release-1.30.9` → `release-1.29.3`, `release-1.31.0`),
+/// then the nearest by spelling; at most four.
+pub(super) fn near_refs<'r>(word: &str, refs: &'r [String]) -> Vec<&'r str> {
+    let mut out: Vec<&str> = Vec::new();
+    if let Some((stem, v)) = version(word) {
+        let mut same: Vec<(Vec<u64>, &str)> = refs
+            .iter()
+            .filter_map(|r| {
+                version(r)
+                    .filter(|(s, _)| *s == stem)
+                    .map(|(_, n)| (n, r.as_str()))
+            })
+            .collect();
+        same.sort();
+        let below = same.iter().rev().find(|(n, _)| *n < v);
+        let above = same.iter().find(|(n, _)| *n > v);
+        out.extend(below.into_iter().chain(above).map(|(_, r)| *r));
+    }
+    let mut spelled: Vec<&str> = refs.iter().map(String::as_str).collect();
+    while out.len() < 4 {
+        let Some(n) = crate::plan::error::nearest(word, spelled.iter().copied()) else {
+            break;
+        };
+        spelled.retain(|r| *r != n);
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// A ref as its text before the first digit and the numbers after it (`v1.2.10` → `v`,
+/// [1, 2, 10]); None without a digit.
+fn version(r: &str) -> Option<(&str, Vec<u64>)> {
+    let at = r.find(|c: char| c.is_ascii_digit())?;
+    let numbers = r[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse().unwrap_or(u64::MAX))
+        .collect();
+    Some((&r[..at], numbers))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_missing_ref_suggests_its_neighbours_by_version_then_by_spelling() {
+        let refs: Vec<String> = [
+            "master",
+            "release-1.0.9",
+            "release-1.29.2",
+            "release-1.29.3",
+            "release-1.31.0",
+            "release-1.9.15",
+            "v2.0",
+        ]
+        .map(String::from)
+        .to_vec();
+        let near = super::near_refs("release-1.30.9", &refs);
+        assert_eq!(near[..2], ["release-1.29.3", "release-1.31.0"], "{near:?}");
+        assert!(near.contains(&"release-1.0.9"), "{near:?}");
+        assert!(near.len() <= 4, "{near:?}");
+        assert_eq!(super::near_refs("mastr", &refs), ["master"]);
+        assert!(super::near_refs("zzzzzzzzzz", &refs).is_empty());
+    }
+}

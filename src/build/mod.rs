@@ -131,11 +131,11 @@ pub fn resolve(src: &Source, cache: &Path, cancel: &Cancel) -> Result<Resolved, 
                             return e;
                         }
                         let refs = git::refs(cancel, &from);
-                        let near = crate::plan::error::nearest(r, refs.iter().map(String::as_str));
-                        match near {
-                            Some(n) => format!("{e}; did you mean `{n}`?"),
-                            None if refs.is_empty() => e,
-                            None => format!(
+                        let near = git::near_refs(r, &refs);
+                        match near.is_empty() {
+                            false => format!("{e}; did you mean `{}`?", near.join("`, `")),
+                            true if refs.is_empty() => e,
+                            true => format!(
                                 "{e}; it has {}",
                                 refs.iter().take(8).cloned().collect::<Vec<_>>().join(", ")
                             ),
@@ -352,7 +352,7 @@ fn cached(
     mut info: SourceInfo,
     say: &mut dyn FnMut(String),
 ) -> Built {
-    entry.used_at = cache::now();
+    entry.used(req.contender);
     let _ = cache::write_entry(done, &entry);
     let mut b = entry.source.build.unwrap_or_default();
     b.cached = true;
@@ -434,6 +434,7 @@ pub fn build(req: &Request, say: &mut dyn FnMut(String)) -> Result<Built, Box<So
     info.build = Some(b);
     let entry = cache::Entry {
         contender: req.contender.to_string(),
+        used_by: Vec::new(),
         source: info.clone(),
         built_at: cache::now(),
         used_at: cache::now(),

@@ -29,11 +29,6 @@ pub use run_flags::*;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// The most bytes one request body, path or gRPC message may render to (templates such
-    /// as {fill:N:…} are checked before anything is sent), and the most of one answer kept
-    /// to compare or print (diff, compat, call), e.g. 256MiB [default: 64MiB].
-    #[arg(long = "max-body", global = true, value_name = "SIZE", value_parser = parse_size)]
-    pub max_body: Option<usize>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -93,6 +88,14 @@ pub enum Command {
         /// A results directory.
         dir: PathBuf,
     },
+    /// Print a completion script for a shell, e.g. `bakeoff completions bash >
+    /// ~/.local/share/bash-completion/completions/bakeoff`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print bakeoff's manual page (roff), e.g. `bakeoff man > bakeoff.1 && man -l bakeoff.1`.
+    Man,
     /// The demo's contender (used by `bakeoff demo`).
     #[command(hide = true)]
     DemoServer {
@@ -124,6 +127,40 @@ pub enum Command {
         override_usage = "bakeoff compare [OPTIONS] <OLD> <NEW> [MORE]...\n       bakeoff compare [OPTIONS] <ONE-HYPERFINE-FILE>"
     )]
     Compare(CompareArgs),
+}
+
+/// `--max-body`, on the commands that send requests or keep answers.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BodyArgs {
+    /// The most bytes one request body, path or gRPC message may render to (templates such
+    /// as {fill:N:…} are checked before anything is sent), and the most of one answer kept
+    /// to compare or print (diff, compat, call), e.g. 256MiB [default: 64MiB].
+    #[arg(long = "max-body", value_name = "SIZE", value_parser = parse_size)]
+    pub max_body: Option<usize>,
+}
+
+impl Command {
+    /// The command's `--max-body`, when it has one and it is given.
+    fn max_body(&self) -> Option<usize> {
+        let body = match self {
+            Command::Load(a) => &a.target.body,
+            Command::Call(a) => &a.target.body,
+            Command::Run(a) => &a.body,
+            Command::Demo(a) => &a.body,
+            Command::Diff(a) => &a.body,
+            Command::Check(a) => &a.body,
+            Command::Bisect(a) => &a.body,
+            Command::Plan {
+                action: PlanAction::Check { body, .. } | PlanAction::Show { body, .. },
+            } => body,
+            Command::History {
+                action: HistoryAction::Detect { with, .. } | HistoryAction::Confirm { with, .. },
+                ..
+            } => &with.body,
+            _ => return None,
+        };
+        body.max_body
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -227,12 +264,16 @@ pub enum PlanAction {
         /// Check contender NAME's source at REF (as `run --ref`).
         #[arg(long = "ref", value_name = "NAME=REF", value_parser = parse_ref)]
         refs: Vec<(String, String)>,
+        #[command(flatten)]
+        body: BodyArgs,
     },
     /// Print the plan as `run` uses it: `like`, `members = N`, `{join:…}`, `{index}` and
     /// `vars` expanded (comments are not kept). The plan is then checked.
     Show {
         /// The plan file (TOML).
         plan: PathBuf,
+        #[command(flatten)]
+        body: BodyArgs,
     },
 }
 
@@ -241,6 +282,8 @@ pub struct DemoArgs {
     /// Write results here [default: bakeoff-results/<time>-<name>].
     #[arg(long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub body: BodyArgs,
 }
 
 #[derive(Debug, Args)]
@@ -264,6 +307,8 @@ pub struct DiffArgs {
     /// Give up on a call after this long.
     #[arg(long = "timeout", default_value = "10s", value_parser = parse_timeout)]
     pub timeout: Duration,
+    #[command(flatten)]
+    pub body: BodyArgs,
 }
 
 #[derive(Debug, Args)]
@@ -339,7 +384,7 @@ fn checked(path: &std::path::Path, p: &crate::plan::Plan) -> String {
 
 /// Runs a parsed command; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
-    if let Some(n) = cli.max_body {
+    if let Some(n) = cli.command.max_body() {
         crate::protocol::template::set_max_len(n);
     }
     match cli.command {
@@ -354,33 +399,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Report { dir } => run_report(&dir),
         Command::Merge(args) => run_merge(&args),
         Command::Ci { action } => run_ci(&action),
-        Command::Plan {
-            action: PlanAction::Check { plans, refs },
-        } => {
-            // Each plan is checked, and each mistake said; one error exits 1 (as one plan's).
-            let mut failed = false;
-            for plan in &plans {
-                match crate::runner::check_plan(plan, &refs) {
-                    Ok(p) => eprintln!("{}", checked(plan, &p)),
-                    Err(e) if plans.len() == 1 => return Err(e),
-                    Err(e) => {
-                        eprintln!("bakeoff: error: {e:#}");
-                        failed = true;
-                    }
-                }
-            }
-            Ok(u8::from(failed))
-        }
-        Command::Plan {
-            action: PlanAction::Show { plan },
-        } => {
-            use anyhow::Context as _;
-            let text = crate::sys::read_bounded(&plan, crate::sys::PLAN_LIMIT)
-                .with_context(|| format!("cannot read the plan `{}`", plan.display()))?;
-            print!("{}", crate::plan::Plan::show(&plan, &text)?);
-            crate::runner::check_plan(&plan, &[])?;
-            Ok(0)
-        }
+        Command::Plan { action } => run_plan_action(&action),
         Command::Cache { action } => run_cache(&action),
         Command::History { history, action } => run_history(history.as_deref(), &action),
         Command::Cleanup { dir } => {
@@ -393,6 +412,22 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             );
             Ok(0)
         }
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "bakeoff", &mut out);
+            emit(&String::from_utf8_lossy(&out))
+                .map(|()| 0)
+                .map_err(Into::into)
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            emit(&String::from_utf8_lossy(&out))
+                .map(|()| 0)
+                .map_err(Into::into)
+        }
         Command::DemoServer {
             version,
             port,
@@ -400,6 +435,40 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
             work,
         } => {
             crate::demo::server::serve(version, port, state, work)?;
+            Ok(0)
+        }
+    }
+}
+
+/// `bakeoff plan check|show`. Each plan is checked, and each mistake said; one error exits
+/// 1 (as one plan's).
+fn run_plan_action(action: &PlanAction) -> anyhow::Result<u8> {
+    match action {
+        PlanAction::Check { plans, refs, .. } => {
+            let mut failed = false;
+            for plan in plans {
+                match crate::runner::check_plan(plan, refs) {
+                    Ok((p, resolved)) => {
+                        eprintln!("{}", checked(plan, &p));
+                        for line in resolved {
+                            eprintln!("  {line}");
+                        }
+                    }
+                    Err(e) if plans.len() == 1 => return Err(e),
+                    Err(e) => {
+                        eprintln!("bakeoff: error: {e:#}");
+                        failed = true;
+                    }
+                }
+            }
+            Ok(u8::from(failed))
+        }
+        PlanAction::Show { plan, .. } => {
+            use anyhow::Context as _;
+            let text = crate::sys::read_bounded(plan, crate::sys::PLAN_LIMIT)
+                .with_context(|| format!("cannot read the plan `{}`", plan.display()))?;
+            print!("{}", crate::plan::Plan::show(plan, &text)?);
+            crate::runner::check_plan(plan, &[])?;
             Ok(0)
         }
     }

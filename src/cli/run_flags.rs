@@ -105,6 +105,8 @@ pub struct RunArgs {
     /// change that must not change performance.
     #[arg(long = "fail-unless-equivalent", value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_unless_equivalent: Option<f64>,
+    #[command(flatten)]
+    pub body: super::BodyArgs,
 }
 
 /// `bakeoff check` (docs/bisect.md).
@@ -128,6 +130,8 @@ pub struct CheckArgs {
     /// How long it may measure (as `run --budget`).
     #[arg(long = "budget", value_name = "DURATION", value_parser = parse_budget)]
     pub budget: Option<Budget>,
+    #[command(flatten)]
+    pub body: super::BodyArgs,
 }
 
 /// `bakeoff bisect` (docs/bisect.md).
@@ -173,6 +177,8 @@ pub struct BisectArgs {
     /// Go on with the bisection in DIR from its last finished step.
     #[arg(long = "resume", value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    #[command(flatten)]
+    pub body: super::BodyArgs,
 }
 
 /// The figures `check --figure` can judge.
@@ -197,6 +203,8 @@ pub struct ConfirmArgs {
     /// bakeoff-results/].
     #[arg(long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub body: super::BodyArgs,
 }
 
 /// `--budget`: a duration, or none for `off`.

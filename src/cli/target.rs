@@ -58,6 +58,8 @@ pub struct TargetArgs {
     pub replies: Option<u64>,
     #[command(flatten)]
     pub tls: TlsArgs,
+    #[command(flatten)]
+    pub body: super::BodyArgs,
 }
 
 /// TLS flags, as ghz and curl spell them.

@@ -5,18 +5,24 @@ use super::*;
 /// Starts every member (after the setup commands). Does not wait for readiness.
 pub fn start(l: &Launch) -> Result<Running, StartError> {
     let c = l.contender;
-    std::fs::create_dir_all(&l.state).map_err(|e| StartError::Setup(e.to_string()))?;
-    std::fs::create_dir_all(&l.logs).map_err(|e| StartError::Setup(e.to_string()))?;
     let (ports, held) = spawn::free_ports(&ports_named(c)).map_err(StartError::Placeholder)?;
     let owner = owner(l);
-    let cluster = c.members.len() > 1;
     let state_of = |m: &str| {
-        if cluster {
+        if c.members.len() > 1 {
             l.state.join(m)
         } else {
             l.state.clone()
         }
     };
+    // The contender's own strings (setup, cleanup, `ready_when`) see `{state}` as its folder,
+    // which in a cluster holds each member's, made before setup runs (a certificate made for
+    // one member, say, goes into `{state}/NAME`), as the `tls` of probes and scenarios do.
+    let folders = [l.state.clone(), l.logs.clone()]
+        .into_iter()
+        .chain(c.members.iter().map(|m| state_of(&m.name)));
+    for f in folders {
+        std::fs::create_dir_all(f).map_err(|e| StartError::Setup(e.to_string()))?;
+    }
     // A delay variant: the members that connect to the edge's port are given the port of
     // a proxy that holds what they send (docs/what-if.md); the listener keeps the real one.
     let delay = c.variant.as_ref().and_then(|v| v.delay());
@@ -41,13 +47,6 @@ pub fn start(l: &Launch) -> Result<Running, StartError> {
 
     let endpoints = free_endpoints(c, &ph)?;
 
-    // The contender's own strings — setup, cleanup, `ready_when` — see `{state}` as the
-    // contender's folder, as the `tls` of its probes, scenarios and compat sets do; in a
-    // cluster it holds each member's folder, and those exist before setup runs (a
-    // certificate made for one member, say, goes into `{state}/NAME`).
-    for m in &c.members {
-        std::fs::create_dir_all(state_of(&m.name)).map_err(|e| StartError::Setup(e.to_string()))?;
-    }
     let first = Placeholders {
         state: l.state.clone(),
         ..ph(&c.members[0].name)

@@ -9,46 +9,7 @@ use crate::results::Results;
 pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
     let r = Results::from_json(v.clone()).map_err(|e| error(label, None, format!("{e:#}")))?;
     let mut set = BenchSet::new(label, Format::BakeoffResults);
-    set.config
-        .push(("cpu".into(), r.environment.cpu_model.clone()));
-    set.config
-        .push(("kernel".into(), r.environment.kernel.clone()));
-    set.config.push((
-        "cpus".into(),
-        format!(
-            "{} online, {} allowed",
-            r.environment.cpus_online,
-            r.environment.cpus_allowed.len()
-        ),
-    ));
-    if r.smoke {
-        set.config.push(("run".into(), "smoke".into()));
-    }
-    // What each contender built from source was built from: `compare` says which commits
-    // it compares.
-    for c in r
-        .contenders
-        .iter()
-        .filter(|c| c.variant.is_none() && c.noise_of.is_none())
-    {
-        if let Some(s) = &c.source {
-            let at = s.commit.as_deref().map_or("a folder".to_string(), |x| {
-                format!(
-                    "{}{}",
-                    &x[..x.len().min(12)],
-                    if s.dirty { ", dirty" } else { "" }
-                )
-            });
-            set.config.push((
-                format!("source {}", c.name),
-                format!(
-                    "{} @ {} ({at})",
-                    s.repository,
-                    s.reference.as_deref().unwrap_or("working tree")
-                ),
-            ));
-        }
-    }
+    set.config = config(&r);
     for run in &r.runs {
         let c = run.id.subject();
         if let Some(s) = &run.startup {
@@ -88,4 +49,48 @@ pub fn parse(label: &str, v: &Value) -> Result<BenchSet, ImportError> {
         return Err(error(label, None, "no measured runs in this results.json"));
     }
     Ok(set)
+}
+
+/// Where the results were measured (CPU, kernel, CPUs, a smoke run) and what each contender
+/// built from source was built from: `compare` says which commits it compares.
+fn config(r: &Results) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("cpu".into(), r.environment.cpu_model.clone()),
+        ("kernel".into(), r.environment.kernel.clone()),
+        (
+            "cpus".into(),
+            format!(
+                "{} online, {} allowed",
+                r.environment.cpus_online,
+                r.environment.cpus_allowed.len()
+            ),
+        ),
+    ];
+    if r.smoke {
+        out.push(("run".into(), "smoke".into()));
+    }
+    for c in r
+        .contenders
+        .iter()
+        .filter(|c| c.variant.is_none() && c.noise_of.is_none())
+    {
+        if let Some(s) = &c.source {
+            let at = s.commit.as_deref().map_or("a folder".to_string(), |x| {
+                format!(
+                    "{}{}",
+                    &x[..x.len().min(12)],
+                    if s.dirty { ", dirty" } else { "" }
+                )
+            });
+            out.push((
+                format!("source {}", c.name),
+                format!(
+                    "{} @ {} ({at})",
+                    s.repository,
+                    s.reference.as_deref().unwrap_or("working tree")
+                ),
+            ));
+        }
+    }
+    out
 }

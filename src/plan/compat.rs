@@ -249,9 +249,14 @@ impl Checker<'_> {
 }
 
 impl Checker<'_> {
-    fn reference(&self, s: &Spanned<RawReference>, has_protos: bool) -> Res<Reference> {
+    /// What a reference asks: an endpoint bakeoff does not start, or a member of a contender
+    /// it starts (with the endpoint it is asked at, when given).
+    fn reference_target(
+        &self,
+        s: &Spanned<RawReference>,
+    ) -> Res<(String, Option<(String, String)>)> {
         let r = s.get_ref();
-        let (endpoint, member) = match (&r.endpoint, &r.contender) {
+        Ok(match (&r.endpoint, &r.contender) {
             (Some(e), None) => {
                 if let Some(m) = &r.member {
                     return Err(self.at(m, "`member` goes with `contender`: the reference is then that member of a running contender"));
@@ -277,7 +282,12 @@ impl Checker<'_> {
             (None, None) => {
                 return Err(self.at(s, "a reference needs an `endpoint` (a server bakeoff does not start) or a `contender` (and `member`) it starts"))
             }
-        };
+        })
+    }
+
+    fn reference(&self, s: &Spanned<RawReference>, has_protos: bool) -> Res<Reference> {
+        let r = s.get_ref();
+        let (endpoint, member) = self.reference_target(s)?;
         let fields = CallFields {
             grpc: r.grpc.as_ref(),
             http: r.http.as_ref(),

@@ -11,7 +11,7 @@ use crate::results::Run;
 pub fn render(a: &Analysis) -> String {
     let r = a.results;
     let mut out = String::new();
-    let _ = writeln!(out, "# {}\n", r.name);
+    let _ = writeln!(out, "# {}\n", super::summary::title(r));
     match r.status.as_str() {
         "interrupted" => {
             let _ = writeln!(out, "_Interrupted: these are the repetitions that ran before it stopped; continue with `bakeoff run --resume DIR`._\n");

@@ -42,81 +42,9 @@ pub fn summary(verdicts: &[PointVerdicts], family: Option<&Family>) -> Vec<Strin
         }
     }
     for (name, base) in names {
-        let mine: Vec<&PointVerdicts> = verdicts.iter().filter(|v| v.contender == name).collect();
-        let mut parts = Vec::new();
-        // CPU per request and throughput; a plan that judges neither (`paired.judge`), its
-        // main figure.
-        let mut leads = vec![Figure::CpuPerRequest, Figure::Throughput];
-        if !mine
-            .iter()
-            .any(|v| leads.iter().any(|f| v.get(*f).is_some()))
-        {
-            leads = mine
-                .iter()
-                .filter_map(|v| v.main())
-                .map(|v| v.figure)
-                .take(1)
-                .collect();
-        }
-        for figure in leads {
-            let vs: Vec<&Verdict> = mine.iter().filter_map(|v| v.get(figure)).collect();
-            if !vs.is_empty() {
-                parts.push(format!("{} {}", figure.name(), counts(&vs)));
-            }
-        }
-        // Points repeated past the plan's (`max_repetitions`) have more: a range.
-        let reps: Vec<usize> = mine
-            .iter()
-            .filter_map(|v| v.main())
-            .map(|v| v.ratio.repetitions)
-            .collect();
-        if let (Some(lo), Some(hi)) = (reps.iter().min(), reps.iter().max()) {
-            let over = if lo == hi {
-                super::count(*lo as u64, "repetition")
-            } else {
-                format!("{lo}–{hi} repetitions")
-            };
-            out.push(format!(
-                "**Serving:** {name} against {base}, paired over {over}, {}: {}",
-                super::count(mine.len() as u64, "point"),
-                parts.join("; ")
-            ));
-        }
+        out.extend(serving(verdicts, name, base));
     }
-    if let Some(f) = family.filter(|f| f.verdicts > 0) {
-        let held = match f.held_back {
-            0 => String::new(),
-            n => format!(
-                "; {} cleared the noise band alone and {} held back",
-                super::count(n as u64, "verdict"),
-                if n == 1 { "was" } else { "were" }
-            ),
-        };
-        let words: Vec<String> = [
-            (f.different, "different"),
-            (f.equivalent, "equivalent"),
-            (f.inconclusive, "inconclusive"),
-        ]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, w)| format!("{n} {w}"))
-        .collect();
-        // A plan that names the figures it judges says so: the family is those only.
-        let of = match f.judged.as_slice() {
-            [] => String::new(),
-            j => format!(
-                " of {} (`paired.judge`)",
-                j.iter().map(|x| x.name()).collect::<Vec<_>>().join(", ")
-            ),
-        };
-        out.push(format!(
-            "**Error control:** {}{of} over {} — \"different\" held to a false discovery rate of {} (Benjamini–Hochberg): {}{held}",
-            super::count(f.verdicts as u64, "verdict"),
-            super::count(f.comparisons as u64, "comparison"),
-            crate::analysis::verdicts::pct(f.fdr),
-            words.join(", ")
-        ));
-    }
+    out.extend(family.filter(|f| f.verdicts > 0).map(error_control));
     if let Some(f) = family.filter(|f| f.unjudged > 0) {
         out.push(format!(
             "**Not judged:** {} measured none of the figures `paired.judge` names ({}), so no verdict there; CPU per item is measured only where a call streams its answer",
@@ -142,6 +70,86 @@ pub fn summary(verdicts: &[PointVerdicts], family: Option<&Family>) -> Vec<Strin
         ));
     }
     out
+}
+
+/// `**Serving:** new against old, paired over 3 repetitions, 2 points: CPU per request …;
+/// throughput …` — CPU per request and throughput, or the main figure of a plan that judges
+/// neither (`paired.judge`).
+fn serving(verdicts: &[PointVerdicts], name: &str, base: &str) -> Option<String> {
+    let mine: Vec<&PointVerdicts> = verdicts.iter().filter(|v| v.contender == name).collect();
+    let mut leads = vec![Figure::CpuPerRequest, Figure::Throughput];
+    if !mine
+        .iter()
+        .any(|v| leads.iter().any(|f| v.get(*f).is_some()))
+    {
+        leads = mine
+            .iter()
+            .filter_map(|v| v.main())
+            .map(|v| v.figure)
+            .take(1)
+            .collect();
+    }
+    let mut parts = Vec::new();
+    for figure in leads {
+        let vs: Vec<&Verdict> = mine.iter().filter_map(|v| v.get(figure)).collect();
+        if !vs.is_empty() {
+            parts.push(format!("{} {}", figure.name(), counts(&vs)));
+        }
+    }
+    // Points repeated past the plan's (`max_repetitions`) have more: a range.
+    let reps: Vec<usize> = mine
+        .iter()
+        .filter_map(|v| v.main())
+        .map(|v| v.ratio.repetitions)
+        .collect();
+    let (lo, hi) = (reps.iter().min()?, reps.iter().max()?);
+    let over = if lo == hi {
+        super::count(*lo as u64, "repetition")
+    } else {
+        format!("{lo}–{hi} repetitions")
+    };
+    Some(format!(
+        "**Serving:** {name} against {base}, paired over {over}, {}: {}",
+        super::count(mine.len() as u64, "point"),
+        parts.join("; ")
+    ))
+}
+
+/// `**Error control:** 8 verdicts over 2 comparisons — "different" held to a false discovery
+/// rate of 5% (Benjamini–Hochberg): 8 different`.
+fn error_control(f: &Family) -> String {
+    let held = match f.held_back {
+        0 => String::new(),
+        n => format!(
+            "; {} cleared the noise band alone and {} held back",
+            super::count(n as u64, "verdict"),
+            if n == 1 { "was" } else { "were" }
+        ),
+    };
+    let words: Vec<String> = [
+        (f.different, "different"),
+        (f.equivalent, "equivalent"),
+        (f.inconclusive, "inconclusive"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, w)| format!("{n} {w}"))
+    .collect();
+    // A plan that names the figures it judges says so: the family is those only.
+    let of = match f.judged.as_slice() {
+        [] => String::new(),
+        j => format!(
+            " of {} (`paired.judge`)",
+            j.iter().map(|x| x.name()).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    format!(
+        "**Error control:** {}{of} over {} — \"different\" held to a false discovery rate of {} (Benjamini–Hochberg): {}{held}",
+        super::count(f.verdicts as u64, "verdict"),
+        super::count(f.comparisons as u64, "comparison"),
+        crate::analysis::verdicts::pct(f.fdr),
+        words.join(", ")
+    )
 }
 
 /// `lower at 9 of 12 points (0.70× to 0.80×), equivalent at 2, inconclusive at 1`: each
@@ -225,16 +233,8 @@ fn unsettled(verdicts: &[PointVerdicts]) -> Option<String> {
 /// A scenario's table in paired order; `None` when no contender measured it.
 pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) -> Option<Table> {
     let info = r.scenarios.iter().find(|s| s.name == name)?;
-    let order: Vec<Figure> = {
-        let mut o: Vec<Figure> = stability(verdicts).into_iter().map(|x| x.0).collect();
-        o.retain(|f| {
-            matches!(
-                f,
-                Figure::CpuPerRequest | Figure::CpuPerItem | Figure::Throughput | Figure::P99
-            )
-        });
-        o
-    };
+    // A column for every figure judged: the summary counts each verdict a table shows.
+    let order: Vec<Figure> = stability(verdicts).into_iter().map(|x| x.0).collect();
     let axes = super::cells::Axes::of(info);
     // A streaming call's headline figure is items/s (blocks of a range, say): its column
     // comes after req/s.

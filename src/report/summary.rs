@@ -7,6 +7,47 @@ use crate::compat::CompatReport;
 use crate::diagnose::Finding;
 use crate::results::Results;
 
+/// The report's title: the plan's name, and the ref each contender built from a git source
+/// was built at (`--ref` included), `nginx (old @ release-1.28.0, new @ release-1.29.0)`.
+pub fn title(r: &Results) -> String {
+    let refs: Vec<String> = r
+        .compared()
+        .filter(|c| c.variant.is_none())
+        .filter_map(|c| {
+            let s = c.source.as_ref()?;
+            Some(format!("{} @ {}", c.name, s.reference.as_deref()?))
+        })
+        .collect();
+    match refs.is_empty() {
+        true => r.name.clone(),
+        false => format!("{} ({})", r.name, refs.join(", ")),
+    }
+}
+
+/// Contenders built from one clean commit the same way: what is compared is one build
+/// against itself — said first, since a user who meant two refs gave one twice.
+fn same_build(r: &Results) -> Option<String> {
+    let built: Vec<(&str, &str, &str)> = r
+        .compared()
+        .filter(|c| c.variant.is_none())
+        .filter_map(|c| {
+            let s = c.source.as_ref().filter(|s| !s.dirty)?;
+            Some((c.name.as_str(), s.commit.as_deref()?, s.key.as_str()))
+        })
+        .collect();
+    let (a, b) = built.iter().enumerate().find_map(|(i, a)| {
+        let b = built[i + 1..].iter().find(|b| (b.1, b.2) == (a.1, a.2))?;
+        Some((a, b))
+    })?;
+    Some(format!(
+        "**The same build:** `{}` and `{}` are both commit `{}`, built alike — a difference \
+         between them is the machine's (check the refs if you meant two)",
+        a.0,
+        b.0,
+        &a.1[..a.1.len().min(12)]
+    ))
+}
+
 /// The answer first: same answers?, start-up, serving, findings — one line each.
 pub(super) fn summary(
     r: &Results,
@@ -15,7 +56,8 @@ pub(super) fn summary(
     paired: &[crate::analysis::verdicts::PointVerdicts],
     family: Option<&crate::analysis::verdicts::Family>,
 ) -> Vec<String> {
-    let mut out = same_answers(compat);
+    let mut out: Vec<String> = same_build(r).into_iter().collect();
+    out.extend(same_answers(compat));
     let ready: Vec<(String, f64, f64)> = r
         .compared()
         .filter_map(|c| {

@@ -67,20 +67,7 @@ pub fn run(
     // Built once, before anything is measured; a contender whose build failed does not run.
     let unbuilt = sources::build_all(&mut plan, &dir, &mut results, opts, rep)?;
     let plan = plan;
-    let shard = results.shards.as_ref().and_then(|s| match s.have[..] {
-        [k] => Some(results::Shard { k, n: s.of }),
-        _ => None,
-    });
-    let mut schedule = schedule(&plan, shard);
-    schedule.retain(|(_, ci)| !unbuilt.contains(ci));
-    let done = |repetition: u32, ci: usize| {
-        let (of, variant) = plan.contenders[ci].runs_as();
-        results
-            .runs
-            .iter()
-            .any(|r| r.id.is(of, variant) && r.id.repetition == repetition)
-    };
-    let blocks = order::blocks(plan.order, &schedule, &done);
+    let (shard, schedule, blocks) = what_is_left(&plan, &results, &unbuilt);
     // What is left to start: all of it, or what a resumed run has not done yet.
     rep.run_started(&dir, blocks.iter().map(|b| b.members.len()).sum());
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -125,6 +112,30 @@ pub fn run(
     Ok(Finished { dir, results })
 }
 
+/// The run's shard, its schedule (repetition, contender) without the contenders that did
+/// not build, and the blocks still to serve: all of them, or what a resumed run has not done.
+fn what_is_left(
+    plan: &Plan,
+    results: &results::Results,
+    unbuilt: &[usize],
+) -> (Option<results::Shard>, Vec<(u32, usize)>, Vec<order::Block>) {
+    let shard = results.shards.as_ref().and_then(|s| match s.have[..] {
+        [k] => Some(results::Shard { k, n: s.of }),
+        _ => None,
+    });
+    let mut schedule = schedule(plan, shard);
+    schedule.retain(|(_, ci)| !unbuilt.contains(ci));
+    let done = |repetition: u32, ci: usize| {
+        let (of, variant) = plan.contenders[ci].runs_as();
+        results
+            .runs
+            .iter()
+            .any(|r| r.id.is(of, variant) && r.id.repetition == repetition)
+    };
+    let blocks = order::blocks(plan.order, &schedule, &done);
+    (shard, schedule, blocks)
+}
+
 /// Where this invocation runs, detected before bakeoff pins itself, with the CPUs it pins
 /// to: every repetition it runs records it. The top-level environment stays where the run
 /// began (a resumed run keeps it).
@@ -144,12 +155,15 @@ fn here(
 
 /// Every check `run` makes before it starts anything (the plan itself, then the programs
 /// and every client its scenarios need), for `bakeoff plan check`.
-pub fn check_plan(path: &std::path::Path, refs: &[(String, String)]) -> anyhow::Result<Plan> {
+pub fn check_plan(
+    path: &std::path::Path,
+    refs: &[(String, String)],
+) -> anyhow::Result<(Plan, Vec<String>)> {
     let plan = Plan::load(path)?
         .with_refs(refs)
         .map_err(anyhow::Error::msg)?;
     let protos = Descriptors::new(plan.protos.clone(), plan.includes.clone());
     // No handler: Ctrl-C ends bakeoff, and the guard of a git command (a fetch) with it.
-    preflight::check(&plan, &protos, &crate::cancel::Cancel::new())?;
-    Ok(plan)
+    let resolved = preflight::check(&plan, &protos, &crate::cancel::Cancel::new())?;
+    Ok((plan, resolved))
 }

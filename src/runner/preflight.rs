@@ -12,12 +12,13 @@ use crate::plan::Plan;
 
 use crate::client::{self, Client, Descriptors, Options};
 
+/// Every check; what each source resolved to, one line each (`plan check` prints them).
 pub fn check(
     plan: &Plan,
     protos: &Descriptors,
     cancel: &crate::cancel::Cancel,
-) -> anyhow::Result<()> {
-    sources_and_hosts_resolve(plan, cancel)?;
+) -> anyhow::Result<Vec<String>> {
+    let resolved = sources_and_hosts_resolve(plan, cancel)?;
     programs_exist(plan)?;
     let dummy = client::endpoints(&["http://127.0.0.1:1".to_string()])?;
     // The dummy endpoint is plaintext: TLS settings are checked when a contender's
@@ -46,23 +47,41 @@ pub fn check(
             }
         }
     }
-    Ok(())
+    Ok(resolved)
 }
 
 /// Every source's ref resolves (a URL is fetched into the cache for it), and every outside
-/// compat reference's host (the plan check read its syntax only).
-fn sources_and_hosts_resolve(plan: &Plan, cancel: &crate::cancel::Cancel) -> anyhow::Result<()> {
+/// compat reference's host (the plan check read its syntax only). What each source resolved
+/// to: `new: repo @ main → 1a2b3c4d5e6f (clean)`.
+fn sources_and_hosts_resolve(
+    plan: &Plan,
+    cancel: &crate::cancel::Cancel,
+) -> anyhow::Result<Vec<String>> {
     let cache = crate::build::cache::root();
+    let mut resolved = Vec::new();
+    // `who` as the report names it (`contender/member`), `whose` as an error does.
+    let mut resolve = |who: String, whose: String, s: &crate::plan::Source| {
+        let r = crate::build::resolve(s, &cache, cancel)
+            .map_err(|e| anyhow::anyhow!("{whose}: source: {e}"))?;
+        let at = match &r.commit {
+            Some(c) => format!(
+                "{} ({})",
+                &c[..c.len().min(12)],
+                if r.dirty { "with changes" } else { "clean" }
+            ),
+            None => "a folder, as it is".into(),
+        };
+        resolved.push(format!("{who}: {} → {at}", s.describe()));
+        anyhow::Ok(())
+    };
     for c in plan.contenders.iter().filter(|c| c.variant.is_none()) {
         if let Some(s) = &c.source {
-            crate::build::resolve(s, &cache, cancel)
-                .map_err(|e| anyhow::anyhow!("contender `{}`: source: {e}", c.name))?;
+            resolve(c.name.clone(), format!("contender `{}`", c.name), s)?;
         }
         for m in &c.members {
             if let Some(s) = &m.source {
-                crate::build::resolve(s, &cache, cancel).map_err(|e| {
-                    anyhow::anyhow!("contender `{}`, member `{}`: source: {e}", c.name, m.name)
-                })?;
+                let whose = format!("contender `{}`, member `{}`", c.name, m.name);
+                resolve(format!("{}/{}", c.name, m.name), whose, s)?;
             }
         }
     }
@@ -72,7 +91,7 @@ fn sources_and_hosts_resolve(plan: &Plan, cancel: &crate::cancel::Cancel) -> any
                 .map_err(|e| anyhow::anyhow!("compat `{}`: reference: {e}", set.name))?;
         }
     }
-    Ok(())
+    Ok(resolved)
 }
 
 /// Every member's placeholders fill in and its program exists (a program of a built tree
@@ -96,7 +115,7 @@ fn programs_exist(plan: &Plan) -> anyhow::Result<()> {
             let program = expand(&m.command[0], &ph).map_err(at)?;
             let dir = c.dir.as_deref();
             if !program.contains("{source}") && !program_exists(&program, dir) {
-                anyhow::bail!(
+                let e = format!(
                     "contender `{}`: program `{program}` not found{}",
                     c.name,
                     if program.contains('/') {
@@ -105,10 +124,35 @@ fn programs_exist(plan: &Plan) -> anyhow::Result<()> {
                         " on PATH"
                     }
                 );
+                anyhow::bail!(written_at(plan, &c.name, &m.command[0], e));
             }
         }
     }
     Ok(())
+}
+
+/// `message` at the place the plan writes `word` as a string, first after the contender's
+/// name is written (file:line:column); as it is when the plan does not write it so (a
+/// contender a matrix or a what-if made).
+fn written_at(plan: &Plan, contender: &str, word: &str, message: String) -> String {
+    let quoted = |w: &str| [format!("\"{w}\""), format!("'{w}'")];
+    let find = |from: usize| {
+        quoted(word)
+            .iter()
+            .filter_map(|q| plan.text[from..].find(q.as_str()).map(|at| from + at))
+            .min()
+    };
+    let named = quoted(contender)
+        .iter()
+        .filter_map(|q| plan.text.find(q.as_str()))
+        .min()
+        .unwrap_or(0);
+    match find(named).or_else(|| find(0)) {
+        Some(at) => crate::plan::error::Locator::new(&plan.path, &plan.text)
+            .at(at..at + word.len() + 2, message)
+            .to_string(),
+        None => message,
+    }
 }
 
 fn program_exists(program: &str, dir: Option<&Path>) -> bool {

@@ -11,6 +11,21 @@ use super::options::RunOptions;
 use crate::plan::{Plan, Source};
 use crate::results::Results;
 
+/// The contender named `name` and its copies (its noise instances and what-if variants),
+/// by index: they run the same build.
+fn copies_of(plan: &Plan, name: &str) -> Vec<usize> {
+    plan.contenders
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| {
+            o.name == name
+                || o.noise_of.as_deref() == Some(name)
+                || o.variant.as_ref().is_some_and(|v| v.of == name)
+        })
+        .map(|(k, _)| k)
+        .collect()
+}
+
 /// Builds every contender's (and member's) source; returns the indices of contenders whose
 /// build failed (they do not run).
 pub(super) fn build_all(
@@ -30,17 +45,7 @@ pub(super) fn build_all(
         }
         let name = c.name.clone();
         let env = c.members.first().map(|m| m.env.clone()).unwrap_or_default();
-        let copies: Vec<usize> = plan
-            .contenders
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| {
-                o.name == name
-                    || o.noise_of.as_deref() == Some(&name)
-                    || o.variant.as_ref().is_some_and(|v| v.of == name)
-            })
-            .map(|(k, _)| k)
-            .collect();
+        let copies = copies_of(plan, &name);
         let mut broken = false;
         // One build: its tree, or (the failure said and recorded) none; its provenance.
         let mut build =

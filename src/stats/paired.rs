@@ -155,12 +155,42 @@ impl Ratio {
     /// one (below 0.5) and the upper end is below 1 (`÷2.1 (÷2.2–÷1.96)`), else all as
     /// factors (`0.528× (0.497×–0.554×)`; `0.450× (0.400×–1.20×)`, never `÷0.83`).
     pub fn span(&self) -> String {
-        let f = if self.ratio > 0.0 && self.ratio < 0.5 && self.hi < 1.0 {
-            fmt_divisor
-        } else {
-            fmt_factor
+        self.span_against(|_| true, |_| true)
+    }
+
+    /// [`Ratio::span`], each end written with the digits it needs to read on the side of a
+    /// band it is on: `lo_in` and `hi_in` say which side that is (`1.0204` is `1.0204×`, not
+    /// `1.02×`, against a band that ends at 1.02).
+    pub fn span_against(&self, lo_in: impl Fn(f64) -> bool, hi_in: impl Fn(f64) -> bool) -> String {
+        let divisor = self.ratio > 0.0 && self.ratio < 0.5 && self.hi < 1.0;
+        let f = if divisor { fmt_divisor } else { fmt_factor };
+        let end = |x: f64, inside: &dyn Fn(f64) -> bool| {
+            let mut text = f(x);
+            for digits in 3..=6 {
+                if !x.is_finite() || read_ratio(&text).is_none_or(|r| inside(r) == inside(x)) {
+                    break;
+                }
+                text = match divisor {
+                    true => format!("÷{:.digits$}", 1.0 / x),
+                    false => format!("{x:.digits$}×"),
+                };
+            }
+            text
         };
-        format!("{} ({}–{})", f(self.ratio), f(self.lo), f(self.hi))
+        format!(
+            "{} ({}–{})",
+            f(self.ratio),
+            end(self.lo, &lo_in),
+            end(self.hi, &hi_in)
+        )
+    }
+}
+
+/// The ratio a written one reads as: `1.02×` is 1.02, `÷2.1` is 1/2.1.
+fn read_ratio(text: &str) -> Option<f64> {
+    match text.strip_prefix('÷') {
+        Some(d) => d.parse::<f64>().ok().map(|d| 1.0 / d),
+        None => text.strip_suffix('×')?.parse().ok(),
     }
 }
 
@@ -974,6 +1004,20 @@ mod tests {
         assert_eq!(r(1.9, 1.8, 2.1).span(), "1.90× (1.80×–2.1×)");
         // A small estimate whose interval reaches past 1: factors, not `÷2.2 (÷2.5–÷0.83)`.
         assert_eq!(r(0.45, 0.40, 1.2).span(), "0.450× (0.400×–1.20×)");
+        // Against a band of ±2 %: an end just past it is not rounded onto it.
+        let band = |x: f64| (1.0 / 1.02..=1.02).contains(&x);
+        assert_eq!(
+            r(1.01, 0.998, 1.0204).span_against(band, band),
+            "1.01× (0.998×–1.0204×)"
+        );
+        assert_eq!(
+            r(1.0, 0.98031, 1.0196).span_against(band, band),
+            "1.00× (0.980×–1.02×)"
+        );
+        assert_eq!(
+            r(0.99, 0.98042, 1.01).span_against(band, band),
+            "0.990× (0.9804×–1.01×)"
+        );
     }
 
     #[test]

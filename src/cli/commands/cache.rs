@@ -23,12 +23,12 @@ pub(crate) fn run_cache(action: &CacheAction) -> anyhow::Result<u8> {
             (None, _) => "folder".into(),
         };
         format!(
-            "{}  {}  {} @ {} ({at})  {}  built {} ago, used {} ago",
+            "{}  {} @ {} ({at})  {}  for {}  built {} ago, used {} ago",
             l.key,
-            l.entry.contender,
             crate::build::redact(&s.repository),
             s.reference.as_deref().unwrap_or("working tree"),
             report::fmt_bytes(l.bytes as f64),
+            l.entry.contenders(),
             age(l.entry.built_at),
             age(l.entry.used_at)
         )

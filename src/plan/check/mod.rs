@@ -39,6 +39,9 @@ mod contender;
 pub(super) mod portable;
 use contender::*;
 
+mod paired;
+use paired::*;
+
 mod scenario;
 use scenario::*;
 
@@ -58,23 +61,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
         Some(r) => return Err(c.at(r, "`repetitions` must be between 1 and 1000")),
     };
     let order = order_of(&c, &raw)?;
-    let paired = match &raw.paired {
-        Some(p) => c.paired(p)?,
-        None => Paired::default(),
-    };
-    if let (Some(max), Some(p)) = (paired.max_repetitions, &raw.paired) {
-        if max < repetitions {
-            let at = p
-                .get_ref()
-                .max_repetitions
-                .as_ref()
-                .expect("set when given");
-            return Err(c.at(
-                at,
-                format!("`paired.max_repetitions` ({max}) is below `repetitions` ({repetitions}): it is the most repetitions in all, the plan's included"),
-            ));
-        }
-    }
+    let paired = paired_of(&c, &raw, repetitions)?;
     let cores = raw.cores.as_ref().map(|s| c.cores(s)).transpose()?;
     let protos = c.protos(&raw.protos, base)?;
     let includes = raw.proto_include.iter().map(|p| base.join(p)).collect();
@@ -82,19 +69,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
     let contenders = contenders(&c, &raw, base)?;
 
     let scenarios = scenarios(&c, &raw, &contenders, !protos.is_empty())?;
-    // CPU per item is measured where a call returns more items than requests: a gRPC stream.
-    // A plan that judges nothing else and makes no gRPC call would get no verdict anywhere.
-    if let Some(list) = raw.paired.as_ref().and_then(|p| p.get_ref().judge.as_ref()) {
-        let streams = scenarios
-            .iter()
-            .any(|s| matches!(s.call, crate::plan::Call::Grpc { .. }));
-        if paired.judge.keys() == ["cpu_per_item"] && !scenarios.is_empty() && !streams {
-            return Err(c.at(
-                list,
-                "`paired.judge` names only cpu_per_item, which only a gRPC call that streams its answer measures, and this plan makes no gRPC call: every comparison would go without a verdict (judge cpu_per_request, say)",
-            ));
-        }
-    }
+    judged_somewhere(&c, &raw, &paired, &scenarios)?;
 
     let mut compat = c.compat_sets(&raw.compat, base, !protos.is_empty(), raw.seed.unwrap_or(0))?;
     member_references(&c, &raw, &contenders, &mut compat)?;
@@ -369,107 +344,6 @@ impl Checker<'_> {
             Ok(_) => Err(self.at(s, format!("`{key}` must be longer than 0"))),
             Err(e) => Err(self.at(s, format!("`{key}`: {e}"))),
         }
-    }
-
-    fn paired(&self, s: &Spanned<raw::RawPaired>) -> Res<Paired> {
-        let r = s.get_ref();
-        let d = Paired::default();
-        let share = |v: Option<&Spanned<String>>, key: &str, default: f64| -> Res<f64> {
-            let Some(v) = v else { return Ok(default) };
-            match crate::plan::parse_share(v.get_ref()) {
-                Some(x) if (0.0..1.0).contains(&x) => Ok(x),
-                _ => Err(self.at(
-                    v,
-                    format!("`paired.{key}` is a percentage below 100%, like \"2%\""),
-                )),
-            }
-        };
-        let slice = match r.slice.as_ref() {
-            Some(v) if v.get_ref() == "auto" => None,
-            Some(v) => Some(self.duration(Some(v), "paired.slice", Duration::ZERO)?),
-            None => d.slice,
-        };
-        let (max_default, precision_default) = match d.rounds {
-            Rounds::Auto { max, precision } => (max, precision),
-            Rounds::Fixed(_) => unreachable!("the default is auto"),
-        };
-        let max = match &r.max_rounds {
-            None => max_default,
-            Some(m) if (2..=10_000).contains(m.get_ref()) => Some(*m.get_ref() as u32),
-            Some(m) => return Err(self.at(m, "`paired.max_rounds` must be between 2 and 10000")),
-        };
-        let precision = share(r.precision.as_ref(), "precision", precision_default)?;
-        let rounds = match r.rounds.as_ref().map(|v| (v, v.get_ref())) {
-            None => Rounds::Auto { max, precision },
-            Some((_, toml::Value::String(a))) if a == "auto" => Rounds::Auto { max, precision },
-            Some((_, toml::Value::Integer(n))) if (1..=10_000).contains(n) => {
-                if r.max_rounds.is_some() || r.precision.is_some() {
-                    return Err(self.at(s, "`max_rounds` and `precision` are for `rounds = \"auto\"`; a fixed `rounds` runs exactly that many"));
-                }
-                Rounds::Fixed(*n as u32)
-            }
-            Some((v, _)) => {
-                return Err(self.at(
-                    v,
-                    "`paired.rounds` is \"auto\" or a number of rounds from 1 to 10000",
-                ))
-            }
-        };
-        let fdr = share(r.fdr.as_ref(), "fdr", d.fdr)?;
-        // A verdict reads different only when its 95 % interval clears the noise band too,
-        // so a rate above 5 % would promise more than the intervals allow.
-        if fdr <= 0.0 || fdr > 0.05 {
-            let v = r
-                .fdr
-                .as_ref()
-                .expect("only a given fdr can be out of range");
-            return Err(self.at(
-                v,
-                "`paired.fdr` is a false discovery rate above 0% and at most 5%, like \"5%\" or \"1%\"",
-            ));
-        }
-        let judge = match &r.judge {
-            None => Paired::default().judge,
-            Some(list) => {
-                let keys = list.get_ref();
-                let bad = |k: &Spanned<String>| {
-                    self.at(
-                        k,
-                        format!(
-                            "`paired.judge` names figures, and {:?} is none: {}",
-                            k.get_ref(),
-                            crate::plan::FIGURES.join(", ")
-                        ),
-                    )
-                };
-                let judged = crate::plan::Judged::of(keys.iter().map(|k| k.get_ref().as_str()))
-                    .map_err(|k| {
-                        bad(keys.iter().find(|x| x.get_ref() == k).expect("one of them"))
-                    })?;
-                if judged.is_empty() {
-                    return Err(self.at(
-                        list,
-                        "`paired.judge` needs at least one figure, like [\"cpu_per_request\"]",
-                    ));
-                }
-                judged
-            }
-        };
-        Ok(Paired {
-            judge,
-            slice,
-            rounds,
-            noise: share(r.noise.as_ref(), "noise", d.noise)?,
-            equivalence: share(r.equivalence.as_ref(), "equivalence", d.equivalence)?,
-            fdr,
-            max_repetitions: match &r.max_repetitions {
-                None => None,
-                Some(m) if (2..=1000).contains(m.get_ref()) => Some(*m.get_ref() as u32),
-                Some(m) => {
-                    return Err(self.at(m, "`paired.max_repetitions` must be between 2 and 1000"))
-                }
-            },
-        })
     }
 
     fn cores(&self, s: &Spanned<raw::RawCores>) -> Res<Cores> {

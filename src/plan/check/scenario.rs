@@ -211,7 +211,11 @@ impl Checker<'_> {
         Ok(())
     }
 
-    pub(super) fn capacity(&self, s: &Spanned<super::super::raw::RawCapacity>) -> Res<Capacity> {
+    /// A capacity search's one latency goal: which percentile, and how long.
+    fn capacity_goal(
+        &self,
+        s: &Spanned<super::super::raw::RawCapacity>,
+    ) -> Res<(Percentile, Duration)> {
         let r = s.get_ref();
         let goals: Vec<(Percentile, &Spanned<String>)> = [
             (Percentile::P50, &r.p50),
@@ -225,7 +229,15 @@ impl Checker<'_> {
         let [(percentile, goal)] = goals[..] else {
             return Err(self.at(s, "`capacity` needs one latency goal: `p50`, `p90`, `p99` or `p99_9`, e.g. `p99 = \"10ms\"`"));
         };
-        let goal = self.duration(Some(goal), percentile.as_str(), Duration::ZERO)?;
+        Ok((
+            percentile,
+            self.duration(Some(goal), percentile.as_str(), Duration::ZERO)?,
+        ))
+    }
+
+    pub(super) fn capacity(&self, s: &Spanned<super::super::raw::RawCapacity>) -> Res<Capacity> {
+        let r = s.get_ref();
+        let (percentile, goal) = self.capacity_goal(s)?;
         let rate = |v: &Spanned<f64>, key: &str| -> Res<f64> {
             let x = *v.get_ref();
             if x.is_finite() && x > 0.0 && x <= 1e9 {

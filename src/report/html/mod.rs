@@ -32,8 +32,8 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
          details{{margin:2px 0 2px 1em}}pre{{background:#f7f7f7;padding:6px;white-space:pre-wrap;word-break:break-all}}\
          td.different{{font-weight:600;background:#fdecea}}td.equivalent{{background:#e8f5e9}}td.inconclusive{{color:#666;font-style:italic}}\
          </style></head><body>\n<h1>{}</h1>\n",
-        esc(&r.name),
-        esc(&r.name)
+        esc(&super::summary::title(r)),
+        esc(&super::summary::title(r))
     );
     if !a.summary.is_empty() {
         out.push_str("<h2>Summary</h2><ul>");

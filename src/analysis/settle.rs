@@ -1,0 +1,251 @@
+//! What would settle an inconclusive verdict: the repetitions its spread says it needs to
+//! clear the noise band or fit inside the equivalence band, said in the report, and the
+//! second stage of a paired run that measures them (docs/verdicts.md, "More repetitions").
+
+use super::verdicts::{all, pct, Verdict};
+use crate::results::{PointId, Results};
+use crate::stats::paired::{self, knows_its_error, Call};
+
+impl Verdict {
+    /// The log half-width an inconclusive verdict needs: to clear the noise band or to fit
+    /// inside the equivalence band, whichever is nearer its estimate. `None` when it sits on
+    /// a band's edge, where more data may never settle it.
+    fn needs(&self) -> Option<f64> {
+        let r = &self.ratio;
+        let e = r.ratio.ln().abs();
+        let now = (r.hi / r.lo).ln() / 2.0;
+        let to_equal = (1.0 + self.bands.equivalence).ln() - e;
+        let to_differ = e - (1.0 + self.bands.noise).ln();
+        let need = to_equal.max(to_differ);
+        (need >= 0.1 * now && need >= 0.0005).then_some(need)
+    }
+
+    /// The interval's log half-width with `n` repetitions like those it has. Where it rests
+    /// on Student's t over the repetitions (few of them) t shrinks too — 4.3 at three, 2.6
+    /// at six — so six repetitions do more than the root of 6/3 would say; a bootstrap
+    /// interval narrows as one over the root of their number.
+    fn half_width_with(&self, n: usize) -> f64 {
+        let r = &self.ratio;
+        let now = (r.hi / r.lo).ln() / 2.0;
+        let reps = r.repetitions.max(1);
+        match r.student {
+            Some((se, df)) if paired::t975(df) * se >= 0.99 * now => {
+                let sd = se * (reps as f64).sqrt();
+                paired::t975(n - 1) * sd / (n as f64).sqrt()
+            }
+            _ => now * (reps as f64 / n as f64).sqrt(),
+        }
+    }
+
+    /// The fewest repetitions like those it has — more than it has, at most
+    /// [`MOST_REPETITIONS`] — whose interval would have the half-width `need`.
+    fn repetitions_for(&self, need: f64) -> Option<u32> {
+        let reps = self.ratio.repetitions.max(1);
+        let most = MOST_REPETITIONS as usize;
+        let fits = |n: usize| self.half_width_with(n) <= need;
+        if reps >= most || !fits(most) {
+            return None;
+        }
+        // The half-width falls with n: the first n narrow enough, by halving.
+        let (mut lo, mut hi) = (reps, most);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if fits(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi as u32)
+    }
+
+    /// What would settle an inconclusive verdict, from the spread seen: the half-width it
+    /// needs (to clear the noise band or to fit inside the equivalence band, whichever is
+    /// nearer), and about how many rounds per repetition — or, when more rounds cannot get
+    /// there (the spread is between fresh starts, or past `max_rounds`), how many
+    /// repetitions. `None` when the verdict is settled.
+    pub fn settle(&self, max_rounds: Option<u32>) -> Option<String> {
+        if self.call != Call::Inconclusive || self.held_back {
+            return None;
+        }
+        let r = &self.ratio;
+        if !knows_its_error(r) {
+            return Some("one round is no interval: measure at least two rounds".into());
+        }
+        if r.repetitions < 2 {
+            return Some(
+                "one start says nothing of the next: run three repetitions or more".into(),
+            );
+        }
+        let Some(need) = self.needs() else {
+            return Some("its estimate sits on a band's edge: more data may not settle it".into());
+        };
+        let now = (r.hi / r.lo).ln() / 2.0;
+        let factor = (now / need).powi(2);
+        let reps = r.repetitions.max(1);
+        // The ratio rests on pairs of rounds (one run first, one second), so a repetition's
+        // rounds are twice its pairs — what the table's `rounds` column and `max_rounds`
+        // count.
+        let per_rep = 2.0 * r.rounds as f64 / reps as f64;
+        let b = self.between.unwrap_or(0.0);
+        let rounds = (1.0 / factor > b).then(|| (per_rep * (1.0 - b) / (1.0 / factor - b)).ceil());
+        let head = format!("needs ±{}", pct(need.exp() - 1.0));
+        if let Some(n) = rounds.filter(|&n| max_rounds.is_none_or(|m| n <= f64::from(m))) {
+            return Some(format!("{head}: about {n:.0} rounds per repetition"));
+        }
+        let at_estimate = self.repetitions_for(need);
+        let said = match at_estimate {
+            Some(n) => format!("{head}: about {n} repetitions of {per_rep:.0} rounds"),
+            None => {
+                format!("{head}: more than {MOST_REPETITIONS} repetitions of {per_rep:.0} rounds")
+            }
+        };
+        // An estimate that wandered between the bands asks much of the next starts; were
+        // the two the same, fewer would prove it (what an equivalence gate wants to know).
+        Some(match self.repetitions_if_no_change(true) {
+            Some(n) if at_estimate.is_none_or(|m| n < m) => format!(
+                "{said}; were there no change, about {n} would prove it equal within ±{}",
+                pct(self.bands.equivalence)
+            ),
+            _ => said,
+        })
+    }
+
+    /// About how many repetitions like those it has would settle an inconclusive verdict,
+    /// from the spread seen ([`Verdict::half_width_with`]); a verdict held back by the
+    /// report's error control, twice as many. `Some(0)`: settled. `None`: no count up to
+    /// [`MOST_REPETITIONS`] would, or none can be read — one round of one repetition, an
+    /// estimate on a band's edge.
+    ///
+    /// "Would settle" at even odds: the interval's half-width is aimed at the whole distance
+    /// from the estimate to the band's edge, so if the estimate is the truth the interval
+    /// lands on either side of the edge alike. [`Verdict::repetitions_to_settle_surely`]
+    /// aims at four times in five.
+    pub fn repetitions_to_settle(&self) -> Option<u32> {
+        self.repetitions_aimed(1.0)
+    }
+
+    /// As [`Verdict::repetitions_to_settle`], but enough to settle it four times in five if
+    /// its estimate is the truth: the half-width aimed at [`POWER_AIM`] of the distance to
+    /// the band's edge — about twice the repetitions. What a second stage sizes itself by.
+    pub fn repetitions_to_settle_surely(&self) -> Option<u32> {
+        self.repetitions_aimed(POWER_AIM)
+    }
+
+    /// How many repetitions in all a second stage of at most `max` gives this verdict, which
+    /// has `have`: `None` when it gets none — settled, already at `max`, or out of reach
+    /// both ways. In reach at even odds if its estimate is the truth, or if there is no
+    /// change at all ([`Verdict::repetitions_if_no_change`]); then as many as the larger of
+    /// those that are in reach would take four times in five, at most `max`. One repetition
+    /// says nothing of the spread between starts: `max`.
+    pub fn second_stage(&self, have: u32, max: u32) -> Option<u32> {
+        let at_estimate = self.repetitions_to_settle();
+        if at_estimate == Some(0) || have >= max {
+            return None;
+        }
+        if have <= 1 {
+            return Some(max);
+        }
+        let within = |n: Option<u32>| n.filter(|&n| n > 0 && n <= max);
+        let mut want = None;
+        if let Some(n) = within(at_estimate) {
+            let surely = self.repetitions_to_settle_surely().unwrap_or(max);
+            want = Some(surely.clamp(n, max));
+        }
+        if let Some(n) = within(self.repetitions_if_no_change(false)) {
+            let surely = self.repetitions_if_no_change(true).unwrap_or(max);
+            want = want.max(Some(surely.clamp(n, max)));
+        }
+        want
+    }
+
+    /// About how many repetitions like those it has would prove an inconclusive verdict
+    /// *equivalent* if the two were in truth the same — even odds, or with `surely` four
+    /// times in five — whatever its estimate reads now. `None` where no change is already
+    /// ruled out (the interval leaves 1 out, or it cleared the noise band and was held
+    /// back), where no count up to [`MOST_REPETITIONS`] would, or where none can be read.
+    ///
+    /// Why not from the estimate alone: the interval has to fit inside the band *around
+    /// wherever the next estimate lands*, so for two equal builds the half-width is aimed at
+    /// [`EQUAL_AIM`] (or [`EQUAL_AIM_SURELY`]) of the band — two one-sided tests sized at a
+    /// nil difference. Aimed from an estimate that wandered to 1.5 % between bands of 1 % and
+    /// 2 %, the same A/A point would want a hundred repetitions.
+    pub fn repetitions_if_no_change(&self, surely: bool) -> Option<u32> {
+        if self.call != Call::Inconclusive {
+            return Some(0);
+        }
+        let r = &self.ratio;
+        if !knows_its_error(r) || self.held_back || !(r.lo <= 1.0 && 1.0 <= r.hi) {
+            return None;
+        }
+        let aim = if surely { EQUAL_AIM_SURELY } else { EQUAL_AIM };
+        self.repetitions_for(aim * (1.0 + self.bands.equivalence).ln())
+    }
+
+    fn repetitions_aimed(&self, aim: f64) -> Option<u32> {
+        if self.call != Call::Inconclusive {
+            return Some(0);
+        }
+        let r = &self.ratio;
+        if !knows_its_error(r) {
+            return None;
+        }
+        if self.held_back {
+            // It cleared the noise band alone; the control asks a smaller p-value, which
+            // as many repetitions again would give a real change.
+            return Some(2 * r.repetitions.max(1) as u32);
+        }
+        self.repetitions_for(self.needs()? * aim)
+    }
+}
+
+/// The share of the distance between an estimate and a band's edge that a second stage aims
+/// its interval's half-width at: z(97.5 %) / (z(97.5 %) + z(80 %)) = 1.96 / (1.96 + 0.84), so
+/// that a change as large as its estimate settles four times in five (80 % power; Cohen
+/// 1988), not one time in two.
+pub const POWER_AIM: f64 = 0.7;
+
+/// The share of the equivalence band that an interval's half-width is aimed at so that two
+/// equal figures read *equivalent* at even odds: the interval (1.96 standard errors a side)
+/// must fit inside the band around an estimate that lands anywhere, |d| ≤ m − 1.96 se, half
+/// the time when m = (1.96 + 0.674) se — so 1.96 / 2.634.
+pub const EQUAL_AIM: f64 = 1.96 / (1.96 + 0.674);
+
+/// As [`EQUAL_AIM`], four times in five: m = (1.96 + 1.282) se, the sample size of two
+/// one-sided tests when the true difference is nil (Chow, Shao & Wang, *Sample Size
+/// Calculations in Clinical Research*, 2nd ed., 2008, ch. 3).
+pub const EQUAL_AIM_SURELY: f64 = 1.96 / (1.96 + 1.282);
+
+/// The second stage of a paired run with `max_repetitions` (docs/verdicts.md, "More
+/// repetitions"): read off the plan's repetitions only, the points where a contender's main
+/// verdict is inconclusive and about `max` repetitions or fewer would settle it at even
+/// odds, if its estimate is the truth or if there is no change — or it has only one, which
+/// tells nothing of the spread between fresh starts — each with the repetitions it should
+/// have in all ([`Verdict::second_stage`]: enough to settle it four times in five, at most
+/// `max`; the most any of its contenders wants). In plan order.
+pub fn unsettled(r: &Results, max: u32) -> Vec<(PointId, u32)> {
+    // A resumed second stage reads the same first stage, so it plans the same.
+    let mut first = r.clone();
+    first.runs.retain(|x| x.id.repetition <= r.repetitions);
+    let (all, _) = all(&first);
+    let mut out: Vec<(PointId, u32)> = Vec::new();
+    for pv in &all {
+        let Some(v) = pv.main() else { continue };
+        let have = first
+            .point_runs(&pv.contender, &pv.point)
+            .filter(|p| p.load.is_some())
+            .count() as u32;
+        let Some(want) = v.second_stage(have, max) else {
+            continue;
+        };
+        match out.iter_mut().find(|(p, _)| *p == pv.point) {
+            Some((_, n)) => *n = (*n).max(want),
+            None => out.push((pv.point.clone(), want)),
+        }
+    }
+    out
+}
+
+/// The most repetitions an estimate of what would settle a verdict counts to (the most a
+/// plan may ask for).
+pub const MOST_REPETITIONS: u32 = 1000;
