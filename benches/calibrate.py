@@ -235,7 +235,7 @@ def work_for(target, guess):
     """The --work (µs) that makes b cost `target` more per request than a, as measured: the
     counted loop is calibrated on its own, but inside a request it costs more (cold caches),
     so the amount is scaled by the median of three paired comparisons of six repetitions
-    each (as many seconds as three, a narrower interval: BENCHMARKS.md 18:30 UTC), twice."""
+    each (as many seconds as three, a narrower interval: benches/notes/notebook.md, 2026-12-02 18:30 UTC), twice."""
     work = guess
     for _ in range(2):
         measured = []

@@ -1,5 +1,6 @@
 //! What the docs promise about the examples is checked against the examples: counts in
-//! comments and in the README are what the plans hold.
+//! comments and in the docs are what the plans hold; links lead somewhere; the README's plan
+//! is a plan.
 
 use std::path::Path;
 
@@ -20,12 +21,15 @@ fn the_etcd_compat_example_has_the_cases_its_docs_count() {
         text.lines().next().unwrap().contains(&said),
         "compat.toml's first line does not say {said}"
     );
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let line = readme
+    let page = std::fs::read_to_string(root().join("docs/same-answers.md")).unwrap();
+    let line = page
         .lines()
         .find(|l| l.contains("bakeoff run examples/etcd/compat.toml"))
         .unwrap();
-    assert!(line.contains(&said), "the README says otherwise: {line}");
+    assert!(
+        line.contains(&said),
+        "docs/same-answers.md says otherwise: {line}"
+    );
 }
 
 #[test]
@@ -56,4 +60,22 @@ fn the_docs_link_only_to_files_in_the_repository() {
             );
         }
     }
+}
+
+/// The plan the README offers as a start is a plan bakeoff reads, and shows what it says:
+/// two contenders built from source at two refs, one scenario at two loads.
+#[test]
+fn the_readmes_plan_is_a_plan() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let text = readme
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the README shows a plan");
+    // Read as if it were in this repository (its `git = "."`).
+    let plan = Plan::parse(&root().join("plan.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.contenders.len(), 2);
+    assert!(plan.contenders.iter().all(|c| c.source.is_some()));
+    let points: usize = plan.scenarios.iter().map(|s| s.points.len()).sum();
+    assert_eq!(points, 2);
 }

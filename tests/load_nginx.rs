@@ -296,19 +296,20 @@ fn the_terminal_summary_is_compact_and_says_what_happened() {
     );
 }
 
-/// The README shows what `bakeoff load -z 3s -c 16 URL` printed against nginx: the same
+/// docs/load.md shows what `bakeoff load -z 3s -c 16 URL` printed against nginx: the same
 /// lines, in the same order, come out now (numbers aside).
 #[test]
 fn the_readmes_load_output_is_what_load_prints() {
     let Some(ng) = start_nginx() else { return };
-    let readme =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-            .unwrap();
-    let shown = readme
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/load.md"),
+    )
+    .unwrap();
+    let shown = page
         .split("What it printed against nginx")
         .nth(1)
         .and_then(|b| b.split("```").nth(1))
-        .expect("the README shows load's output");
+        .expect("docs/load.md shows load's output");
     let labels = |text: &str| -> Vec<String> {
         text.lines()
             .filter_map(|l| l.split_whitespace().next())
@@ -325,7 +326,7 @@ fn the_readmes_load_output_is_what_load_prints() {
     assert_eq!(
         labels(shown),
         labels(&printed),
-        "README:\n{shown}\nnow:\n{printed}"
+        "docs/load.md:\n{shown}\nnow:\n{printed}"
     );
     assert_eq!(
         labels(shown),
