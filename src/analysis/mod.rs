@@ -5,6 +5,7 @@
 //! reads the runs for machine findings of its own.
 
 pub mod capacity;
+pub mod figure;
 pub mod gates;
 pub mod settle;
 pub mod trim;

@@ -3,84 +3,12 @@
 //! the two ran side by side (see `stats::paired` for the method, docs/verdicts.md for the
 //! design). Only runs of one block (contenders that ran side by side) are paired.
 
-use crate::results::{PointId, PointRun, Results, Slice};
+use crate::results::{PointId, PointRun, Results};
 pub use crate::stats::paired::fmt_ratio;
 use crate::stats::paired::{self, knows_its_error, Bands, Call, Ratio};
 
+pub use super::figure::Figure;
 pub use super::settle::{unsettled, EQUAL_AIM, EQUAL_AIM_SURELY, MOST_REPETITIONS, POWER_AIM};
-
-/// What a verdict is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Figure {
-    /// The server's CPU time per request: steady on a shared machine.
-    CpuPerRequest,
-    /// The server's CPU time per streamed message (server-streaming calls only).
-    CpuPerItem,
-    Throughput,
-    P50,
-    P99,
-}
-
-impl Figure {
-    pub const ALL: [Figure; 5] = [
-        Figure::CpuPerRequest,
-        Figure::CpuPerItem,
-        Figure::Throughput,
-        Figure::P50,
-        Figure::P99,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Figure::CpuPerRequest => "CPU per request",
-            Figure::CpuPerItem => "CPU per item",
-            Figure::Throughput => "throughput",
-            Figure::P50 => "p50",
-            Figure::P99 => "p99",
-        }
-    }
-
-    /// Its name for tools and plans (`paired.judge`): [`crate::plan::FIGURES`] lists them
-    /// in [`Figure::ALL`]'s order.
-    pub fn key(self) -> &'static str {
-        crate::plan::FIGURES[self as usize]
-    }
-
-    /// The figure over a whole point (all its slices), as the serving table shows it.
-    pub fn of_point(self, p: &PointRun) -> Option<f64> {
-        let load = p.load.as_ref()?;
-        match self {
-            Figure::CpuPerRequest => p.cost?.cpu_us_per(load.requests),
-            Figure::CpuPerItem => (load.items > load.requests)
-                .then(|| p.cost?.cpu_us_per(load.items))
-                .flatten(),
-            Figure::Throughput => Some(load.requests_per_s),
-            Figure::P50 => Some(load.latency_us.p50 as f64),
-            Figure::P99 => Some(load.latency_us.p99 as f64),
-        }
-    }
-
-    fn of(self, s: &Slice) -> Option<f64> {
-        match self {
-            Figure::CpuPerRequest => s.cpu_us_per_request(),
-            Figure::CpuPerItem => s.cpu_us_per_item(),
-            Figure::Throughput => Some(s.requests_per_s),
-            Figure::P50 => Some(s.p50_us as f64),
-            Figure::P99 => Some(s.p99_us as f64),
-        }
-    }
-
-    /// The words for a change: (when the ratio is above 1, below 1).
-    fn words(self) -> (&'static str, &'static str) {
-        match self {
-            Figure::CpuPerRequest => ("more CPU per request", "less CPU per request"),
-            Figure::CpuPerItem => ("more CPU per item", "less CPU per item"),
-            Figure::Throughput => ("more throughput", "less throughput"),
-            Figure::P50 => ("higher p50", "lower p50"),
-            Figure::P99 => ("higher p99", "lower p99"),
-        }
-    }
-}
 
 /// One figure's paired ratio and what it proves.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,12 +35,30 @@ impl std::fmt::Display for Verdict {
     /// `1.34× (1.29×–1.40×) more CPU per request`; `≈ 1.00× (0.990×–1.01×) throughput equal
     /// within ±2%`; `? 1.03× (0.98×–1.08×) throughput inconclusive (±4.8%)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.write(f, false)
+    }
+}
+
+impl Verdict {
+    /// The verdict as [`Display`](std::fmt::Display) writes it, its ratios as factors
+    /// whatever their size when `factors` says so (a column of one notation).
+    pub fn text(&self, factors: bool) -> String {
+        struct In<'a>(&'a Verdict, bool);
+        impl std::fmt::Display for In<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.write(f, self.1)
+            }
+        }
+        In(self, factors).to_string()
+    }
+
+    fn write(&self, f: &mut std::fmt::Formatter<'_>, factors: bool) -> std::fmt::Result {
         // Each end reads on the side of the band the call read it on.
         let (noise, eq) = (1.0 + self.bands.noise, 1.0 + self.bands.equivalence);
         let span = match self.call {
-            Call::Higher => self.ratio.span_against(|x| x > noise, |_| true),
-            Call::Lower => self.ratio.span_against(|_| true, |x| x < 1.0 / noise),
-            _ => self.ratio.span_against(|x| x >= 1.0 / eq, |x| x <= eq),
+            Call::Higher => self.ratio.span_in(factors, |x| x > noise, |_| true),
+            Call::Lower => self.ratio.span_in(factors, |_| true, |x| x < 1.0 / noise),
+            _ => self.ratio.span_in(factors, |x| x >= 1.0 / eq, |x| x <= eq),
         };
         let (up, down) = self.figure.words();
         let name = self.figure.name();

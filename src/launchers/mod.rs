@@ -115,9 +115,14 @@ fn plan(c: &CiCommon) -> anyhow::Result<Plan> {
     Ok(plan)
 }
 
-/// The plan's path as the workflow and the Job name it: as given, with `/` separators.
+/// The plan's path as the workflow and the Job name it: from the root of the repository it
+/// is in, where a runner's checkout starts the job — however it was given here (absolute,
+/// or from a folder below the root) — with `/` separators.
 fn plan_arg(p: &Path) -> String {
-    p.display().to_string().replace('\\', "/")
+    Plan::in_repository(p)
+        .display()
+        .to_string()
+        .replace('\\', "/")
 }
 
 /// The merge's flags for CI.

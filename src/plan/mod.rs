@@ -387,6 +387,16 @@ impl Plan {
         Ok(check::portable::check(path, &text)?)
     }
 
+    /// `path` from the root of the repository it is in, as a CI runner's checkout has it;
+    /// as given when it cannot be read.
+    pub fn in_repository(path: &Path) -> PathBuf {
+        let root = check::portable::root_of(path);
+        std::fs::canonicalize(path)
+            .ok()
+            .and_then(|p| p.strip_prefix(&root).ok().map(Path::to_path_buf))
+            .unwrap_or_else(|| path.to_path_buf())
+    }
+
     /// Checks a plan's text; `path` names it in errors and anchors relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<Plan, PlanError> {
         check::check(path, text)

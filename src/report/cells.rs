@@ -125,6 +125,16 @@ impl Axes {
 /// as people read it (`1.34× (1.29×–1.40×) more CPU per request`, `≈ …`, `? …`), styled by
 /// what it proved; for tools the ratio, its interval, p, the verdict and its direction.
 pub(super) fn verdict_cell(key: &str, x: Option<&crate::analysis::verdicts::Verdict>) -> Cell {
+    verdict_cell_in(key, x, false)
+}
+
+/// [`verdict_cell`], its ratios as factors whatever their size when `factors` says so: the
+/// notation of its column.
+pub(super) fn verdict_cell_in(
+    key: &str,
+    x: Option<&crate::analysis::verdicts::Verdict>,
+    factors: bool,
+) -> Cell {
     use super::table::Reading;
     use crate::stats::paired::Call;
     let values = vec![
@@ -141,7 +151,7 @@ pub(super) fn verdict_cell(key: &str, x: Option<&crate::analysis::verdicts::Verd
             x.map_or("", |x| x.call.direction()).into(),
         ),
     ];
-    let cell = Cell::with(x.map_or(String::new(), |x| x.to_string()), values);
+    let cell = Cell::with(x.map_or(String::new(), |x| x.text(factors)), values);
     match x.map(|x| x.call) {
         None => cell,
         Some(Call::Equivalent) => cell.reading(Reading::Equivalent),

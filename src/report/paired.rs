@@ -235,6 +235,7 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
     let info = r.scenarios.iter().find(|s| s.name == name)?;
     // A column for every figure judged: the summary counts each verdict a table shows.
     let order: Vec<Figure> = stability(verdicts).into_iter().map(|x| x.0).collect();
+    let factors = factor_columns(&order, verdicts);
     let axes = super::cells::Axes::of(info);
     // A streaming call's headline figure is items/s (blocks of a range, say): its column
     // comes after req/s.
@@ -272,7 +273,12 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
             row.extend(figures(&pts, streams, none.as_deref()));
             for f in &order {
                 let x = v.and_then(|v| v.get(*f)).filter(|_| none.is_none());
-                row.push(super::cells::verdict_cell(&f.name().replace(' ', "_"), x));
+                let factors = factors.contains(f);
+                row.push(super::cells::verdict_cell_in(
+                    &f.name().replace(' ', "_"),
+                    x,
+                    factors,
+                ));
             }
             let n: Vec<usize> = pts
                 .iter()
@@ -299,6 +305,22 @@ pub fn table(r: &Results, name: &str, call: &str, verdicts: &[PointVerdicts]) ->
         head,
         rows,
     })
+}
+
+/// The columns written in factors only, for one notation a column: where one small ratio's
+/// interval reaches past 1 (a factor, never `÷0.83`), the column's other small ratios are
+/// factors too.
+fn factor_columns(order: &[Figure], verdicts: &[PointVerdicts]) -> Vec<Figure> {
+    order
+        .iter()
+        .copied()
+        .filter(|f| {
+            verdicts.iter().filter_map(|v| v.get(*f)).any(|x| {
+                let r = &x.ratio;
+                r.ratio > 0.0 && r.ratio < 0.5 && !r.reads_as_divisor()
+            })
+        })
+        .collect()
 }
 
 /// A contender's figures at a point (medians over the repetitions): req/s, items/s for a

@@ -162,7 +162,23 @@ impl Ratio {
     /// band it is on: `lo_in` and `hi_in` say which side that is (`1.0204` is `1.0204×`, not
     /// `1.02×`, against a band that ends at 1.02).
     pub fn span_against(&self, lo_in: impl Fn(f64) -> bool, hi_in: impl Fn(f64) -> bool) -> String {
-        let divisor = self.ratio > 0.0 && self.ratio < 0.5 && self.hi < 1.0;
+        self.span_in(false, lo_in, hi_in)
+    }
+
+    /// Whether [`Ratio::span`] writes it as divisors (`÷2.1 (÷2.2–÷1.96)`).
+    pub fn reads_as_divisor(&self) -> bool {
+        self.ratio > 0.0 && self.ratio < 0.5 && self.hi < 1.0
+    }
+
+    /// [`Ratio::span_against`], as factors whatever its size when `factors` says so: a
+    /// column whose other cells cannot be divisors keeps one notation.
+    pub fn span_in(
+        &self,
+        factors: bool,
+        lo_in: impl Fn(f64) -> bool,
+        hi_in: impl Fn(f64) -> bool,
+    ) -> String {
+        let divisor = !factors && self.reads_as_divisor();
         let f = if divisor { fmt_divisor } else { fmt_factor };
         let end = |x: f64, inside: &dyn Fn(f64) -> bool| {
             let mut text = f(x);
@@ -1004,6 +1020,12 @@ mod tests {
         assert_eq!(r(1.9, 1.8, 2.1).span(), "1.90× (1.80×–2.1×)");
         // A small estimate whose interval reaches past 1: factors, not `÷2.2 (÷2.5–÷0.83)`.
         assert_eq!(r(0.45, 0.40, 1.2).span(), "0.450× (0.400×–1.20×)");
+        // And a column that holds it writes its other small ratios as factors too.
+        let any = |_: f64| true;
+        assert_eq!(
+            r(0.101, 0.08, 0.12).span_in(true, any, any),
+            "0.101× (0.080×–0.120×)"
+        );
         // Against a band of ±2 %: an end just past it is not rounded onto it.
         let band = |x: f64| (1.0 / 1.02..=1.02).contains(&x);
         assert_eq!(
