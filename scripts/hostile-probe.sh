@@ -126,14 +126,16 @@ ls /tmp/probe-pwned 2>/dev/null && echo "!! a source ran a command: /tmp/probe-p
 
 # Results and shards from another machine: a real run's results, then figures out of range
 # and a histogram whose header says it is 2 GB.
-printf 'name = "r"\nrepetitions = 1\n[[contender]]\nname = "a"\ncommand = ["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1"]\nready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }\n[[scenario]]\nname = "s"\nhttp = "/"\nclients = [1]\nrequests = 50\n' > r.toml
-timeout 120 $B run r.toml --out real > /dev/null 2>&1
+printf 'name = "r"\nrepetitions = 2\n[[contender]]\nname = "a"\ncommand = ["python3", "-m", "http.server", "{port}", "--bind", "127.0.0.1"]\nready = { http = "http://127.0.0.1:{port}/", timeout = "20s" }\n[[scenario]]\nname = "s"\nhttp = "/"\nclients = [1]\nrequests = 50\n' > r.toml
+timeout 120 $B run r.toml --shard 1/2 --out real > /dev/null 2>&1
+timeout 120 $B run r.toml --shard 2/2 --out real2 > /dev/null 2>&1
 python3 - <<'PY'
 import base64, json, struct, shutil, os
 r = json.load(open("real/results.json"))
-def doctor(name, edit):
-    shutil.copytree("real", name)
-    d = json.loads(json.dumps(r)); walk(d, edit)
+r2 = json.load(open("real2/results.json"))
+def doctor(name, edit):  # the second shard, doctored
+    shutil.copytree("real2", name)
+    d = json.loads(json.dumps(r2)); walk(d, edit)
     json.dump(d, open(f"{name}/results.json", "w"))
 def walk(x, edit):  # every object in the results, wherever it is
     if isinstance(x, dict):
@@ -154,6 +156,7 @@ PY
 case_ "report: requests_per_s -100" $B report negative
 case_ "report: requests_per_s 1e308" $B report huge
 case_ "report: histogram says 2 GB" $B report lying
+case_ "merge: the two shards as run" $B merge real real2 --out m0
 case_ "merge: a shard with -100 req/s" $B merge real negative --out m1
 case_ "merge: a shard whose histogram lies" $B merge real lying --out m2
 

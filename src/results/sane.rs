@@ -15,6 +15,11 @@ fn number(what: &str, v: f64) -> Result<(), String> {
     if (0.0..=1e15).contains(&v) {
         Ok(())
     } else {
+        // `{:e}` past a number a reader can take in: 1e308, not 309 digits.
+        let v = match v.abs() < 1e15 {
+            true => v.to_string(),
+            false => format!("{v:e}"),
+        };
         Err(format!("`{what}` is {v}, not a figure bakeoff writes"))
     }
 }
