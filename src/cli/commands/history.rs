@@ -133,11 +133,44 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
 
 /// `history list`: every series, its commits and latest value.
 fn list(path: &Path, series: &[history::Series]) -> anyhow::Result<()> {
-    let mut out = String::from("| series | plan · contender · point · figure | commits | latest | at |\n|---|---|---|---|---|\n");
+    emit(&list_table(series))?;
+    eprintln!(
+        "{} in {}",
+        crate::units::count(series.len() as u64, "series"),
+        path.display()
+    );
+    Ok(())
+}
+
+/// The series as a table; when they were measured in more than one environment (a series is
+/// one environment's), a column says which, with its words below the table.
+fn list_table(series: &[history::Series]) -> String {
+    let mut envs: Vec<&str> = Vec::new();
+    for s in series {
+        if !envs.contains(&s.env_words.as_str()) {
+            envs.push(&s.env_words);
+        }
+    }
+    let label = |words: &str| {
+        let k = envs.iter().position(|e| *e == words).unwrap_or(0);
+        match k < 26 {
+            true => char::from(b'A' + k as u8).to_string(),
+            false => (k + 1).to_string(),
+        }
+    };
+    let several = envs.len() > 1;
+    let mut out = String::from("| series | plan · contender · point · figure |");
+    out.push_str(if several { " machine |" } else { "" });
+    out.push_str(" commits | latest | at |\n|---|---|---|---|---|");
+    out.push_str(if several { "---|\n" } else { "\n" });
     for s in series {
         let last = s.points.last();
+        let machine = match several {
+            true => format!(" {} |", label(&s.env_words)),
+            false => String::new(),
+        };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} |\n",
+            "| `{}` | {} |{machine} {} | {} | {} |\n",
             s.key.id(),
             s.key.words(),
             s.points.len(),
@@ -148,13 +181,13 @@ fn list(path: &Path, series: &[history::Series]) -> anyhow::Result<()> {
                 .unwrap_or_else(|| "–".into())
         ));
     }
-    emit(&out)?;
-    eprintln!(
-        "{} in {}",
-        crate::units::count(series.len() as u64, "series"),
-        path.display()
-    );
-    Ok(())
+    if several {
+        out.push('\n');
+        for e in &envs {
+            out.push_str(&format!("machine {}: {e}\n", label(e)));
+        }
+    }
+    out
 }
 
 /// `history show ID`: one series' points.
@@ -224,4 +257,45 @@ fn detect(
         store.series()?.len()
     );
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::history::{Series, SeriesKey};
+
+    fn series(figure: &str, env: &str) -> Series {
+        Series {
+            key: SeriesKey {
+                plan: "p".into(),
+                contender: "a".into(),
+                point: "get".into(),
+                figure: figure.into(),
+                env: env.into(),
+            },
+            env_words: format!("CPU {env} · contenders [1] load [0]"),
+            points: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn series_of_two_machines_say_which_is_which() {
+        let one = super::list_table(&[series("throughput", "x"), series("p99", "x")]);
+        assert!(!one.contains("machine"), "{one}");
+        let two = super::list_table(&[series("throughput", "x"), series("throughput", "y")]);
+        let rows: Vec<&str> = two.lines().filter(|l| l.starts_with("| `")).collect();
+        assert!(
+            rows[0].contains("| A |") && rows[1].contains("| B |"),
+            "{two}"
+        );
+        assert!(
+            two.lines()
+                .nth(1)
+                .is_some_and(|l| l.matches('|').count() == 7),
+            "{two}"
+        );
+        assert!(
+            two.contains("machine B: CPU y · contenders [1] load [0]"),
+            "{two}"
+        );
+    }
 }
