@@ -160,5 +160,66 @@ case_ "merge: the two shards as run" $B merge real real2 --out m0
 case_ "merge: a shard with -100 req/s" $B merge real negative --out m1
 case_ "merge: a shard whose histogram lies" $B merge real lying --out m2
 
+# The edge-delay proxy: while a run slows the edge to a cluster's back member, something
+# else on the machine opens 3,000 idle connections to the proxy and 120 that send a megabyte
+# each. The run must finish, its peak memory and threads bounded (128 links at most, 1 MiB
+# held each).
+cat > flood.py <<'PY'
+import os, re, socket, sys, time
+pid = int(sys.argv[1])
+def listening():  # the TCP ports bakeoff itself listens on: the proxy's
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            m = re.match(r"socket:\[(\d+)\]", os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue
+        if m:
+            inodes.add(m.group(1))
+    ports = []
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        if f[3] == "0A" and f[9] in inodes:
+            ports.append(int(f[1].split(":")[1], 16))
+    return ports
+for _ in range(300):
+    try:
+        ports = listening()
+    except OSError:
+        sys.exit(0)
+    if ports:
+        break
+    time.sleep(0.1)
+else:
+    print("no proxy seen"); sys.exit(0)
+held = []
+for i in range(3120):
+    try:
+        s = socket.create_connection(("127.0.0.1", ports[0]), timeout=1)
+        if i >= 3000:
+            s.setblocking(False)
+            try:
+                s.send(b"x" * (1 << 20))
+            except OSError:
+                pass
+        held.append(s)
+    except OSError:
+        pass
+threads = len(os.listdir(f"/proc/{pid}/task"))
+print(f"proxy port {ports[0]}: {len(held)} connections made, bakeoff then had {threads} threads")
+time.sleep(3)
+PY
+FIX=$(realpath "$(dirname "$B")/../../tests/fixtures")
+printf 'name = "edge"\nrepetitions = 1\norder = "sequential"\n[[contender]]\nname = "c"\ndir = "%s"\nwhat_if = [{ delay = "back", by = ["1ms"] }]\n[[contender.member]]\nname = "front"\nafter = ["back"]\nendpoint = "http://127.0.0.1:{port:front}"\ncommand = ["python3", "edge_servers.py", "front", "{port:front}", "{port:back}", "1", "seq"]\nready = { http = "http://127.0.0.1:{port:front}/", timeout = "30s" }\n[[contender.member]]\nname = "back"\nendpoint = "http://127.0.0.1:{port:back}"\ncommand = ["python3", "edge_servers.py", "back", "{port:back}"]\nready = { tcp = "127.0.0.1:{port:back}", timeout = "30s" }\n[[scenario]]\nname = "get"\nhttp = "/"\nduration = "8s"\n' "$FIX" > edge.toml
+edge_run() {  # the run, with the flood against its proxy
+  $B run edge.toml --out edge-out > edge.log 2>&1 &
+  local pid=$!
+  python3 flood.py $pid > flood.log 2>&1
+  wait $pid
+}
+export -f edge_run 2>/dev/null
+case_ "edge proxy: 3,000 idle, 120 senders" bash -c "B=$B; $(declare -f edge_run); edge_run; tail -1 edge.log"
+echo "   the flood: $(tail -1 flood.log)"
+
 kill $SRV $PIDS
 echo "in $D"
