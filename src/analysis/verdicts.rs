@@ -8,7 +8,6 @@ pub use crate::stats::paired::fmt_ratio;
 use crate::stats::paired::{self, knows_its_error, Bands, Call, Ratio};
 
 pub use super::figure::Figure;
-pub use super::settle::{unsettled, EQUAL_AIM, EQUAL_AIM_SURELY, MOST_REPETITIONS, POWER_AIM};
 
 /// One figure's paired ratio and what it proves.
 #[derive(Debug, Clone, PartialEq)]

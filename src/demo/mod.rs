@@ -73,7 +73,7 @@ pub fn run(
         cancel,
         // As `run`'s: a point still inconclusive gets more repetitions within the budget.
         unsettled: Some(runner::Unsettled(std::sync::Arc::new(
-            crate::analysis::verdicts::unsettled,
+            crate::analysis::settle::unsettled,
         ))),
         ..RunOptions::default()
     };

@@ -171,7 +171,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         cut: None,
         cancel,
         unsettled: Some(runner::Unsettled(std::sync::Arc::new(
-            crate::analysis::verdicts::unsettled,
+            crate::analysis::settle::unsettled,
         ))),
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
@@ -197,7 +197,7 @@ pub(super) fn run_cut(
     Vec<crate::analysis::verdicts::PointVerdicts>,
 )> {
     opts.unsettled = Some(runner::Unsettled(std::sync::Arc::new(
-        crate::analysis::verdicts::unsettled,
+        crate::analysis::settle::unsettled,
     )));
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(Some(plan), &opts, &mut rep);
