@@ -64,12 +64,16 @@ fn the_html_report_renders_in_headless_chromium() {
         &std::fs::read_to_string(run.out_dir.join("report/report.json")).unwrap(),
     )
     .unwrap();
-    let scaling = report["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == "scaling-index")
-        .expect("a scaling table");
+    let table = |id: &str| {
+        report["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap_or_else(|| panic!("no table `{id}`"))
+    };
+    let scaling = table("scaling-index");
+    let serving = table("serving-index");
     assert_eq!(
         scaling["head"],
         serde_json::json!(["contender", "1 client", "4 clients"])
@@ -87,12 +91,6 @@ fn the_html_report_renders_in_headless_chromium() {
         // And the same medians as the serving table shows.
         let name = row[0].as_str().unwrap();
         let rate = |clients: &str| -> f64 {
-            let serving = report["tables"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|t| t["id"] == "serving-index")
-                .unwrap();
             let r = serving["rows"]
                 .as_array()
                 .unwrap()
@@ -112,12 +110,6 @@ fn the_html_report_renders_in_headless_chromium() {
 
     // A column for every figure a verdict was read on, p50 among them: the summary counts
     // no verdict the table does not show.
-    let serving = report["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == "serving-index")
-        .unwrap();
     let head: Vec<&str> = serving["head"]
         .as_array()
         .unwrap()
