@@ -843,3 +843,90 @@ fn rebuild_builds_again_and_a_build_past_its_timeout_fails() {
         .to_string();
     assert!(e.contains("still running after"), "{e}");
 }
+
+/// The README's plan, as a newcomer copies it into a repository of its shape (a server that
+/// `make server` builds, started as `server --port PORT --data DIR`, tagged `v1.4.0`, with
+/// `main` one commit on): `plan check` resolves both refs, and `run` with nothing else
+/// builds both, serves both points and keeps its report under
+/// `bakeoff-results/<time>-<name>/report/`, as the README says. Each point is cut to 500 ms
+/// (the plan's default is 10 s); the plan is otherwise the README's, byte for byte.
+#[test]
+fn the_readmes_plan_runs_in_a_repository_of_its_shape() {
+    let dir = TempDir::new("src-readme");
+    let r = dir.path().join("repo");
+    std::fs::create_dir_all(&r).unwrap();
+    let server = SERVER
+        .replace("argc != 2", "argc != 5")
+        .replace("usage: server PORT", "usage: server --port PORT --data DIR")
+        .replace("atoi(argv[1])", "atoi(argv[2])");
+    assert_eq!(
+        server.matches("argv[2]").count(),
+        1,
+        "the fixture's main changed"
+    );
+    std::fs::write(r.join("server.c"), &server).unwrap();
+    std::fs::write(
+        r.join("Makefile"),
+        "server: server.c\n\tcc -O1 -o server server.c -lpthread\n",
+    )
+    .unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    git(&r, &["add", "server.c", "Makefile"]);
+    git(&r, &["commit", "-q", "-m", "the release"]);
+    git(&r, &["tag", "v1.4.0"]);
+    std::fs::write(r.join("server.c"), server.replace("20000", "21000")).unwrap();
+    git(&r, &["commit", "-q", "-am", "main, one commit on"]);
+
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let text = readme
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the README shows a plan");
+    assert_eq!(text.matches("clients = [1, 16]\n").count(), 1, "{text}");
+    let text = text.replace(
+        "clients = [1, 16]\n",
+        "clients = [1, 16]\nduration = \"500ms\"\n",
+    );
+    std::fs::write(r.join("plan.toml"), &text).unwrap();
+    let cache = dir.path().join("cache");
+
+    let check = run(&r, &cache, &["plan", "check", "plan.toml"]);
+    let said = stderr(&check);
+    assert_eq!(check.status.code(), Some(0), "{said}");
+    for at in ["v1.4.0", "main"] {
+        let commit = git(&r, &["rev-parse", "--short=12", at]);
+        assert!(
+            said.contains(&format!(" @ {at} → {commit} (clean)")),
+            "{said}"
+        );
+    }
+
+    let ran = run(&r, &cache, &["run", "plan.toml"]);
+    assert_eq!(ran.status.code(), Some(0), "{}", stderr(&ran));
+    let kept: Vec<PathBuf> = std::fs::read_dir(r.join("bakeoff-results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let name = kept[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.ends_with("-my-server--the-release-against-main"),
+        "{name}"
+    );
+    assert!(kept[0].join("report/report.md").is_file());
+    let res = read_results(&kept[0]);
+    // Both points served in each of the plan's three repetitions (the budget may add more).
+    for c in ["release", "main"] {
+        let served = res["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|run| run["contender"] == c && run["repetition"].as_u64() <= Some(3))
+            .flat_map(|run| run["points"].as_array().unwrap())
+            .filter(|p| p["load"]["successes"].as_u64().unwrap_or(0) > 0)
+            .count();
+        assert_eq!(served, 2 * 3, "{c}: two points, three repetitions");
+    }
+}

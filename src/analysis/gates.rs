@@ -4,7 +4,8 @@
 
 use super::verdicts::{pct, Figure, PointVerdicts, Verdict};
 use crate::results::Results;
-use crate::stats::paired::{self, Bands, Call, Ratio};
+use crate::stats::machines;
+use crate::stats::paired::{Bands, Call, Ratio};
 
 /// The gate of `--fail-on-regression PCT` (docs/verdicts.md, "The gates"): verdicts that
 /// read *different* and worse, with the estimate past `limit` (0.05 = 5 %): more CPU per
@@ -266,7 +267,7 @@ pub fn trim_findings(verdicts: &[PointVerdicts]) -> Vec<crate::diagnose::Finding
 }
 
 /// Where one machine's verdicts disagree with the others' (three machines or more): per
-/// contender, baseline and figure, the points where [`paired::odd_one_out`] names a machine.
+/// contender, baseline and figure, the points where [`machines::odd_one_out`] names a machine.
 pub fn machine_findings(verdicts: &[PointVerdicts]) -> Vec<crate::diagnose::Finding> {
     let mut out: Vec<crate::diagnose::Finding> = Vec::new();
     for v in verdicts.iter().filter(|v| v.machines.len() >= 3) {
@@ -281,7 +282,7 @@ pub fn machine_findings(verdicts: &[PointVerdicts]) -> Vec<crate::diagnose::Find
         if ratios.len() != v.machines.len() {
             continue;
         }
-        let Some((i, _)) = paired::odd_one_out(&ratios) else {
+        let Some((i, _)) = machines::odd_one_out(&ratios) else {
             continue;
         };
         let others: Vec<Ratio> = ratios
@@ -290,7 +291,7 @@ pub fn machine_findings(verdicts: &[PointVerdicts]) -> Vec<crate::diagnose::Find
             .filter(|(j, _)| *j != i)
             .map(|(_, r)| *r)
             .collect();
-        let elsewhere = paired::combine(&others).map_or(f64::NAN, |r| r.ratio);
+        let elsewhere = machines::combine(&others).map_or(f64::NAN, |r| r.ratio);
         let place = v.point.to_string();
         let machine = v.machines[i].0.clone();
         let same = out.iter_mut().find_map(|f| match f {
@@ -324,6 +325,7 @@ mod tests {
     use super::*;
     use crate::analysis::verdicts::fixtures::*;
     use crate::analysis::verdicts::Verdict;
+    use crate::stats::paired;
 
     #[test]
     fn regressions_are_different_and_worse_by_more_than_the_limit() {

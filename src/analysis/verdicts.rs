@@ -4,7 +4,8 @@
 //! design). Only runs of one block (contenders that ran side by side) are paired.
 
 use crate::results::{PointId, PointRun, Results};
-pub use crate::stats::paired::fmt_ratio;
+use crate::stats::machines;
+pub use crate::stats::notation::fmt_ratio;
 use crate::stats::paired::{self, knows_its_error, Bands, Call, Ratio};
 
 pub use super::figure::Figure;
@@ -276,7 +277,7 @@ pub fn control(all: &mut [PointVerdicts], fdr: f64) -> Family {
 
 /// The verdicts of the `judged` figures of (baseline, contender) over all blocks, and per
 /// machine when the blocks ran on several (a merged run): each machine's from its own
-/// blocks, combined across machines with [`paired::combine`] (docs/scale-out.md).
+/// blocks, combined across machines with [`machines::combine`] (docs/scale-out.md).
 fn compare(
     r: &Results,
     point: &PointId,
@@ -361,7 +362,7 @@ fn combined(parts: &[(String, Vec<Verdict>)], judged: &[Figure], bands: Bands) -
                 .filter_map(|(_, v)| v.iter().find(|v| v.figure == figure))
                 .map(|v| v.ratio)
                 .collect();
-            let ratio = paired::combine(&ratios)?;
+            let ratio = machines::combine(&ratios)?;
             Some(Verdict::new(figure, ratio, bands, None))
         })
         .collect()

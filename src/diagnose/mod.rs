@@ -107,7 +107,7 @@ pub enum Finding {
         seen: Vec<Seen>,
     },
     /// A merged run: at some points one machine's paired ratio is far from the others'
-    /// (`stats::paired::odd_one_out`) — something about that machine, not the change.
+    /// (`stats::machines::odd_one_out`) — something about that machine, not the change.
     MachineDisagrees {
         contender: String,
         baseline: String,

@@ -168,7 +168,7 @@ pub(super) fn machine_words(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Res
             elsewhere,
             places,
         } => {
-            use crate::stats::paired::fmt_ratio;
+            use crate::stats::notation::fmt_ratio;
             write!(
             f,
             "machine {machine} disagrees with the others on {contender}'s {figure} against {baseline}: {} there, {} on the rest (at {}) — look at what differs on that machine (CPU model, neighbours, kernel); the combined verdict already counts the spread between machines",
@@ -313,7 +313,7 @@ pub(super) fn trimmed_away(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Resu
     else {
         unreachable!("called for TrimmedAway")
     };
-    use crate::stats::paired::fmt_ratio;
+    use crate::stats::notation::fmt_ratio;
     let head = format!(
         "{contender}'s {figure} against {baseline}: the table's medians say {}, the paired estimate {paired} (at {})",
         fmt_ratio(*table),

@@ -119,7 +119,7 @@ fn steps_table(out: &mut String, changes: &[Change], urls: &BTreeMap<String, Opt
     for c in sorted {
         let f = &c.found;
         let url = urls.get(&f.key.plan).and_then(Option::as_ref);
-        let r = crate::stats::paired::fmt_ratio;
+        let r = crate::stats::notation::fmt_ratio;
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td class=\"{}\">{}</td><td><a href=\"#s-{}\">{}</a></td><td>{}</td><td>{}</td><td>{} ({}–{})</td><td>{}</td></tr>",
@@ -225,7 +225,7 @@ fn step_marks(svg: &mut String, s: &Series, steps: &[&Change], sc: &Scale) {
             Scale::H - Scale::BOTTOM,
             colour(st.found.status),
             st.id,
-            crate::stats::paired::fmt_ratio(st.found.ratio),
+            crate::stats::notation::fmt_ratio(st.found.ratio),
             status = st.found.status.word()
         );
     }

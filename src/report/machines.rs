@@ -74,7 +74,7 @@ pub fn table(r: &Results) -> Option<Table> {
 }
 
 /// Per point and contender: the main verdict on each machine and combined across them
-/// (`stats::paired::combine`); `None` when no verdict rests on several machines.
+/// (`stats::machines::combine`); `None` when no verdict rests on several machines.
 pub fn verdicts(r: &Results, verdicts: &[PointVerdicts]) -> Option<Table> {
     let split: Vec<&PointVerdicts> = verdicts.iter().filter(|v| !v.machines.is_empty()).collect();
     if split.is_empty() {

@@ -164,7 +164,7 @@ fn counts(vs: &[&Verdict]) -> String {
         let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         // One notation for both ends (`÷2.1 to ÷1.83`, not `÷2.1 to 0.547×`).
-        let (a, b) = crate::stats::paired::fmt_range(lo, hi);
+        let (a, b) = crate::stats::notation::fmt_range(lo, hi);
         match r.len() {
             0 => String::new(),
             _ if a == b => format!(" ({a})"),
@@ -521,11 +521,11 @@ mod tests {
         );
         // Above one half both ends are factors; across 1, factors too.
         assert_eq!(
-            crate::stats::paired::fmt_range(0.6, 0.7),
+            crate::stats::notation::fmt_range(0.6, 0.7),
             ("0.600×".to_string(), "0.700×".to_string())
         );
         assert_eq!(
-            crate::stats::paired::fmt_range(0.3, 1.5),
+            crate::stats::notation::fmt_range(0.3, 1.5),
             ("0.300×".to_string(), "1.50×".to_string())
         );
     }

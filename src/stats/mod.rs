@@ -2,8 +2,10 @@
 //! the Mann-Whitney U test, deltas against a baseline with their verdicts, and geometric
 //! means. No I/O; every input invariant is checked once, in [`Sample::new`].
 
+pub mod machines;
 mod mannwhitney;
 mod median;
+pub mod notation;
 pub mod paired;
 pub mod slope;
 

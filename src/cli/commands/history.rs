@@ -243,9 +243,9 @@ fn detect(
             f.key.words(),
             &f.last_good[..f.last_good.len().min(10)],
             &f.first_bad[..f.first_bad.len().min(10)],
-            crate::stats::paired::fmt_ratio(f.ratio),
-            crate::stats::paired::fmt_ratio(f.lo),
-            crate::stats::paired::fmt_ratio(f.hi),
+            crate::stats::notation::fmt_ratio(f.ratio),
+            crate::stats::notation::fmt_ratio(f.lo),
+            crate::stats::notation::fmt_ratio(f.hi),
             f.p,
             f.status.word()
         ));
