@@ -86,6 +86,10 @@ fn a_run_that_cannot_decide_stops_at_its_budget_and_says_so() {
     assert!(b["left"].as_u64().unwrap() >= 1, "{b}");
     let more = b["more_repetitions"].as_u64().unwrap();
     assert_eq!(most_repetition(&res), 2 + more, "{b}");
+    // It spent its budget: the further repetitions are priced by what they cost, not by the
+    // plan's (which ran their rounds to the limit), so it stops within about one of the end.
+    let spent = b["first_s"].as_f64().unwrap() + b["more_s"].as_f64().unwrap();
+    assert!(spent >= 7.5, "half of the budget left unspent: {b}");
     let report = std::fs::read_to_string(dir.path().join("out/report/report.md")).unwrap();
     let line = report
         .lines()

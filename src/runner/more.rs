@@ -73,11 +73,12 @@ pub(super) fn second_stage(
 /// The second stage. `unsettled` reads the plan's repetitions (never the further ones, so
 /// a resumed run plans the same) and names the points still inconclusive, each with the
 /// repetitions it should have in all; with a budget, the most any point may get is the
-/// largest count whose repetitions fit in what the budget has left. Then one further
-/// repetition at a time, of the points that want it, without reading the verdicts again in
-/// between — none started that would not fit in what is left. `schedule` is the planned
-/// one: its contenders, and the steps counted so far. `results.budget` says what was
-/// bought.
+/// largest count whose repetitions fit in what the budget has left — priced first by the
+/// plan's repetitions, then, after each further one, by what the further ones have cost,
+/// and cut again (by the clock alone). Then one further repetition at a time, of the points
+/// that want it, without reading the verdicts again in between — none started that would
+/// not fit in what is left. `schedule` is the planned one: its contenders, and the steps
+/// counted so far. `results.budget` says what was bought.
 fn serve_more(
     ctx: &Ctx,
     schedule: &[(u32, usize)],
@@ -90,13 +91,12 @@ fn serve_more(
     let contenders = serving(ctx, schedule);
     let mut spent = results.budget.clone().unwrap_or_default();
     spent.budget_s = more.budget.map(|b| b.as_secs_f64());
-    let price = Price {
-        per_repetition: spent.first_s / f64::from(results.repetitions.max(1)),
-        points: paired_points(ctx),
-        planned: results.repetitions,
-    };
-    let (reachable, wanted) = sized(more, &price, spent.first_s, &|max| unsettled(results, max));
-    let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0);
+    let mut price = Price::planned(spent.first_s, results.repetitions, paired_points(ctx));
+    let cap = more.max.unwrap_or(MOST);
+    let reachable: Wanted = unsettled(results, cap)
+        .into_iter()
+        .map(|(p, n)| (p, n.min(cap)))
+        .collect();
     // A resumed run goes on from the last repetition it has.
     let from = results
         .runs
@@ -109,9 +109,13 @@ fn serve_more(
     let mut total =
         paired_points(ctx) * schedule.iter().map(|&(r, _)| r).max().unwrap_or(0) as usize;
     let earlier_s = spent.more_s;
+    let before = spent.first_s + earlier_s;
+    let so_far = |started: &Instant| before + started.elapsed().as_secs_f64();
     let mut reached = results.repetitions.max(from - 1);
-    for repetition in from..=last {
-        if ctx.cancel.is_cancelled() || contenders.is_empty() {
+    let mut wanted = price.afford(more.budget, so_far(&started), &reachable, reached);
+    for repetition in from.. {
+        let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0);
+        if repetition > last || ctx.cancel.is_cancelled() || contenders.is_empty() {
             break;
         }
         let only: Wanted = wanted
@@ -119,28 +123,30 @@ fn serve_more(
             .filter(|(_, n)| *n >= repetition)
             .cloned()
             .collect();
-        let so_far = spent.first_s + earlier_s + started.elapsed().as_secs_f64();
+        let n = only.len();
         if more
             .budget
-            .is_some_and(|b| so_far + price.of(only.len()) > b.as_secs_f64())
+            .is_some_and(|b| so_far(&started) + price.of(n) > b.as_secs_f64())
         {
             break;
         }
-        let n = only.len();
         let b = block(&contenders, steps, repetition, only, rep);
         total += n;
         rep.paired_points(total);
         steps += contenders.len();
         results.budget = Some(spent.clone());
+        let t = Instant::now();
         serve_block(ctx, &b, steps, results, rep)?;
+        price.paid(n, t.elapsed().as_secs_f64());
         reached = repetition;
         spent.more_s = earlier_s + started.elapsed().as_secs_f64();
         spent.more_repetitions = reached - results.repetitions;
+        wanted = price.afford(more.budget, so_far(&started), &reachable, reached);
     }
     spent.more_s = earlier_s + started.elapsed().as_secs_f64();
-    spent.points = wanted
+    spent.points = reachable
         .iter()
-        .filter(|(_, n)| *n > results.repetitions)
+        .filter(|(_, n)| (*n).min(reached) > results.repetitions)
         .count() as u32;
     // What more repetitions could have settled and the run did not reach.
     spent.left = reachable.iter().filter(|(_, n)| *n > reached).count() as u32;
@@ -185,67 +191,80 @@ fn block(
     }
 }
 
-/// The points more repetitions could settle (each with the count it wants, at most
-/// `max_repetitions` or [`MOST`]), and the same cut to what the budget left after the plan's
-/// `first_s` can buy.
-fn sized(
-    more: &More,
-    price: &Price,
-    first_s: f64,
-    unsettled: &dyn Fn(u32) -> Wanted,
-) -> (Wanted, Wanted) {
-    let cap = more.max.unwrap_or(MOST);
-    let reachable: Wanted = unsettled(cap)
-        .into_iter()
-        .map(|(p, n)| (p, n.min(cap)))
-        .collect();
-    let wanted = match more.budget {
-        None => reachable.clone(),
-        Some(b) => cut(
-            &reachable,
-            price.most_within(b.as_secs_f64() - first_s, &reachable),
-        ),
-    };
-    (reachable, wanted)
-}
-
-/// What further repetitions cost, priced by the plan's: a repetition of `k` points costs
-/// `(1 + k) / (1 + points)` of one of the plan's, its start-ups and compat weighing about a
-/// point.
+/// What further repetitions cost. A repetition of `k` points costs `(1 + k)` units, its
+/// start-ups and compat weighing about a point. A unit is priced first by the plan's
+/// repetitions; once further ones have run, by what they cost — often less: a point that
+/// wants many repetitions asks few rounds of each, where the plan's ran theirs to the limit.
 struct Price {
-    per_repetition: f64,
-    points: usize,
-    planned: u32,
+    unit: f64,
+    /// Units served in this stage, and the seconds they took.
+    units: f64,
+    seconds: f64,
 }
 
 impl Price {
-    fn of(&self, k: usize) -> f64 {
-        self.per_repetition * (1 + k) as f64 / (1 + self.points) as f64
+    /// Priced by the plan's `repetitions` of `points` points, which took `first_s`.
+    fn planned(first_s: f64, repetitions: u32, points: usize) -> Price {
+        Price {
+            unit: first_s / f64::from(repetitions.max(1)) / (1 + points) as f64,
+            units: 0.0,
+            seconds: 0.0,
+        }
     }
 
-    /// What the repetitions `wanted` asks for past the plan's cost.
-    fn total(&self, wanted: &Wanted) -> f64 {
+    fn of(&self, k: usize) -> f64 {
+        self.unit * (1 + k) as f64
+    }
+
+    /// A further repetition of `k` points took `seconds`: the unit is what the stage's own
+    /// repetitions have cost so far.
+    fn paid(&mut self, k: usize, seconds: f64) {
+        self.units += (1 + k) as f64;
+        self.seconds += seconds;
+        self.unit = self.seconds / self.units;
+    }
+
+    /// What the repetitions `wanted` asks for past the `had` each point has.
+    fn total(&self, wanted: &Wanted, had: u32) -> f64 {
         let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0);
-        (self.planned + 1..=last)
+        (had + 1..=last)
             .map(|r| self.of(wanted.iter().filter(|(_, n)| *n >= r).count()))
             .sum()
     }
 
-    /// The largest count (from the plan's, which buys nothing, to the most any point
-    /// wants) that every point of `wanted` can be given, cut there, for `left` seconds or
-    /// less: a binary search, the cost growing with the count.
-    fn most_within(&self, left: f64, wanted: &Wanted) -> u32 {
+    /// The largest count (from `had`, which buys nothing, to the most any point wants) that
+    /// every point of `wanted` can be given, cut there, for `left` seconds or less: a binary
+    /// search, the cost growing with the count.
+    fn most_within(&self, left: f64, wanted: &Wanted, had: u32) -> u32 {
         let top = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0);
-        let (mut lo, mut hi) = (self.planned, top.max(self.planned));
+        let (mut lo, mut hi) = (had, top.max(had));
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
-            if self.total(&cut(wanted, mid)) <= left {
+            if self.total(&cut(wanted, mid), had) <= left {
                 lo = mid;
             } else {
                 hi = mid - 1;
             }
         }
         lo
+    }
+
+    /// The points of `reachable`, each cut to what the budget (if any) has left after
+    /// `so_far` seconds can buy past the `had` repetitions run.
+    fn afford(
+        &self,
+        budget: Option<Duration>,
+        so_far: f64,
+        reachable: &Wanted,
+        had: u32,
+    ) -> Wanted {
+        match budget {
+            None => reachable.clone(),
+            Some(b) => cut(
+                reachable,
+                self.most_within(b.as_secs_f64() - so_far, reachable, had),
+            ),
+        }
     }
 }
 
@@ -272,27 +291,47 @@ mod tests {
     fn a_budget_buys_the_most_repetitions_whose_cost_fits() {
         // Plan of 3 repetitions, 3 points, 30 s a repetition: a point-repetition costs
         // 30 × 2/4 = 15 s, two at once 30 × 3/4 = 22.5 s.
-        let price = Price {
-            per_repetition: 30.0,
-            points: 3,
-            planned: 3,
-        };
+        let price = Price::planned(90.0, 3, 3);
         // Point a wants 9 repetitions in all, b 20.
         let wanted = vec![(point("a"), 9), (point("b"), 20)];
         assert_eq!(
-            price.total(&cut(&wanted, 3)),
+            price.total(&cut(&wanted, 3), 3),
             0.0,
             "the plan's repetitions cost nothing more"
         );
         // To 4: one repetition of both, 22.5 s.
-        assert_eq!(price.most_within(22.5, &wanted), 4);
-        assert_eq!(price.most_within(22.4, &wanted), 3);
+        assert_eq!(price.most_within(22.5, &wanted, 3), 4);
+        assert_eq!(price.most_within(22.4, &wanted, 3), 3);
         // To 9: six of both (135 s); to 10, one more of b alone (15 s).
-        assert_eq!(price.most_within(135.0, &wanted), 9);
-        assert_eq!(price.most_within(150.0, &wanted), 10);
-        // Never past what the points want, nor below the plan's.
-        assert_eq!(price.most_within(1e9, &wanted), 20);
-        assert_eq!(price.most_within(-5.0, &wanted), 3);
+        assert_eq!(price.most_within(135.0, &wanted, 3), 9);
+        assert_eq!(price.most_within(150.0, &wanted, 3), 10);
+        // Never past what the points want, nor below what they have.
+        assert_eq!(price.most_within(1e9, &wanted, 3), 20);
+        assert_eq!(price.most_within(-5.0, &wanted, 3), 3);
+        assert_eq!(price.most_within(-5.0, &wanted, 7), 7);
+        // From 7 on, to 9 is two of both (45 s).
+        assert_eq!(price.most_within(45.0, &wanted, 7), 9);
         assert_eq!(cut(&wanted, 10), vec![(point("a"), 9), (point("b"), 10)]);
+    }
+
+    #[test]
+    fn further_repetitions_cheaper_than_the_plans_buy_more() {
+        // The plan's repetitions ran their rounds to the limit (30 s each); the further ones,
+        // at points that want many, stop at a few rounds: 9 s for both points.
+        let mut price = Price::planned(90.0, 3, 3);
+        let wanted = vec![(point("a"), 40), (point("b"), 40)];
+        let budget = Some(Duration::from_secs(300));
+        // 210 s left at 22.5 s a repetition of both: 9 more.
+        let first = price.afford(budget, 90.0, &wanted, 3);
+        assert_eq!(first, cut(&wanted, 12));
+        price.paid(2, 9.0);
+        // 201 s left at 9 s: 22 more, past the 4 had: 26.
+        let again = price.afford(budget, 99.0, &wanted, 4);
+        assert_eq!(again, cut(&wanted, 26));
+        // Dearer than planned cuts the count instead, never below what each point has.
+        price.paid(2, 200.0);
+        assert_eq!(price.afford(budget, 299.0, &wanted, 5), cut(&wanted, 5));
+        // Without a budget, what each point wants.
+        assert_eq!(price.afford(None, 1e9, &wanted, 5), wanted);
     }
 }
