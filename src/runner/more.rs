@@ -110,9 +110,9 @@ fn serve_more(
         paired_points(ctx) * schedule.iter().map(|&(r, _)| r).max().unwrap_or(0) as usize;
     let earlier_s = spent.more_s;
     let before = spent.first_s + earlier_s;
-    let so_far = |started: &Instant| before + started.elapsed().as_secs_f64();
+    let so_far = || before + started.elapsed().as_secs_f64();
     let mut reached = results.repetitions.max(from - 1);
-    let mut wanted = price.afford(more.budget, so_far(&started), &reachable, reached);
+    let mut wanted = price.afford(more.budget, so_far(), &reachable, reached);
     for repetition in from.. {
         let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0);
         if repetition > last || ctx.cancel.is_cancelled() || contenders.is_empty() {
@@ -126,7 +126,7 @@ fn serve_more(
         let n = only.len();
         if more
             .budget
-            .is_some_and(|b| so_far(&started) + price.of(n) > b.as_secs_f64())
+            .is_some_and(|b| so_far() + price.of(n) > b.as_secs_f64())
         {
             break;
         }
@@ -141,7 +141,7 @@ fn serve_more(
         reached = repetition;
         spent.more_s = earlier_s + started.elapsed().as_secs_f64();
         spent.more_repetitions = reached - results.repetitions;
-        wanted = price.afford(more.budget, so_far(&started), &reachable, reached);
+        wanted = price.afford(more.budget, so_far(), &reachable, reached);
     }
     spent.more_s = earlier_s + started.elapsed().as_secs_f64();
     spent.points = reachable
