@@ -2,7 +2,7 @@
 //! clear the noise band or fit inside the equivalence band, said in the report, and the
 //! second stage of a paired run that measures them (docs/verdicts.md, "More repetitions").
 
-use super::verdicts::{all, pct, Verdict};
+use super::verdicts::{all, pct, PointVerdicts, Verdict};
 use crate::results::{PointId, Results};
 use crate::stats::paired::{self, knows_its_error, Call};
 
@@ -159,6 +159,28 @@ impl Verdict {
         want
     }
 
+    /// The log half-width a second stage of at most `max` aims this verdict's interval at
+    /// (it has `have` repetitions): of the ways [`Verdict::second_stage`] finds in reach, the
+    /// narrowest four-times-in-five aim — the one its count reaches. `None` where the count
+    /// is not aimed at a half-width: no second stage, one repetition, or held back by the
+    /// error control (as many again).
+    fn second_stage_aim(&self, have: u32, max: u32) -> Option<f64> {
+        self.second_stage(have, max)?;
+        if have <= 1 || self.held_back {
+            return None;
+        }
+        let within = |n: Option<u32>| n.is_some_and(|n| n > 0 && n <= max);
+        let mut aim: Option<f64> = None;
+        if within(self.repetitions_to_settle()) {
+            aim = self.needs().map(|need| need * POWER_AIM);
+        }
+        if within(self.repetitions_if_no_change(false)) {
+            let equal = EQUAL_AIM_SURELY * (1.0 + self.bands.equivalence).ln();
+            aim = Some(aim.map_or(equal, |a| a.min(equal)));
+        }
+        aim
+    }
+
     /// About how many repetitions like those it has would prove an inconclusive verdict
     /// *equivalent* if the two were in truth the same — even odds, or with `surely` four
     /// times in five — whatever its estimate reads now. `None` where no change is already
@@ -246,6 +268,105 @@ pub fn unsettled(r: &Results, max: u32) -> Vec<(PointId, u32)> {
     out
 }
 
+/// The second stage's counts `wanted` (each point with the repetitions it should have in
+/// all, at most `max`), read again after a further repetition — an internal pilot
+/// (docs/verdicts.md, "The count re-read as the repetitions come"): what each point's
+/// interval aims at is the first stage's ([`unsettled`]), the count that reaches it is read
+/// from the spread over all the repetitions in `r`, never from their estimate. A count is
+/// only raised, never past `max`, and not where the spread now says no count up to
+/// [`MOST_REPETITIONS`] would reach it. In the order of `wanted`.
+pub fn resized(r: &Results, wanted: &[(PointId, u32)], max: u32) -> Vec<(PointId, u32)> {
+    let mut first = r.clone();
+    first.runs.retain(|x| x.id.repetition <= r.repetitions);
+    let (then, _) = all(&first);
+    let (now, _) = all(r);
+    let have = |pv: &PointVerdicts| {
+        first
+            .point_runs(&pv.contender, &pv.point)
+            .filter(|p| p.load.is_some())
+            .count() as u32
+    };
+    raised(&then, have, &now, wanted, max)
+}
+
+/// [`resized`] once the verdicts are read: `then`, the first stage's (each with the
+/// repetitions `have` says it had), sizes what each point aims at; `now`, over all the
+/// repetitions, only says how far apart they are.
+fn raised(
+    then: &[PointVerdicts],
+    have: impl Fn(&PointVerdicts) -> u32,
+    now: &[PointVerdicts],
+    wanted: &[(PointId, u32)],
+    max: u32,
+) -> Vec<(PointId, u32)> {
+    let mut out = wanted.to_vec();
+    for pv in then {
+        let Some((_, n)) = out.iter_mut().find(|(p, _)| *p == pv.point) else {
+            continue;
+        };
+        let Some(aim) = pv.main().and_then(|v| v.second_stage_aim(have(pv), max)) else {
+            continue;
+        };
+        let again = now
+            .iter()
+            .find(|x| x.contender == pv.contender && x.point == pv.point)
+            .and_then(|x| x.main());
+        if let Some(m) = again.and_then(|v| v.repetitions_for(aim)) {
+            *n = (*n).max(m.min(max));
+        }
+    }
+    out
+}
+
 /// The most repetitions an estimate of what would settle a verdict counts to (the most a
 /// plan may ask for).
 pub const MOST_REPETITIONS: u32 = 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::verdicts::fixtures::*;
+    use crate::analysis::verdicts::Figure;
+
+    #[test]
+    fn a_count_is_read_again_from_the_spread_and_only_raised() {
+        // The first stage: an A/A point at 1.00 ± 2.6 % over 3 repetitions. Were there no
+        // change, ±0.605 × 2 % would prove it equal four times in five: (ln(1.026) /
+        // (0.605 ln 1.02))² × 3 = 13.6 → 14 (the fixtures' interval narrows as 1/√n).
+        let then = vec![at(
+            1,
+            vec![v(Figure::CpuPerRequest, 1.0, 1.0 / 1.026, 1.026)],
+        )];
+        let first = then[0].main().unwrap().second_stage(3, 100);
+        assert_eq!(first, Some(14));
+        let wanted = vec![(then[0].point.clone(), 14)];
+        let now_at = |half: f64, reps: usize| {
+            let mut x = v(Figure::CpuPerRequest, 1.01, 1.01 / half, 1.01 * half);
+            x.ratio.repetitions = reps;
+            vec![at(1, vec![x])]
+        };
+        let again = |now: &[PointVerdicts], max: u32| raised(&then, |_| 3, now, &wanted, max)[0].1;
+        // Eight repetitions later, ±2.6 % still: the first three underestimated the spread
+        // (at three, this one reads ±5 %), so (ln 1.026 / (0.605 ln 1.02))² × 11 = 50.6 → 51.
+        assert_eq!(again(&now_at(1.026, 11), 100), 51);
+        // Never past the most allowed.
+        assert_eq!(again(&now_at(1.026, 11), 30), 30);
+        // A spread narrower than the first stage's never lowers the count; the estimate
+        // (here 1.01) is never read: the same spread around 0.99 asks the same.
+        assert_eq!(again(&now_at(1.005, 11), 100), 14);
+        let mut low = now_at(1.026, 11);
+        low[0].verdicts[0].ratio.ratio = 0.99;
+        assert_eq!(again(&low, 100), 51);
+        // A spread no count up to a thousand would narrow enough: left as it was.
+        assert_eq!(again(&now_at(1.5, 11), 10_000), 14);
+        // A point held back by the error control wants as many again, not a half-width.
+        let mut held = then.clone();
+        held[0].verdicts[0].held_back = true;
+        assert_eq!(
+            raised(&held, |_| 3, &now_at(1.026, 11), &wanted, 100)[0].1,
+            14
+        );
+        // A point the first stage gave none is not given any.
+        assert_eq!(raised(&then, |_| 3, &now_at(1.026, 11), &[], 100), vec![]);
+    }
+}

@@ -72,9 +72,10 @@ pub fn run(
         out,
         cancel,
         // As `run`'s: a point still inconclusive gets more repetitions within the budget.
-        unsettled: Some(runner::Unsettled(std::sync::Arc::new(
+        unsettled: Some(runner::Unsettled::new(
             crate::analysis::settle::unsettled,
-        ))),
+            crate::analysis::settle::resized,
+        )),
         ..RunOptions::default()
     };
     let done = runner::run(Some(Path::new(&plan)), &opts, rep);

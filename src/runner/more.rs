@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::ctx::Ctx;
 use super::events::Reporter;
-use super::options::{Judge, RunOptions};
+use super::options::{RunOptions, Unsettled};
 use super::order::{paired_points, serve_block, Block};
 use crate::plan::PointId;
 use crate::results::{BudgetSpent, Results};
@@ -67,12 +67,14 @@ pub(super) fn second_stage(
         first_s,
         ..BudgetSpent::default()
     });
-    serve_more(ctx, schedule, &more, &*judge.0, results, rep)
+    serve_more(ctx, schedule, &more, judge, results, rep)
 }
 
 /// The second stage. `unsettled` reads the plan's repetitions (never the further ones, so
 /// a resumed run plans the same) and names the points still inconclusive, each with the
-/// repetitions it should have in all; with a budget, the most any point may get is the
+/// repetitions it should have in all; after each further repetition it reads those counts
+/// again from the spread over all the repetitions, never their estimate, and raises them
+/// where it asks more (an internal pilot); with a budget, the most any point may get is the
 /// largest count whose repetitions fit in what the budget has left — priced first by the
 /// plan's repetitions, then, after each further one, by what the further ones have cost,
 /// and cut again (by the clock alone). Then one further repetition at a time, of the points
@@ -83,7 +85,7 @@ fn serve_more(
     ctx: &Ctx,
     schedule: &[(u32, usize)],
     more: &More,
-    unsettled: &Judge,
+    unsettled: &Unsettled,
     results: &mut Results,
     rep: &mut dyn Reporter,
 ) -> anyhow::Result<()> {
@@ -93,7 +95,7 @@ fn serve_more(
     spent.budget_s = more.budget.map(|b| b.as_secs_f64());
     let mut price = Price::planned(spent.first_s, results.repetitions, paired_points(ctx));
     let cap = more.max.unwrap_or(MOST);
-    let reachable: Wanted = unsettled(results, cap)
+    let mut reachable: Wanted = (unsettled.first)(results, cap)
         .into_iter()
         .map(|(p, n)| (p, n.min(cap)))
         .collect();
@@ -112,6 +114,12 @@ fn serve_more(
     let before = spent.first_s + earlier_s;
     let so_far = || before + started.elapsed().as_secs_f64();
     let mut reached = results.repetitions.max(from - 1);
+    // A resumed run reads its further repetitions again one by one, as they were read.
+    for k in results.repetitions + 1..=reached {
+        let mut upto = results.clone();
+        upto.runs.retain(|x| x.id.repetition <= k);
+        reachable = (unsettled.again)(&upto, &reachable, cap);
+    }
     let mut wanted = price.afford(more.budget, so_far(), &reachable, reached);
     for repetition in from.. {
         let last = wanted.iter().map(|(_, n)| *n).max().unwrap_or(0);
@@ -141,6 +149,7 @@ fn serve_more(
         reached = repetition;
         spent.more_s = earlier_s + started.elapsed().as_secs_f64();
         spent.more_repetitions = reached - results.repetitions;
+        reachable = (unsettled.again)(results, &reachable, cap);
         wanted = price.afford(more.budget, so_far(), &reachable, reached);
     }
     spent.more_s = earlier_s + started.elapsed().as_secs_f64();

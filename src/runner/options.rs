@@ -61,14 +61,35 @@ pub enum Cut {
 
 /// Reads a run's first stage (its plan's repetitions) and names the points whose verdicts
 /// more repetitions could settle, each with the repetitions it should have in all, given
-/// the most it may have. The verdicts are read above the runner (`analysis`), so the caller
-/// hands the reading in.
+/// the most it may have; then, after each further repetition, reads those counts again from
+/// the spread over all the repetitions (never the estimate) and raises them where it asks
+/// more. The verdicts are read above the runner (`analysis`), so the caller hands the
+/// readings in.
 #[derive(Clone)]
-pub struct Unsettled(pub std::sync::Arc<Judge>);
+pub struct Unsettled {
+    pub first: std::sync::Arc<Judge>,
+    pub again: std::sync::Arc<Again>,
+}
 
-/// The reading [`Unsettled`] holds: the results and `max_repetitions` in; points, each with
-/// the repetitions it wants in all, out.
+impl Unsettled {
+    pub fn new(
+        first: impl Fn(&Results, u32) -> Vec<(PointId, u32)> + Send + Sync + 'static,
+        again: impl Fn(&Results, &[(PointId, u32)], u32) -> Vec<(PointId, u32)> + Send + Sync + 'static,
+    ) -> Unsettled {
+        Unsettled {
+            first: std::sync::Arc::new(first),
+            again: std::sync::Arc::new(again),
+        }
+    }
+}
+
+/// The first reading [`Unsettled`] holds: the results and `max_repetitions` in; points,
+/// each with the repetitions it wants in all, out.
 pub type Judge = dyn Fn(&Results, u32) -> Vec<(PointId, u32)> + Send + Sync;
+
+/// The reading again: the results, the counts so far and `max_repetitions` in; the counts,
+/// each as large or larger, out.
+pub type Again = dyn Fn(&Results, &[(PointId, u32)], u32) -> Vec<(PointId, u32)> + Send + Sync;
 
 impl std::fmt::Debug for Unsettled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

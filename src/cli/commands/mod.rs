@@ -170,9 +170,10 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         budget: args.budget.map(|b| b.0),
         cut: None,
         cancel,
-        unsettled: Some(runner::Unsettled(std::sync::Arc::new(
+        unsettled: Some(runner::Unsettled::new(
             crate::analysis::settle::unsettled,
-        ))),
+            crate::analysis::settle::resized,
+        )),
     };
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(args.plan.as_deref(), &opts, &mut rep);
@@ -196,9 +197,10 @@ pub(super) fn run_cut(
     runner::Finished,
     Vec<crate::analysis::verdicts::PointVerdicts>,
 )> {
-    opts.unsettled = Some(runner::Unsettled(std::sync::Arc::new(
+    opts.unsettled = Some(runner::Unsettled::new(
         crate::analysis::settle::unsettled,
-    )));
+        crate::analysis::settle::resized,
+    ));
     let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
     let done = runner::run(Some(plan), &opts, &mut rep);
     crate::sys::children::sweep();
