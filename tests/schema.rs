@@ -277,6 +277,7 @@ fields = [{{ ours = "", theirs = "", transform = ["string"], ours_transform = ["
         more_repetitions: 5,
         points: 2,
         left: 1,
+        cut: vec!["get [clients=4]".into()],
     })
     .unwrap();
     assert_fits_schema(RESULTS_SCHEMA, &with_budget);

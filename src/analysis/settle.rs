@@ -311,7 +311,12 @@ fn raised(
             .iter()
             .find(|x| x.contender == pv.contender && x.point == pv.point)
             .and_then(|x| x.main());
-        if let Some(m) = again.and_then(|v| v.repetitions_for(aim)) {
+        // Already as narrow as aimed: nothing more to reach (`repetitions_for` counts past
+        // what a verdict has, so asking it would raise every count by one a repetition).
+        let Some(again) = again.filter(|v| (v.ratio.hi / v.ratio.lo).ln() / 2.0 > aim) else {
+            continue;
+        };
+        if let Some(m) = again.repetitions_for(aim) {
             *n = (*n).max(m.min(max));
         }
     }
@@ -354,6 +359,10 @@ mod tests {
         // A spread narrower than the first stage's never lowers the count; the estimate
         // (here 1.01) is never read: the same spread around 0.99 asks the same.
         assert_eq!(again(&now_at(1.005, 11), 100), 14);
+        // An interval already as narrow as aimed asks nothing more, however many
+        // repetitions it has (not one more than it has: that would never end).
+        assert_eq!(again(&now_at(1.005, 40), 100), 14);
+        assert_eq!(again(&now_at(1.011, 60), 100), 14);
         let mut low = now_at(1.026, 11);
         low[0].verdicts[0].ratio.ratio = 0.99;
         assert_eq!(again(&low, 100), 51);

@@ -92,7 +92,11 @@ pub(super) fn summary(
         }
     }
     out.extend(serving);
-    out.extend(r.budget.as_ref().and_then(|b| budget(b, r.repetitions)));
+    out.extend(
+        r.budget
+            .as_ref()
+            .and_then(|b| budget(b, r.repetitions, paired)),
+    );
     if paired.is_empty() {
         out.extend(unpaired(r));
     }
@@ -114,9 +118,27 @@ pub(super) fn summary(
 
 /// `**Budget:**` what a paired run's second stage bought (docs/verdicts.md, "The budget"):
 /// `budget 10 min: the plan's 3 repetitions took 1 min 40 s; 5 more at 2 points, 2 min 10 s`,
-/// and what it could not buy; nothing when every point was decided at the plan's.
-fn budget(b: &crate::results::BudgetSpent, planned: u32) -> Option<String> {
-    if b.more_repetitions == 0 && b.left == 0 {
+/// and what it could not buy — the points cut short of the repetitions sized for them that
+/// are still inconclusive in `paired` (a count alone in files before the points were kept);
+/// nothing when every point was decided at the plan's.
+fn budget(
+    b: &crate::results::BudgetSpent,
+    planned: u32,
+    paired: &[crate::analysis::verdicts::PointVerdicts],
+) -> Option<String> {
+    let open = |name: &String| {
+        paired.iter().any(|pv| {
+            format!("{} [{}]", pv.point.scenario, pv.point.label()) == *name
+                && pv
+                    .main()
+                    .is_some_and(|v| v.call == crate::stats::paired::Call::Inconclusive)
+        })
+    };
+    let still = match b.cut.is_empty() {
+        true => b.left,
+        false => b.cut.iter().filter(|n| open(n)).count() as u32,
+    };
+    if b.more_repetitions == 0 && still == 0 {
         return None;
     }
     let minutes = crate::units::duration;
@@ -138,10 +160,10 @@ fn budget(b: &crate::results::BudgetSpent, planned: u32) -> Option<String> {
             minutes(b.more_s)
         ),
     };
-    let left = match b.left {
+    let left = match still {
         0 => String::new(),
         n => format!(
-            "; the budget ran out with {} that more repetitions could settle (a larger `budget`, or `--budget`)",
+            "; the budget ran out with {} still inconclusive that more repetitions could settle (a larger `budget`, or `--budget`)",
             super::count(u64::from(n), "point")
         ),
     };
@@ -269,6 +291,43 @@ fn delta_range(deltas: &[f64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_budget_line_counts_only_cut_points_still_open_at_the_end() {
+        use crate::analysis::verdicts::{fixtures::*, Figure};
+        let spent = crate::results::BudgetSpent {
+            budget_s: Some(600.0),
+            first_s: 60.0,
+            more_s: 540.0,
+            more_repetitions: 90,
+            points: 2,
+            left: 2,
+            cut: vec!["s [clients=4]".into(), "s [clients=16]".into()],
+        };
+        let mut at4 = at(4, vec![v(Figure::CpuPerRequest, 1.0, 0.99, 1.01)]);
+        at4.point.scenario = "s".into();
+        let mut at16 = at(16, vec![v(Figure::CpuPerRequest, 1.0, 0.97, 1.03)]);
+        at16.point.scenario = "s".into();
+        // Both cut short; the one at 4 clients settled all the same (equivalent).
+        let line = budget(&spent, 3, &[at4.clone(), at16.clone()]).unwrap();
+        assert!(
+            line.contains("90 more at 2 points")
+                && line.contains("the budget ran out with 1 point still inconclusive"),
+            "{line}"
+        );
+        // Both settled: the budget bought them, nothing ran out.
+        at16.verdicts[0] = v(Figure::CpuPerRequest, 1.0, 0.99, 1.01);
+        let line = budget(&spent, 3, &[at4, at16]).unwrap();
+        assert!(!line.contains("ran out"), "{line}");
+        // A file from before the points were kept: its count as written.
+        let old = crate::results::BudgetSpent {
+            cut: Vec::new(),
+            ..spent
+        };
+        assert!(budget(&old, 3, &[])
+            .unwrap()
+            .contains("ran out with 2 points"));
+    }
 
     #[test]
     fn delta_ranges_read_as_one_figure_or_a_span() {

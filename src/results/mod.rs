@@ -122,9 +122,13 @@ pub struct BudgetSpent {
     /// Further repetitions run, and at how many points in all.
     pub more_repetitions: u32,
     pub points: u32,
-    /// Points still inconclusive that more repetitions could have settled but the budget
-    /// could not buy.
+    /// Points the budget could not buy every repetition sized for (`cut`'s length; files
+    /// before `cut` have this count only).
     pub left: u32,
+    /// Those points, each as `scenario [label]`: the report counts the ones still
+    /// inconclusive at the end (the runner never reads the verdicts again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cut: Vec<String>,
 }
 
 /// The shards a results file holds.

@@ -157,8 +157,14 @@ fn serve_more(
         .iter()
         .filter(|(_, n)| (*n).min(reached) > results.repetitions)
         .count() as u32;
-    // What more repetitions could have settled and the run did not reach.
-    spent.left = reachable.iter().filter(|(_, n)| *n > reached).count() as u32;
+    // The points cut short of what they were sized for (the report reads which are still
+    // inconclusive).
+    spent.cut = reachable
+        .iter()
+        .filter(|(_, n)| *n > reached)
+        .map(|(p, _)| format!("{} [{}]", p.scenario, p.label()))
+        .collect();
+    spent.left = spent.cut.len() as u32;
     results.budget = Some(spent);
     Ok(())
 }
