@@ -114,11 +114,8 @@ fn serve_more(
     let before = spent.first_s + earlier_s;
     let so_far = || before + started.elapsed().as_secs_f64();
     let mut reached = results.repetitions.max(from - 1);
-    // A resumed run reads its further repetitions again one by one, as they were read.
     for k in results.repetitions + 1..=reached {
-        let mut upto = results.clone();
-        upto.runs.retain(|x| x.id.repetition <= k);
-        reachable = (unsettled.again)(&upto, &reachable, cap);
+        reachable = read_again(unsettled, results, k, &reachable, cap);
     }
     let mut wanted = price.afford(more.budget, so_far(), &reachable, reached);
     for repetition in from.. {
@@ -153,20 +150,39 @@ fn serve_more(
         wanted = price.afford(more.budget, so_far(), &reachable, reached);
     }
     spent.more_s = earlier_s + started.elapsed().as_secs_f64();
+    bought(&mut spent, &reachable, reached, results.repetitions);
+    results.budget = Some(spent);
+    Ok(())
+}
+
+/// The counts `reachable` read again after further repetition `k` (a resumed run reads each
+/// of its further repetitions so, one by one, as they were read, and sizes the same).
+fn read_again(
+    unsettled: &Unsettled,
+    results: &Results,
+    k: u32,
+    reachable: &Wanted,
+    cap: u32,
+) -> Wanted {
+    let mut upto = results.clone();
+    upto.runs.retain(|x| x.id.repetition <= k);
+    (unsettled.again)(&upto, reachable, cap)
+}
+
+/// What the stage bought, up to repetition `reached` past the plan's `planned`: the points
+/// given further repetitions, and the ones cut short of their counts (the report reads which
+/// of those are still inconclusive).
+fn bought(spent: &mut BudgetSpent, reachable: &Wanted, reached: u32, planned: u32) {
     spent.points = reachable
         .iter()
-        .filter(|(_, n)| (*n).min(reached) > results.repetitions)
+        .filter(|(_, n)| (*n).min(reached) > planned)
         .count() as u32;
-    // The points cut short of what they were sized for (the report reads which are still
-    // inconclusive).
     spent.cut = reachable
         .iter()
         .filter(|(_, n)| *n > reached)
         .map(|(p, _)| format!("{} [{}]", p.scenario, p.label()))
         .collect();
     spent.left = spent.cut.len() as u32;
-    results.budget = Some(spent);
-    Ok(())
 }
 
 /// The contenders that serve (noise instances only answer compat cases), once each.
