@@ -139,24 +139,7 @@ impl Verdict {
     /// those that are in reach would take four times in five, at most `max`. One repetition
     /// says nothing of the spread between starts: `max`.
     pub fn second_stage(&self, have: u32, max: u32) -> Option<u32> {
-        let at_estimate = self.repetitions_to_settle();
-        if at_estimate == Some(0) || have >= max {
-            return None;
-        }
-        if have <= 1 {
-            return Some(max);
-        }
-        let within = |n: Option<u32>| n.filter(|&n| n > 0 && n <= max);
-        let mut want = None;
-        if let Some(n) = within(at_estimate) {
-            let surely = self.repetitions_to_settle_surely().unwrap_or(max);
-            want = Some(surely.clamp(n, max));
-        }
-        if let Some(n) = within(self.repetitions_if_no_change(false)) {
-            let surely = self.repetitions_if_no_change(true).unwrap_or(max);
-            want = want.max(Some(surely.clamp(n, max)));
-        }
-        want
+        self.second_stage_sized(have, max).map(|(n, _)| n)
     }
 
     /// The log half-width a second stage of at most `max` aims this verdict's interval at
@@ -165,20 +148,39 @@ impl Verdict {
     /// is not aimed at a half-width: no second stage, one repetition, or held back by the
     /// error control (as many again).
     fn second_stage_aim(&self, have: u32, max: u32) -> Option<f64> {
-        self.second_stage(have, max)?;
-        if have <= 1 || self.held_back {
+        self.second_stage_sized(have, max)?.1
+    }
+
+    /// [`Verdict::second_stage`]'s count, with the half-width it aims at where it aims at
+    /// one ([`Verdict::second_stage_aim`]).
+    fn second_stage_sized(&self, have: u32, max: u32) -> Option<(u32, Option<f64>)> {
+        let at_estimate = self.repetitions_to_settle();
+        if at_estimate == Some(0) || have >= max {
             return None;
         }
-        let within = |n: Option<u32>| n.is_some_and(|n| n > 0 && n <= max);
-        let mut aim: Option<f64> = None;
-        if within(self.repetitions_to_settle()) {
-            aim = self.needs().map(|need| need * POWER_AIM);
+        if have <= 1 {
+            return Some((max, None));
         }
-        if within(self.repetitions_if_no_change(false)) {
+        let within = |n: Option<u32>| n.filter(|&n| n > 0 && n <= max);
+        let mut want: Option<(u32, Option<f64>)> = None;
+        if let Some(n) = within(at_estimate) {
+            let surely = self.repetitions_to_settle_surely().unwrap_or(max);
+            // Held back, it wants as many again: no half-width.
+            let aim = (!self.held_back)
+                .then(|| self.needs().map(|need| need * POWER_AIM))
+                .flatten();
+            want = Some((surely.clamp(n, max), aim));
+        }
+        if let Some(n) = within(self.repetitions_if_no_change(false)) {
+            let surely = self.repetitions_if_no_change(true).unwrap_or(max);
+            let count = surely.clamp(n, max);
             let equal = EQUAL_AIM_SURELY * (1.0 + self.bands.equivalence).ln();
-            aim = Some(aim.map_or(equal, |a| a.min(equal)));
+            want = Some(match want {
+                Some((c, aim)) => (c.max(count), Some(aim.map_or(equal, |a| a.min(equal)))),
+                None => (count, Some(equal)),
+            });
         }
-        aim
+        want
     }
 
     /// About how many repetitions like those it has would prove an inconclusive verdict
