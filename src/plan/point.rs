@@ -174,7 +174,7 @@ impl PointId {
     }
 }
 
-/// `scenario [label]`, as findings and `compare` name a point.
+/// `scenario [label]`, as findings, `compare` and the budget's cut points name a point.
 impl fmt::Display for PointId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} [{}]", self.scenario, self.label())

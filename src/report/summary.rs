@@ -128,7 +128,7 @@ fn budget(
 ) -> Option<String> {
     let open = |name: &String| {
         paired.iter().any(|pv| {
-            format!("{} [{}]", pv.point.scenario, pv.point.label()) == *name
+            pv.point.to_string() == *name
                 && pv
                     .main()
                     .is_some_and(|v| v.call == crate::stats::paired::Call::Inconclusive)

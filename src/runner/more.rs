@@ -180,7 +180,7 @@ fn bought(spent: &mut BudgetSpent, reachable: &Wanted, reached: u32, planned: u3
     spent.cut = reachable
         .iter()
         .filter(|(_, n)| *n > reached)
-        .map(|(p, _)| format!("{} [{}]", p.scenario, p.label()))
+        .map(|(p, _)| p.to_string())
         .collect();
     spent.left = spent.cut.len() as u32;
 }
@@ -205,10 +205,7 @@ fn block(
     only: Wanted,
     rep: &mut dyn Reporter,
 ) -> Block {
-    let labels: Vec<String> = only
-        .iter()
-        .map(|(p, _)| format!("{} [{}]", p.scenario, p.label()))
-        .collect();
+    let labels: Vec<String> = only.iter().map(|(p, _)| p.to_string()).collect();
     rep.more_repetitions(repetition, &labels);
     Block {
         repetition,
