@@ -159,7 +159,7 @@ pub enum Finding {
     },
     /// Over its measured windows other processes used a contender's pinned CPUs a material
     /// share of the time (and its threads waited for a CPU meanwhile): the machine, not the
-    /// change, moves its figures, and verdicts will not settle here.
+    /// change, moves its figures, and verdicts settle slowly there, if at all.
     Contention {
         contender: String,
         /// The point where it was worst.

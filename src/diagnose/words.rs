@@ -109,7 +109,7 @@ fn contention_words(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
             )?;
             write!(
                 f,
-                "; other processes used its {cpus} for {:.0}% of their time — contention: verdicts will not settle here (stop what else runs there, or give the contenders CPUs of their own: `cores`)",
+                "; other processes used its {cpus} for {:.0}% of their time — contention: verdicts settle slowly here, if at all (stop what else runs there, or give the contenders CPUs of their own: `cores`)",
                 others.unwrap_or(0.0) * 100.0
             )
         }
