@@ -134,25 +134,20 @@ impl Verdict {
 
     /// How many repetitions in all a second stage of at most `max` gives this verdict, which
     /// has `have`: `None` when it gets none — settled, already at `max`, or out of reach
-    /// both ways. In reach at even odds if its estimate is the truth, or if there is no
-    /// change at all ([`Verdict::repetitions_if_no_change`]); then as many as the larger of
-    /// those that are in reach would take four times in five, at most `max`. One repetition
-    /// says nothing of the spread between starts: `max`.
+    /// both ways. Where its interval still holds 1 and `max` or fewer would prove it equal
+    /// at even odds were there no change ([`Verdict::repetitions_if_no_change`]), as many as
+    /// would four times in five, and its estimate is not read: from a few starts it says
+    /// little, and one that wandered between the bands would ask hundreds. Otherwise, in
+    /// reach at even odds if its estimate is the truth: as many as that would take four
+    /// times in five, at most `max`. One repetition says nothing of the spread between
+    /// starts: `max`.
     pub fn second_stage(&self, have: u32, max: u32) -> Option<u32> {
         self.second_stage_sized(have, max).map(|(n, _)| n)
     }
 
-    /// The log half-width a second stage of at most `max` aims this verdict's interval at
-    /// (it has `have` repetitions): of the ways [`Verdict::second_stage`] finds in reach, the
-    /// narrowest four-times-in-five aim — the one its count reaches. `None` where the count
-    /// is not aimed at a half-width: no second stage, one repetition, or held back by the
-    /// error control (as many again).
-    fn second_stage_aim(&self, have: u32, max: u32) -> Option<f64> {
-        self.second_stage_sized(have, max)?.1
-    }
-
-    /// [`Verdict::second_stage`]'s count, with the half-width it aims at where it aims at
-    /// one ([`Verdict::second_stage_aim`]).
+    /// [`Verdict::second_stage`]'s count, with the log half-width it aims the interval at
+    /// (four times in five), where it aims at one: not where it has one repetition, nor where
+    /// the error control held it back (it wants as many again).
     fn second_stage_sized(&self, have: u32, max: u32) -> Option<(u32, Option<f64>)> {
         let at_estimate = self.repetitions_to_settle();
         if at_estimate == Some(0) || have >= max {
@@ -162,25 +157,18 @@ impl Verdict {
             return Some((max, None));
         }
         let within = |n: Option<u32>| n.filter(|&n| n > 0 && n <= max);
-        let mut want: Option<(u32, Option<f64>)> = None;
-        if let Some(n) = within(at_estimate) {
-            let surely = self.repetitions_to_settle_surely().unwrap_or(max);
-            // Held back, it wants as many again: no half-width.
-            let aim = (!self.held_back)
-                .then(|| self.needs().map(|need| need * POWER_AIM))
-                .flatten();
-            want = Some((surely.clamp(n, max), aim));
-        }
         if let Some(n) = within(self.repetitions_if_no_change(false)) {
             let surely = self.repetitions_if_no_change(true).unwrap_or(max);
-            let count = surely.clamp(n, max);
             let equal = EQUAL_AIM_SURELY * (1.0 + self.bands.equivalence).ln();
-            want = Some(match want {
-                Some((c, aim)) => (c.max(count), Some(aim.map_or(equal, |a| a.min(equal)))),
-                None => (count, Some(equal)),
-            });
+            return Some((surely.clamp(n, max), Some(equal)));
         }
-        want
+        let n = within(at_estimate)?;
+        let surely = self.repetitions_to_settle_surely().unwrap_or(max);
+        // Held back, it wants as many again: no half-width.
+        let aim = (!self.held_back)
+            .then(|| self.needs().map(|need| need * POWER_AIM))
+            .flatten();
+        Some((surely.clamp(n, max), aim))
     }
 
     /// About how many repetitions like those it has would prove an inconclusive verdict
@@ -274,9 +262,11 @@ pub fn unsettled(r: &Results, max: u32) -> Vec<(PointId, u32)> {
 /// all, at most `max`), read again after a further repetition — an internal pilot
 /// (docs/verdicts.md, "The count re-read as the repetitions come"): what each point's
 /// interval aims at is the first stage's ([`unsettled`]), the count that reaches it is read
-/// from the spread over all the repetitions in `r`, never from their estimate. A count is
-/// only raised, never past `max`, and not where the spread now says no count up to
-/// [`MOST_REPETITIONS`] would reach it. In the order of `wanted`.
+/// from the spread over all the repetitions in `r`, never from their estimate. A count
+/// follows that spread up and down but never below what the first stage gave, nor past
+/// `max`; a point whose interval is as narrow as it aims wants no more than the first stage
+/// gave; one whose spread now says no count up to [`MOST_REPETITIONS`] would reach it keeps
+/// its count. In the order of `wanted`.
 pub fn resized(r: &Results, wanted: &[(PointId, u32)], max: u32) -> Vec<(PointId, u32)> {
     let mut first = r.clone();
     first.runs.retain(|x| x.id.repetition <= r.repetitions);
@@ -288,13 +278,14 @@ pub fn resized(r: &Results, wanted: &[(PointId, u32)], max: u32) -> Vec<(PointId
             .filter(|p| p.load.is_some())
             .count() as u32
     };
-    raised(&then, have, &now, wanted, max)
+    reread(&then, have, &now, wanted, max)
 }
 
 /// [`resized`] once the verdicts are read: `then`, the first stage's (each with the
-/// repetitions `have` says it had), sizes what each point aims at; `now`, over all the
-/// repetitions, only says how far apart they are.
-fn raised(
+/// repetitions `have` says it had), sizes what each point aims at and the least it gets;
+/// `now`, over all the repetitions, only says how far apart they are. A point's count is
+/// the most any of its contenders wants.
+fn reread(
     then: &[PointVerdicts],
     have: impl Fn(&PointVerdicts) -> u32,
     now: &[PointVerdicts],
@@ -302,25 +293,29 @@ fn raised(
     max: u32,
 ) -> Vec<(PointId, u32)> {
     let mut out = wanted.to_vec();
-    for pv in then {
-        let Some((_, n)) = out.iter_mut().find(|(p, _)| *p == pv.point) else {
-            continue;
-        };
-        let Some(aim) = pv.main().and_then(|v| v.second_stage_aim(have(pv), max)) else {
-            continue;
-        };
-        let again = now
-            .iter()
-            .find(|x| x.contender == pv.contender && x.point == pv.point)
-            .and_then(|x| x.main());
-        // Already as narrow as aimed: nothing more to reach (`repetitions_for` counts past
-        // what a verdict has, so asking it would raise every count by one a repetition).
-        let Some(again) = again.filter(|v| (v.ratio.hi / v.ratio.lo).ln() / 2.0 > aim) else {
-            continue;
-        };
-        if let Some(m) = again.repetitions_for(aim) {
-            *n = (*n).max(m.min(max));
-        }
+    for (point, n) in out.iter_mut() {
+        let wants = then.iter().filter(|pv| pv.point == *point).map(|pv| {
+            let Some(v) = pv.main() else { return 0 };
+            let Some((least, aim)) = v.second_stage_sized(have(pv), max) else {
+                return 0;
+            };
+            let again = now
+                .iter()
+                .find(|x| x.contender == pv.contender && x.point == pv.point)
+                .and_then(|x| x.main());
+            let (Some(aim), Some(again)) = (aim, again) else {
+                return *n;
+            };
+            // Already as narrow as aimed: nothing more to reach (`repetitions_for` counts
+            // past what a verdict has, so asking it would add one a repetition, forever).
+            if (again.ratio.hi / again.ratio.lo).ln() / 2.0 <= aim {
+                return least;
+            }
+            again
+                .repetitions_for(aim)
+                .map_or(*n, |m| least.max(m.min(max)))
+        });
+        *n = wants.max().unwrap_or(*n);
     }
     out
 }
@@ -336,7 +331,7 @@ mod tests {
     use crate::analysis::verdicts::Figure;
 
     #[test]
-    fn a_count_is_read_again_from_the_spread_and_only_raised() {
+    fn a_count_is_read_again_from_the_spread_never_below_the_first_stages() {
         // The first stage: an A/A point at 1.00 ± 2.6 % over 3 repetitions. Were there no
         // change, ±0.605 × 2 % would prove it equal four times in five: (ln(1.026) /
         // (0.605 ln 1.02))² × 3 = 13.6 → 14 (the fixtures' interval narrows as 1/√n).
@@ -346,38 +341,55 @@ mod tests {
         )];
         let first = then[0].main().unwrap().second_stage(3, 100);
         assert_eq!(first, Some(14));
-        let wanted = vec![(then[0].point.clone(), 14)];
         let now_at = |half: f64, reps: usize| {
             let mut x = v(Figure::CpuPerRequest, 1.01, 1.01 / half, 1.01 * half);
             x.ratio.repetitions = reps;
             vec![at(1, vec![x])]
         };
-        let again = |now: &[PointVerdicts], max: u32| raised(&then, |_| 3, now, &wanted, max)[0].1;
+        let given = |n: u32| vec![(then[0].point.clone(), n)];
+        let again = |now: &[PointVerdicts], n: u32, max: u32| {
+            reread(&then, |_| 3, now, &given(n), max)[0].1
+        };
         // Eight repetitions later, ±2.6 % still: the first three underestimated the spread
         // (at three, this one reads ±5 %), so (ln 1.026 / (0.605 ln 1.02))² × 11 = 50.6 → 51.
-        assert_eq!(again(&now_at(1.026, 11), 100), 51);
+        assert_eq!(again(&now_at(1.026, 11), 14, 100), 51);
         // Never past the most allowed.
-        assert_eq!(again(&now_at(1.026, 11), 30), 30);
-        // A spread narrower than the first stage's never lowers the count; the estimate
-        // (here 1.01) is never read: the same spread around 0.99 asks the same.
-        assert_eq!(again(&now_at(1.005, 11), 100), 14);
-        // An interval already as narrow as aimed asks nothing more, however many
-        // repetitions it has (not one more than it has: that would never end).
-        assert_eq!(again(&now_at(1.005, 40), 100), 14);
-        assert_eq!(again(&now_at(1.011, 60), 100), 14);
+        assert_eq!(again(&now_at(1.026, 11), 14, 30), 30);
+        // Nine later, ±1.6 % over twenty: 20 × (ln 1.016 / (0.605 ln 1.02))² = 35.1 → 36,
+        // fewer than the 51 it was given — the count follows the spread down as well.
+        assert_eq!(again(&now_at(1.016, 20), 51, 100), 36);
+        // As narrow as aimed (±1.2 %): no more than the first stage gave, so a point given
+        // 51 that reached its aim at twenty stops there; one that reached it sooner still
+        // gets the first stage's 14. The estimate (here 1.01) is never read: the same
+        // spread around 0.99 asks the same.
+        assert_eq!(again(&now_at(1.011, 20), 51, 100), 14);
+        assert_eq!(again(&now_at(1.005, 11), 14, 100), 14);
+        assert_eq!(again(&now_at(1.005, 40), 14, 100), 14);
         let mut low = now_at(1.026, 11);
         low[0].verdicts[0].ratio.ratio = 0.99;
-        assert_eq!(again(&low, 100), 51);
+        assert_eq!(again(&low, 14, 100), 51);
         // A spread no count up to a thousand would narrow enough: left as it was.
-        assert_eq!(again(&now_at(1.5, 11), 10_000), 14);
+        assert_eq!(again(&now_at(1.5, 11), 14, 10_000), 14);
+        assert_eq!(again(&now_at(1.5, 11), 40, 10_000), 40);
         // A point held back by the error control wants as many again, not a half-width.
         let mut held = then.clone();
         held[0].verdicts[0].held_back = true;
         assert_eq!(
-            raised(&held, |_| 3, &now_at(1.026, 11), &wanted, 100)[0].1,
+            reread(&held, |_| 3, &now_at(1.026, 11), &given(14), 100)[0].1,
             14
         );
         // A point the first stage gave none is not given any.
-        assert_eq!(raised(&then, |_| 3, &now_at(1.026, 11), &[], 100), vec![]);
+        assert_eq!(reread(&then, |_| 3, &now_at(1.026, 11), &[], 100), vec![]);
+        // Two contenders at one point: the count is the most either wants — one as narrow
+        // as aimed does not stop the other.
+        let mut both = then.clone();
+        both.push(then[0].clone());
+        both[1].contender = "v3".into();
+        let mut now = now_at(1.011, 20);
+        let mut other = now_at(1.026, 20)[0].clone();
+        other.contender = "v3".into();
+        now.push(other);
+        let n = reread(&both, |_| 3, &now, &given(51), 100)[0].1;
+        assert_eq!(n, 92, "20 × (ln 1.026 / (0.605 ln 1.02))² = 91.98");
     }
 }

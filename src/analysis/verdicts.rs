@@ -613,6 +613,9 @@ mod tests {
         assert_eq!(x.second_stage(6, 20), Some(20));
         assert_eq!(x.second_stage(24, 24), None);
         assert_eq!(x.second_stage(1, 24), Some(24));
+        // With room for a thousand, still 24: where the interval holds 1, no change sizes
+        // the count, and the estimate that wandered (128 from there) is not read.
+        assert_eq!(x.second_stage(6, 1000), Some(24));
         // Its spread between fresh starts: more rounds would not do, repetitions would.
         x.between = Some(0.9);
         let s = x.settle(None).unwrap();
