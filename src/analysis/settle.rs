@@ -262,10 +262,11 @@ pub fn unsettled(r: &Results, max: u32) -> Vec<(PointId, u32)> {
 /// all, at most `max`), read again after a further repetition — an internal pilot
 /// (docs/verdicts.md, "The count re-read as the repetitions come"): what each point's
 /// interval aims at is the first stage's ([`unsettled`]), the count that reaches it is read
-/// from the spread over all the repetitions in `r`, never from their estimate, up or down,
-/// at most `max`. A point whose interval is as narrow as it aims wants no more: it stops
-/// where it is. One whose spread now says no count up to [`MOST_REPETITIONS`] would reach
-/// it keeps its count. In the order of `wanted`.
+/// from the spread over all the repetitions in `r`, never from their estimate. A count
+/// follows that spread up and down but never below what the first stage gave, nor past
+/// `max`; a point whose interval is as narrow as it aims wants no more than the first stage
+/// gave; one whose spread now says no count up to [`MOST_REPETITIONS`] would reach it keeps
+/// its count. In the order of `wanted`.
 pub fn resized(r: &Results, wanted: &[(PointId, u32)], max: u32) -> Vec<(PointId, u32)> {
     let mut first = r.clone();
     first.runs.retain(|x| x.id.repetition <= r.repetitions);
@@ -281,9 +282,9 @@ pub fn resized(r: &Results, wanted: &[(PointId, u32)], max: u32) -> Vec<(PointId
 }
 
 /// [`resized`] once the verdicts are read: `then`, the first stage's (each with the
-/// repetitions `have` says it had), sizes what each point aims at; `now`, over all the
-/// repetitions, only says how far apart they are. A point's count is the most any of its
-/// contenders wants.
+/// repetitions `have` says it had), sizes what each point aims at and the least it gets;
+/// `now`, over all the repetitions, only says how far apart they are. A point's count is
+/// the most any of its contenders wants.
 fn reread(
     then: &[PointVerdicts],
     have: impl Fn(&PointVerdicts) -> u32,
@@ -294,7 +295,8 @@ fn reread(
     let mut out = wanted.to_vec();
     for (point, n) in out.iter_mut() {
         let wants = then.iter().filter(|pv| pv.point == *point).map(|pv| {
-            let Some((_, aim)) = pv.main().and_then(|v| v.second_stage_sized(have(pv), max)) else {
+            let Some(v) = pv.main() else { return 0 };
+            let Some((least, aim)) = v.second_stage_sized(have(pv), max) else {
                 return 0;
             };
             let again = now
@@ -304,12 +306,14 @@ fn reread(
             let (Some(aim), Some(again)) = (aim, again) else {
                 return *n;
             };
-            // Already as narrow as aimed: it has what it wants (`repetitions_for` counts
+            // Already as narrow as aimed: nothing more to reach (`repetitions_for` counts
             // past what a verdict has, so asking it would add one a repetition, forever).
             if (again.ratio.hi / again.ratio.lo).ln() / 2.0 <= aim {
-                return again.ratio.repetitions as u32;
+                return least;
             }
-            again.repetitions_for(aim).map_or(*n, |m| m.min(max))
+            again
+                .repetitions_for(aim)
+                .map_or(*n, |m| least.max(m.min(max)))
         });
         *n = wants.max().unwrap_or(*n);
     }
@@ -327,7 +331,7 @@ mod tests {
     use crate::analysis::verdicts::Figure;
 
     #[test]
-    fn a_count_is_read_again_from_the_spread_and_stops_at_its_aim() {
+    fn a_count_is_read_again_from_the_spread_never_below_the_first_stages() {
         // The first stage: an A/A point at 1.00 ± 2.6 % over 3 repetitions. Were there no
         // change, ±0.605 × 2 % would prove it equal four times in five: (ln(1.026) /
         // (0.605 ln 1.02))² × 3 = 13.6 → 14 (the fixtures' interval narrows as 1/√n).
@@ -354,11 +358,13 @@ mod tests {
         // Nine later, ±1.6 % over twenty: 20 × (ln 1.016 / (0.605 ln 1.02))² = 35.1 → 36,
         // fewer than the 51 it was given — the count follows the spread down as well.
         assert_eq!(again(&now_at(1.016, 20), 51, 100), 36);
-        // As narrow as aimed (±1.2 %): it stops where it is — at twenty though it was given
-        // 51, at eleven though the first stage gave 14. The estimate (here 1.01) is never
-        // read: the same spread around 0.99 asks the same.
-        assert_eq!(again(&now_at(1.011, 20), 51, 100), 20);
-        assert_eq!(again(&now_at(1.005, 11), 14, 100), 11);
+        // As narrow as aimed (±1.2 %): no more than the first stage gave, so a point given
+        // 51 that reached its aim at twenty stops there; one that reached it sooner still
+        // gets the first stage's 14. The estimate (here 1.01) is never read: the same
+        // spread around 0.99 asks the same.
+        assert_eq!(again(&now_at(1.011, 20), 51, 100), 14);
+        assert_eq!(again(&now_at(1.005, 11), 14, 100), 14);
+        assert_eq!(again(&now_at(1.005, 40), 14, 100), 14);
         let mut low = now_at(1.026, 11);
         low[0].verdicts[0].ratio.ratio = 0.99;
         assert_eq!(again(&low, 14, 100), 51);
