@@ -20,6 +20,18 @@ impl Verdict {
         (need >= 0.1 * now && need >= 0.0005).then_some(need)
     }
 
+    /// The log half-width a second stage aims an inconclusive verdict's interval at, to
+    /// settle it `share` of the time were its estimate the truth: `share` of what it
+    /// [needs](Verdict::needs), but never narrower than half the gap between the noise band
+    /// and the equivalence band. An interval that narrow settles wherever its estimate lands
+    /// — to reach past the equivalence band and into the noise band at once it would have to
+    /// span the gap — so narrower only costs repetitions: from an estimate midway between
+    /// the bands, (1 / 0.7)² = 2.04 times as many.
+    fn aimed(&self, share: f64) -> Option<f64> {
+        let gap = (1.0 + self.bands.equivalence).ln() - (1.0 + self.bands.noise).ln();
+        self.needs().map(|need| (need * share).max(gap / 2.0))
+    }
+
     /// The interval's log half-width with `n` repetitions like those it has. Where it rests
     /// on Student's t over the repetitions (few of them) t shrinks too — 4.3 at three, 2.6
     /// at six — so six repetitions do more than the root of 6/3 would say; a bootstrap
@@ -127,7 +139,9 @@ impl Verdict {
 
     /// As [`Verdict::repetitions_to_settle`], but enough to settle it four times in five if
     /// its estimate is the truth: the half-width aimed at [`POWER_AIM`] of the distance to
-    /// the band's edge — about twice the repetitions. What a second stage sizes itself by.
+    /// the band's edge — about twice the repetitions — or at half the gap between the bands,
+    /// where that is wider and settles it surely ([`Verdict::aimed`]). What a second stage
+    /// sizes itself by.
     pub fn repetitions_to_settle_surely(&self) -> Option<u32> {
         self.repetitions_aimed(POWER_AIM)
     }
@@ -165,9 +179,7 @@ impl Verdict {
         let n = within(at_estimate)?;
         let surely = self.repetitions_to_settle_surely().unwrap_or(max);
         // Held back, it wants as many again: no half-width.
-        let aim = (!self.held_back)
-            .then(|| self.needs().map(|need| need * POWER_AIM))
-            .flatten();
+        let aim = (!self.held_back).then(|| self.aimed(POWER_AIM)).flatten();
         Some((surely.clamp(n, max), aim))
     }
 
@@ -207,7 +219,7 @@ impl Verdict {
             // as many repetitions again would give a real change.
             return Some(2 * r.repetitions.max(1) as u32);
         }
-        self.repetitions_for(self.needs()? * aim)
+        self.repetitions_for(self.aimed(aim)?)
     }
 }
 

@@ -629,6 +629,17 @@ mod tests {
         off.between = Some(0.9);
         assert_eq!(off.repetitions_if_no_change(false), None);
         assert!(!off.settle(None).unwrap().contains("no change"));
+        // Midway between the bands it needs ±0.49 % (ln 1.015 − ln 1.01), and 0.7 of that
+        // would ask 6 × (ln(1.027/1.003)/2 / (0.7 × 0.004938))² = 70.2 → 71; but an
+        // interval of half the bands' gap, (ln 1.02 − ln 1.01)/2 = 0.004926, settles on
+        // either side of both edges wherever the next estimate lands: 34.6 → 35.
+        assert_eq!(off.repetitions_to_settle(), Some(35));
+        assert_eq!(off.repetitions_to_settle_surely(), Some(35));
+        assert_eq!(off.second_stage(6, 1000), Some(35));
+        // Nearer a band's edge, 0.7 of the way there is the wider aim and sizes it.
+        let mut nearer = v(Figure::CpuPerRequest, 1.012, 1.0005, 1.0237);
+        nearer.ratio.repetitions = 6;
+        assert_eq!(nearer.second_stage(6, 1000), Some(26));
         // Centred on 1.00 (±2.6 %), its estimate asked 21 for four times in five; an
         // equivalence has to fit around wherever the next estimate lands, so 28.
         let mut centred = v(Figure::CpuPerRequest, 1.0, 0.975, 1.026);
