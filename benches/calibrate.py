@@ -296,7 +296,7 @@ def main():
                     v = cell(report, "verdict")
                     called = v in ("faster", "slower")
                     hits += called if extra == 0 else v == "slower"
-                print(f"{order} {label} #{i + 1} ({seconds[-1]:.0f} s): {[x for x in report['summary'] if 'Serving' in x or 'Error control' in x]}"[:300], file=sys.stderr)
+                print(f"{order} {label} #{i + 1} ({seconds[-1]:.0f} s, exit {LAST_CODE}): {[x for x in report['summary'] if 'Serving' in x or 'Error control' in x]}"[:300], file=sys.stderr)
             rows.append((order, label, hits, thr_hits, ratios, blamed, tally, seconds, trips))
     minutes = (time.time() - started) / 60
     settings = f"; paired = {{ {PAIRED} }}" if PAIRED else ""
