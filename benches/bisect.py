@@ -30,7 +30,7 @@ range of one commit names it.
 
 **bakeoff**: `bakeoff bisect` with a plan of one point (2 clients, 1 s), 3 repetitions, the
 default budget and bands; its measurement seconds are its runs' (bisect.json), builds its
-own.
+own. `KEEP=DIR` keeps each bisection's folder.
 """
 import json
 import math
@@ -112,6 +112,10 @@ def run_bakeoff(root, ids, k):
         cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     rec = json.load(open(os.path.join(out, "bisect.json")))
+    if os.environ.get("KEEP"):
+        # Each bisection's folder (its steps' results), for `bakeoff report` afterwards.
+        os.makedirs(os.environ["KEEP"], exist_ok=True)
+        shutil.copytree(out, os.path.join(os.environ["KEEP"], f"{time.time():.3f}"))
     named = []
     answer = rec.get("answer") or {}
     for b in answer.get("blames", []):
