@@ -404,4 +404,22 @@ mod tests {
         let n = reread(&both, |_| 3, &now, &given(51), 100)[0].1;
         assert_eq!(n, 92, "20 × (ln 1.026 / (0.605 ln 1.02))² = 91.98");
     }
+
+    #[test]
+    fn a_count_read_again_aims_no_narrower_than_half_the_gap_between_the_bands() {
+        // Midway between the bands, leaving 1 out over six repetitions: the first stage gives
+        // 35, aimed at half the gap, (ln 1.02 − ln 1.01) / 2 = 0.004926.
+        let mut off = v(Figure::CpuPerRequest, 1.015, 1.003, 1.027);
+        off.ratio.repetitions = 6;
+        let then = vec![at(1, vec![off])];
+        assert_eq!(then[0].main().unwrap().second_stage(6, 1000), Some(35));
+        // Forty repetitions later it reads ±0.45 %: inside that aim, so no more than the 35
+        // given — aimed at 0.7 of the way to the nearer edge (0.003457), it would have asked
+        // 40 × (ln 1.0045 / 0.003457)² = 67.5 → 68.
+        let mut x = v(Figure::CpuPerRequest, 1.015, 1.015 / 1.0045, 1.015 * 1.0045);
+        x.ratio.repetitions = 40;
+        let now = vec![at(1, vec![x])];
+        let given = vec![(then[0].point.clone(), 35)];
+        assert_eq!(reread(&then, |_| 6, &now, &given, 1000)[0].1, 35);
+    }
 }

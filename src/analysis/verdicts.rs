@@ -631,8 +631,8 @@ mod tests {
         assert!(!off.settle(None).unwrap().contains("no change"));
         // Midway between the bands it needs ±0.49 % (ln 1.015 − ln 1.01), and 0.7 of that
         // would ask 6 × (ln(1.027/1.003)/2 / (0.7 × 0.004938))² = 70.2 → 71; but an
-        // interval of half the bands' gap, (ln 1.02 − ln 1.01)/2 = 0.004926, settles on
-        // either side of both edges wherever the next estimate lands: 34.6 → 35.
+        // interval of half the bands' gap, (ln 1.02 − ln 1.01)/2 = 0.004926, reads
+        // *different* or *equivalent* wherever the next estimate lands: 34.6 → 35.
         assert_eq!(off.repetitions_to_settle(), Some(35));
         assert_eq!(off.repetitions_to_settle_surely(), Some(35));
         assert_eq!(off.second_stage(6, 1000), Some(35));
