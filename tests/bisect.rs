@@ -122,7 +122,12 @@ fn bisect_names_the_slow_commit_and_confirms_it() {
             "{s}"
         );
         let run = dir.path().join("b").join(s["dir"].as_str().unwrap());
-        assert!(run.join("results.json").is_file() && run.join("report/report.md").is_file());
+        assert!(run.join("report/report.md").is_file());
+        // The plan's three repetitions: a step runs at least five, the confirmation more.
+        let results: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("results.json")).unwrap()).unwrap();
+        let reps = if s["kind"] == "confirm" { 6 } else { 5 };
+        assert_eq!(results["repetitions"], reps, "{s}");
     }
     let md = std::fs::read_to_string(dir.path().join("b/report.md")).unwrap();
     let bold = format!("**Culprit: commit 37** `{}`", &ids[37][..10]);

@@ -59,11 +59,30 @@ pub enum Kind {
     Endpoints,
     /// A range's ends and the commits between them that cut it.
     Step,
-    /// A culprit against its parent, measured again with twice the repetitions.
+    /// A culprit against its parent, measured again with more repetitions.
     Confirm,
 }
 
+/// The fewest repetitions a step (and the endpoints) runs. A step's rounds stop once its
+/// interval over the repetitions is decided and within the effect, and for a given number
+/// of rounds that interval's half-width follows the t-quantile of the repetitions less one
+/// — 4.30 over three, 2.78 over five — so five reach it with about (2.78 / 4.30)² = 0.42 of
+/// the rounds three need, while seven would save only another fifth and start every
+/// contender twice more (docs/bisect.md).
+pub const STEP_REPETITIONS: u32 = 5;
+
 impl Kind {
+    /// How many repetitions this kind of run measures, for a plan of `plan`: a step and the
+    /// endpoints at least [`STEP_REPETITIONS`]; the confirmation twice the plan's, and more
+    /// than a step's.
+    pub fn repetitions(self, plan: u32) -> u32 {
+        let step = plan.max(STEP_REPETITIONS);
+        match self {
+            Kind::Endpoints | Kind::Step => step,
+            Kind::Confirm => (2 * plan).max(step + 1),
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             Kind::Endpoints => "endpoints",

@@ -182,7 +182,7 @@ impl Live {
 
 impl Live {
     /// The paired run of a step: the plan cut to the contender at each commit, judged and
-    /// sized for the change hunted; the confirmation at twice the plan's repetitions.
+    /// sized for the change hunted, at its kind's repetitions ([`Kind::repetitions`]).
     fn options(
         &self,
         kind: Kind,
@@ -215,8 +215,7 @@ impl Live {
                 effect: hunt.map(|h| h.effect),
             }),
             scenarios: self.record.scenarios.clone(),
-            // The confirmation is measured again at twice the plan's repetitions.
-            repetitions: (kind == Kind::Confirm).then_some(self.repetitions * 2),
+            repetitions: Some(kind.repetitions(self.repetitions)),
             budget: self.budget,
             cancel: self.cancel.clone(),
             ..runner::RunOptions::default()
