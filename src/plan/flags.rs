@@ -137,7 +137,9 @@ impl Plan {
     /// under the label beside it and compared with the one before it, paired, judged on
     /// `judge` alone (none: CPU per request, else throughput); with `effect`, the smallest
     /// change the step must tell, its equivalence band is that and its rounds' precision
-    /// half of it (when the plan's is finer).
+    /// too (when the plan's is finer): the rounds also wait until every pair is decided, and
+    /// an unchanged pair is proven inside the band only once its interval is within it, so a
+    /// finer precision would buy rounds, not surer verdicts (docs/bisect.md).
     pub fn for_commits(
         mut self,
         name: &str,
@@ -167,7 +169,7 @@ impl Plan {
         if let Some(e) = effect {
             self.paired.equivalence = e;
             if let super::Rounds::Auto { precision, .. } = &mut self.paired.rounds {
-                *precision = precision.max(e / 2.0);
+                *precision = precision.max(e);
             }
         }
         self.order = super::Order::Paired;
