@@ -1118,3 +1118,34 @@ fn a_git_source_that_reads_as_an_option_is_refused() {
         );
     }
 }
+
+/// A step of `bakeoff bisect`: its equivalence band is the effect, and so is its rounds'
+/// precision unless the plan's is coarser (docs/bisect.md).
+#[test]
+fn a_bisect_step_is_judged_and_its_rounds_stopped_at_the_effect() {
+    let plan = |top: &str| {
+        parse(&format!(
+            "name = \"t\"\n{top}\n[[contender]]\nname = \"a\"\nsource = {{ git = \"repo\", ref = \"main\" }}\nbuild = [[\"make\"]]\ncommand = [\"{{source}}/s\"]\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\n"
+        ))
+        .unwrap()
+    };
+    let commits = [
+        ("c0".to_string(), "0".repeat(40)),
+        ("c1".to_string(), "1".repeat(40)),
+    ];
+    let precision = |p: &Plan| match p.paired.rounds {
+        Rounds::Auto { precision, .. } => precision,
+        Rounds::Fixed(_) => panic!("{:?}", p.paired.rounds),
+    };
+    let p = plan("")
+        .for_commits("a", &commits, &[], Some(0.05))
+        .unwrap();
+    assert_eq!((p.paired.equivalence, precision(&p)), (0.05, 0.05));
+    assert_eq!(p.contenders[1].baseline.as_deref(), Some("c0"));
+    let p = plan("paired = { precision = \"8%\" }")
+        .for_commits("a", &commits, &[], Some(0.05))
+        .unwrap();
+    assert_eq!((p.paired.equivalence, precision(&p)), (0.05, 0.08));
+    let p = plan("").for_commits("a", &commits, &[], None).unwrap();
+    assert_eq!(precision(&p), 0.02);
+}
