@@ -28,9 +28,9 @@ samples, compared with the range's low end — different → the culprit is at o
 else with the high end — different → above it, else the search stops with no culprit. A
 range of one commit names it.
 
-**bakeoff**: `bakeoff bisect` with a plan of one point (2 clients, 1 s), 3 repetitions, the
-default budget and bands; its measurement seconds are its runs' (bisect.json), builds its
-own. `KEEP=DIR` keeps each bisection's folder.
+**bakeoff**: `bakeoff bisect` with a plan of one point (2 clients, 1 s), 3 repetitions (a
+step raises them to 5), the default budget and bands; its measurement seconds are its runs' (bisect.json), builds its
+own. `KEEP=DIR` keeps each bisection's folder (`benches/bisect_steps.py` reads them).
 """
 import json
 import math
