@@ -128,6 +128,19 @@ fn bisect_names_the_slow_commit_and_confirms_it() {
             serde_json::from_slice(&std::fs::read(run.join("results.json")).unwrap()).unwrap();
         let reps = if s["kind"] == "confirm" { 6 } else { 5 };
         assert_eq!(results["repetitions"], reps, "{s}");
+        // A step's five share the plan's three seconds of each point: 0.6 s each at least,
+        // more only where the rounds are not decided yet.
+        let served = results["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["points"].as_array().unwrap())
+            .map(|p| p["load"]["duration_s"].as_f64().unwrap());
+        let shortest = served.fold(f64::INFINITY, f64::min);
+        match s["kind"].as_str() {
+            Some("confirm") => assert!(shortest >= 0.95, "{s}: {shortest}"),
+            _ => assert!((0.55..1.0).contains(&shortest), "{s}: {shortest}"),
+        }
     }
     let md = std::fs::read_to_string(dir.path().join("b/report.md")).unwrap();
     let bold = format!("**Culprit: commit 37** `{}`", &ids[37][..10]);

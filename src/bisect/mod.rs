@@ -68,7 +68,8 @@ pub enum Kind {
 /// of rounds that interval's half-width follows the t-quantile of the repetitions less one
 /// — 4.30 over three, 2.78 over five — so five reach it with about (2.78 / 4.30)² = 0.42 of
 /// the rounds three need, while seven would save only another fifth and start every
-/// contender twice more (docs/bisect.md).
+/// contender twice more. The five share the plan's durations (`Plan::spread_over`): the
+/// least a step measures is what the plan's repetitions measure together (docs/bisect.md).
 pub const STEP_REPETITIONS: u32 = 5;
 
 impl Kind {

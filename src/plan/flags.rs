@@ -176,6 +176,28 @@ impl Plan {
         Ok(self)
     }
 
+    /// The plan run at `repetitions`, more than its own, with each duration-stopped point's
+    /// duration spread over them: a repetition measures its share of what the plan's
+    /// repetitions did together, so the least a run measures stays the plan's while its
+    /// interval is over more repetitions (a bisect step's, docs/bisect.md). The rounds still
+    /// go on past that until the point is decided and precise enough.
+    pub fn spread_over(mut self, repetitions: u32) -> Plan {
+        if repetitions <= self.repetitions {
+            return self;
+        }
+        for s in self
+            .scenarios
+            .iter_mut()
+            .filter(|s| s.capacity.is_none() && s.stages.is_empty())
+        {
+            if let crate::load::Stop::Duration(d) = &mut s.stop {
+                *d = d.mul_f64(f64::from(self.repetitions) / f64::from(repetitions));
+            }
+        }
+        self.repetitions = repetitions;
+        self
+    }
+
     /// Contender `name`, which must be built from a git `source` in a folder on this
     /// machine.
     pub fn local_git(&self, name: &str) -> Result<super::Contender, String> {

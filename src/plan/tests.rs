@@ -1149,3 +1149,24 @@ fn a_bisect_step_is_judged_and_its_rounds_stopped_at_the_effect() {
     let p = plan("").for_commits("a", &commits, &[], None).unwrap();
     assert_eq!(precision(&p), 0.02);
 }
+
+#[test]
+fn a_bisect_step_spreads_the_plans_durations_over_its_repetitions() {
+    let p = parse(
+        "name = \"t\"\nrepetitions = 3\n[[contender]]\nname = \"a\"\ncommand = [\"s\"]\n[[scenario]]\nname = \"s\"\nhttp = \"/\"\nduration = \"1500ms\"\n[[scenario]]\nname = \"n\"\nhttp = \"/\"\nrequests = 900\n",
+    )
+    .unwrap();
+    let stops = |p: &Plan| p.scenarios.iter().map(|s| s.stop).collect::<Vec<_>>();
+    let spread = p.clone().spread_over(5);
+    assert_eq!(spread.repetitions, 5);
+    assert_eq!(
+        stops(&spread),
+        [
+            crate::load::Stop::Duration(Duration::from_millis(900)),
+            crate::load::Stop::Count(900)
+        ]
+    );
+    // Fewer repetitions than the plan's never shorten a point.
+    let kept = p.clone().spread_over(2);
+    assert_eq!((kept.repetitions, stops(&kept)), (3, stops(&p)));
+}

@@ -50,12 +50,14 @@ pub enum Cut {
     Check { contender: String, against: String },
     /// A step of `bakeoff bisect` or a `history confirm`: NAME at each commit, named by the
     /// label beside it, judged on these figures (none: CPU per request, else throughput),
-    /// sized for the smallest change it must tell (`Plan::for_commits`).
+    /// sized for the smallest change it must tell (`Plan::for_commits`); with `spread`,
+    /// the run's `--repetitions` share the plan's durations (`Plan::spread_over`).
     Commits {
         contender: String,
         commits: Vec<(String, String)>,
         judge: Vec<&'static str>,
         effect: Option<f64>,
+        spread: bool,
     },
 }
 

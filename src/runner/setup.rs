@@ -71,6 +71,7 @@ pub(super) struct Opened {
 /// `--repetitions`, `--only`, `--scenario` and `--shard` applied.
 fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
     let mut plan = Plan::load(path)?;
+    let spread = matches!(opts.cut, Some(Cut::Commits { spread: true, .. }));
     if opts.smoke {
         plan = plan.smoke();
     }
@@ -95,11 +96,17 @@ fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
                 commits,
                 judge,
                 effect,
+                ..
             }) => p.for_commits(contender, commits, judge, *effect),
             None => Ok(p),
         })
         .and_then(|p| p.with_what_if(&opts.what_if))
-        .and_then(|p| p.overridden(opts.repetitions, &opts.only, &opts.scenarios))
+        .and_then(|p| match (spread, opts.repetitions) {
+            (true, Some(n)) => p
+                .spread_over(n)
+                .overridden(None, &opts.only, &opts.scenarios),
+            _ => p.overridden(opts.repetitions, &opts.only, &opts.scenarios),
+        })
         .map_err(anyhow::Error::msg)?;
     if let Some(s) = opts.shard {
         if s.n > plan.repetitions {

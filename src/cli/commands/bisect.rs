@@ -182,7 +182,8 @@ impl Live {
 
 impl Live {
     /// The paired run of a step: the plan cut to the contender at each commit, judged and
-    /// sized for the change hunted, at its kind's repetitions ([`Kind::repetitions`]).
+    /// sized for the change hunted, at its kind's repetitions ([`Kind::repetitions`]); the
+    /// endpoints' and a step's share the plan's durations, the confirmation's do not.
     fn options(
         &self,
         kind: Kind,
@@ -213,6 +214,7 @@ impl Live {
                     .into_iter()
                     .collect(),
                 effect: hunt.map(|h| h.effect),
+                spread: kind != Kind::Confirm,
             }),
             scenarios: self.record.scenarios.clone(),
             repetitions: Some(kind.repetitions(self.repetitions)),

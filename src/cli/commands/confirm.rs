@@ -259,6 +259,7 @@ fn options(
             ],
             judge,
             effect: Some(effect),
+            spread: false,
         }),
         scenarios: vec![scenario(f).to_string()],
         repetitions: Some(plan.repetitions * 2),
