@@ -1,8 +1,9 @@
 """What the bisections kept by `KEEP=DIR python3 benches/bisect.py` spent their time on, read
 from their folders (BENCHMARKS.md, "Bisection, side by side", quotes it):
 
-- each step's seconds; its repetitions, how many ran at most 44 rounds (a 1 s point's least
-  is about 40) and how many ran to their limit; the spread (standard deviation) of a round's
+- each step's seconds; its repetitions' rounds, how many ran no more than the fewest any
+  repetition of their step ran (the point's least, its duration's share, unless every one of
+  them needed more) and how many ran to their limit; the spread (standard deviation) of a round's
   CPU-per-request ratio against the step's first commit; each pair's interval (±);
 - for the bisections that stopped at the endpoints, the endpoints' repetitions and seconds.
 
@@ -38,7 +39,7 @@ def round_spread(runs, base, other):
 
 
 def main(dirs):
-    secs, reps, short, limit, halves, spreads, ends = [], 0, 0, 0, [], [], []
+    secs, counts, least, limit, halves, spreads, ends = [], [], 0, 0, [], [], []
     for d in sorted(p for k in dirs for p in glob.glob(os.path.join(k, "*"))):
         rec = json.load(open(os.path.join(d, "bisect.json")))
         for step in rec["steps"]:
@@ -51,9 +52,10 @@ def main(dirs):
             if step["kind"] != "step":
                 continue
             secs.append(step["seconds"])
+            fewest = min(len(rounds(r)) for r in mine)
             for r in mine:
-                reps += 1
-                short += len(rounds(r)) <= 44
+                counts.append(len(rounds(r)))
+                least += len(rounds(r)) == fewest
                 limit += r["points"][0].get("round_limit") == len(rounds(r))
             for pair in step["pairs"]:
                 halves += [math.sqrt(p["hi"] / p["lo"]) - 1 for p in pair["points"]]
@@ -61,7 +63,8 @@ def main(dirs):
                 spreads += round_spread(runs, first, other)
     if secs:
         print(f"steps: {len(secs)}, median {statistics.median(secs):.0f} s ({min(secs):.0f}–{max(secs):.0f})")
-        print(f"step repetitions: {reps}, at most 44 rounds {short}, at their round limit {limit}")
+        print(f"step repetitions: {len(counts)}, a median of {statistics.median(counts):.0f} rounds "
+              f"({min(counts)}–{max(counts)}); at their step's fewest {least}, at their round limit {limit}")
         print(f"pairs' intervals: ±{100 * min(halves):.1f}–{100 * max(halves):.1f} %")
         q = statistics.quantiles(spreads, n=10)
         print(f"a round's ratio, sd within a repetition: median {100 * statistics.median(spreads):.0f} %, "
