@@ -185,11 +185,7 @@ impl Plan {
         if repetitions <= self.repetitions {
             return self;
         }
-        for s in self
-            .scenarios
-            .iter_mut()
-            .filter(|s| s.capacity.is_none() && s.stages.is_empty())
-        {
+        for s in self.scenarios.iter_mut().filter(|s| s.is_steady()) {
             if let crate::load::Stop::Duration(d) = &mut s.stop {
                 *d = d.mul_f64(f64::from(self.repetitions) / f64::from(repetitions));
             }

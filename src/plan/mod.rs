@@ -290,6 +290,15 @@ pub struct Scenario {
     pub profile: bool,
 }
 
+impl Scenario {
+    /// Its points are steady load, neither a capacity search nor a ramp: those are the
+    /// points paired rounds serve, `--profile` profiles, and a bisect step's repetitions
+    /// share the plan's duration of.
+    pub fn is_steady(&self) -> bool {
+        self.capacity.is_none() && self.stages.is_empty()
+    }
+}
+
 /// A capacity search: open loop, the rate doubled from `min_rate` until a step fails (or
 /// `max_rate` passes), then bisected (geometric midpoints) until the highest passing and the
 /// lowest failing rate are within `precision`, or `max_steps`. A step passes when every

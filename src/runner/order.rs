@@ -105,7 +105,7 @@ pub(super) fn paired_points(ctx: &Ctx) -> usize {
     ctx.plan
         .scenarios
         .iter()
-        .filter(|s| s.capacity.is_none() && s.stages.is_empty())
+        .filter(|s| s.is_steady())
         .map(|s| s.points.len())
         .sum()
 }

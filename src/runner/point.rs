@@ -43,7 +43,7 @@ pub(super) fn serve(
     for &i in &active {
         rep.point_started(lives[i].name(ctx.plan), &s.name, &p.label());
     }
-    if !paired || s.capacity.is_some() || !s.stages.is_empty() {
+    if !paired || !s.is_steady() {
         for &i in &active {
             let points = points_of(ctx, &mut lives[i], s, p, rep);
             for point in &points {

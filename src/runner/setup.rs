@@ -79,11 +79,7 @@ fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
         plan.budget = b;
     }
     if opts.profile {
-        for s in plan
-            .scenarios
-            .iter_mut()
-            .filter(|s| s.capacity.is_none() && s.stages.is_empty())
-        {
+        for s in plan.scenarios.iter_mut().filter(|s| s.is_steady()) {
             s.profile = true;
         }
     }
