@@ -30,7 +30,8 @@ range of one commit names it.
 
 **bakeoff**: `bakeoff bisect` with a plan of one point (2 clients, 1 s), 3 repetitions (a
 step raises them to 5), the default budget and bands; its measurement seconds are its runs' (bisect.json), builds its
-own. `KEEP=DIR` keeps each bisection's folder (`benches/bisect_steps.py` reads them).
+own. `KEEP=DIR` keeps each bisection's folder (`benches/bisect_steps.py` reads them);
+`WAYS=K` passes `--ways K` (K−1 commits measured between a step's ends, fewer steps).
 """
 import json
 import math
@@ -57,6 +58,7 @@ CULPRIT = 37
 # One sample of the unpaired rule: a window of load, long enough that the CPU's clock ticks
 # (10 ms) are about 1 % of it.
 WINDOW = os.environ.get("WINDOW", "1s")
+WAYS = os.environ.get("WAYS")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 PLAN = """name = "bisect-bench"
@@ -108,7 +110,8 @@ def run_bakeoff(root, ids, k):
     out = os.path.join(root, f"bisect-{k}")
     env = dict(os.environ, BAKEOFF_CACHE=os.path.join(root, "cache"))
     subprocess.run(
-        [B, "bisect", "plan.toml", "--contender", "server", "--good", ids[0], "--bad", ids[64], "--out", out],
+        [B, "bisect", "plan.toml", "--contender", "server", "--good", ids[0], "--bad", ids[64], "--out", out]
+        + (["--ways", WAYS] if WAYS else []),
         cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     rec = json.load(open(os.path.join(out, "bisect.json")))
@@ -309,6 +312,8 @@ def main():
     for cond, hist, who, right, rng, wrong, none, n, secs, builds in rows:
         if hist == "A/A":
             right = rng = "–"
+        if who == "bakeoff" and WAYS:
+            who = f"bakeoff --ways {WAYS}"
         print(f"| {cond} | {hist} | {who} | {right} | {rng} | {wrong} | {none} | {n} | {secs:.0f} | {builds:.0f} |")
 
 
