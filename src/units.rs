@@ -48,3 +48,12 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
         format!("{n} {noun}s")
     }
 }
+
+/// At most the first `n` characters of `s`, never cut inside a character: how a commit id
+/// (which a file may make anything) is shortened.
+pub fn prefix(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}

@@ -17,10 +17,18 @@ pub struct Commit {
     pub subject: String,
 }
 
+/// Whether `s` is a commit id as git prints one: 4 to 64 hex digits. Every id bakeoff reads
+/// from a file (results, a history, a bisection's record) or a flag is checked with this
+/// before it is used, so none is ever read as an option by git (`--output=FILE`) nor cut
+/// inside a character when shortened.
+pub fn is_commit_id(s: &str) -> bool {
+    (4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 impl Commit {
     /// The first ten hex digits: the name a commit runs under in a step.
     pub fn short(&self) -> &str {
-        &self.id[..self.id.len().min(10)]
+        crate::units::prefix(&self.id, 10)
     }
 }
 
@@ -54,10 +62,13 @@ pub fn range(
         ));
     }
     let repo = &b.from;
-    let base = git::git(cancel, Some(repo), &["merge-base", &gid, &bid])
-        .map(|o| String::from_utf8_lossy(&o).trim().to_string())
-        .unwrap_or_default();
-    if base != gid {
+    // What a git command printed, trimmed; nothing when it failed.
+    let line = |args: &[&str]| {
+        git::git(cancel, Some(repo), args)
+            .map(|o| String::from_utf8_lossy(&o).trim().to_string())
+            .unwrap_or_default()
+    };
+    if line(&["merge-base", "--end-of-options", &gid, &bid]) != gid {
         return Err(format!(
             "--good {good} is not an ancestor of --bad {bad}: a bisection walks the history from one to the other"
         ));
@@ -68,7 +79,9 @@ pub fn range(
         "--reverse",
         "--first-parent",
         "--format=%H%x09%s",
+        "--end-of-options",
         &span,
+        "--",
     ];
     let out = git::git(cancel, Some(repo), &args)?;
     let mut commits = vec![describe(cancel, repo, &gid)];
@@ -84,13 +97,13 @@ pub fn range(
         .get(1)
         .map(|c| format!("{}^1", c.id))
         .unwrap_or_default();
-    let parent = git::git(
-        cancel,
-        Some(repo),
-        &["rev-parse", "--verify", "--quiet", &first],
-    )
-    .map(|o| String::from_utf8_lossy(&o).trim().to_string())
-    .unwrap_or_default();
+    let parent = line(&[
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        &first,
+    ]);
     if parent != gid || commits.last().map(|c| &c.id) != Some(&bid) {
         return Err(format!(
             "--good {good} is not on the first-parent line of --bad {bad} (it came in through a merge): give a commit of that line as --good"
@@ -101,9 +114,13 @@ pub fn range(
 
 /// `id` with its subject.
 fn describe(cancel: &Cancel, repo: &Path, id: &str) -> Commit {
-    let subject = git::git(cancel, Some(repo), &["log", "-1", "--format=%s", id])
-        .map(|o| clean(&String::from_utf8_lossy(&o)))
-        .unwrap_or_default();
+    let subject = git::git(
+        cancel,
+        Some(repo),
+        &["log", "-1", "--format=%s", "--end-of-options", id, "--"],
+    )
+    .map(|o| clean(&String::from_utf8_lossy(&o)))
+    .unwrap_or_default();
     Commit {
         id: id.to_string(),
         subject,
@@ -139,7 +156,14 @@ pub fn details(repo: &Path, rev: &str, cancel: &Cancel) -> Option<Details> {
     let out = git::git(
         cancel,
         Some(repo),
-        &["log", "-1", "--format=%H%x09%ct%x09%s", rev, "--"],
+        &[
+            "log",
+            "-1",
+            "--format=%H%x09%ct%x09%s",
+            "--end-of-options",
+            rev,
+            "--",
+        ],
     )
     .ok()?;
     let text = String::from_utf8_lossy(&out);
@@ -186,7 +210,14 @@ fn depth(repo: &Path, commit: &str, cancel: &Cancel) -> Option<i64> {
     let out = git::git(
         cancel,
         Some(repo),
-        &["rev-list", "--count", "--first-parent", commit, "--"],
+        &[
+            "rev-list",
+            "--count",
+            "--first-parent",
+            "--end-of-options",
+            commit,
+            "--",
+        ],
     )
     .ok()?;
     String::from_utf8_lossy(&out).trim().parse().ok()

@@ -476,7 +476,7 @@ fn short(info: &SourceInfo) -> String {
     match &info.commit {
         Some(c) => format!(
             "{}{}",
-            &c[..c.len().min(12)],
+            crate::units::prefix(c, 12),
             if info.dirty { ", dirty" } else { "" }
         ),
         None => "folder".into(),

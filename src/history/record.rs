@@ -53,6 +53,7 @@ pub fn record(
     given: Option<&Details>,
     cancel: &Cancel,
 ) -> anyhow::Result<Recorded> {
+    check_commits(results, dir)?;
     let hash = results.plan_hash.clone().unwrap_or_default();
     let print = fingerprint(results)?;
     let known: Option<i64> = store
@@ -220,6 +221,24 @@ fn fingerprint(r: &Results) -> anyhow::Result<String> {
     Ok(super::fnv(
         plan.bytes().chain(r.started_at.bytes()).chain(runs),
     ))
+}
+
+/// Refuses results (from folder `dir`) whose contender names a commit that is not a commit
+/// id: from a file, it could be anything (`--output=FILE`, which git would take for an option).
+fn check_commits(results: &Results, dir: &Path) -> anyhow::Result<()> {
+    for c in &results.contenders {
+        if let Some(id) = c.source.as_ref().and_then(|s| s.commit.as_deref()) {
+            if !crate::build::history::is_commit_id(id) {
+                anyhow::bail!(
+                "{}: contender `{}` names the commit {:?}, which is not a commit id (4 to 64 hex digits): nothing recorded",
+                dir.join("results.json").display(),
+                c.name.escape_debug(),
+                id
+            );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A contender's commit, as recorded.

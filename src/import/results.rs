@@ -78,7 +78,7 @@ fn config(r: &Results) -> Vec<(String, String)> {
             let at = s.commit.as_deref().map_or("a folder".to_string(), |x| {
                 format!(
                     "{}{}",
-                    &x[..x.len().min(12)],
+                    crate::units::prefix(x, 12),
                     if s.dirty { ", dirty" } else { "" }
                 )
             });

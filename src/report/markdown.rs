@@ -125,7 +125,7 @@ pub(super) fn source_lines(r: &crate::results::Results) -> Vec<String> {
         let at = match &s.commit {
             Some(commit) => format!(
                 "`{}` ({})",
-                &commit[..commit.len().min(12)],
+                crate::units::prefix(commit, 12),
                 if s.dirty { "dirty" } else { "clean" }
             ),
             None => "a folder, as it was".into(),

@@ -355,7 +355,7 @@ fn built_differently(a: &Results, b: &Results) -> Option<String> {
                 "{}{}",
                 s.commit
                     .as_deref()
-                    .map_or("a folder", |c| &c[..c.len().min(12)]),
+                    .map_or("a folder", |c| crate::units::prefix(c, 12)),
                 if s.dirty { " (dirty)" } else { "" }
             ),
         };

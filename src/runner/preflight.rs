@@ -66,7 +66,7 @@ fn sources_and_hosts_resolve(
         let at = match &r.commit {
             Some(c) => format!(
                 "{} ({})",
-                &c[..c.len().min(12)],
+                crate::units::prefix(c, 12),
                 if r.dirty { "with changes" } else { "clean" }
             ),
             None => "a folder, as it is".into(),

@@ -18,8 +18,8 @@ pub(crate) fn run_cache(action: &CacheAction) -> anyhow::Result<u8> {
     let line = |l: &cache::Listed| {
         let s = &l.entry.source;
         let at = match (&s.commit, s.dirty) {
-            (Some(c), false) => c[..c.len().min(12)].to_string(),
-            (Some(c), true) => format!("{}, dirty", &c[..c.len().min(12)]),
+            (Some(c), false) => crate::units::prefix(c, 12).to_string(),
+            (Some(c), true) => format!("{}, dirty", crate::units::prefix(c, 12)),
             (None, _) => "folder".into(),
         };
         format!(

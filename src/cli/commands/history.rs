@@ -177,7 +177,7 @@ fn list_table(series: &[history::Series]) -> String {
             last.map(|p| value(&s.key.figure, p.value))
                 .unwrap_or_default(),
             last.and_then(|p| p.commit.as_deref())
-                .map(|c| c[..c.len().min(10)].to_string())
+                .map(|c| crate::units::prefix(c, 10).to_string())
                 .unwrap_or_else(|| "–".into())
         ));
     }
@@ -208,7 +208,7 @@ fn show(path: &Path, series: &[history::Series], id: &str) -> anyhow::Result<()>
             "| {} | {} | {} | {} | {} | {} |\n",
             p.commit
                 .as_deref()
-                .map(|c| format!("`{}`", &c[..c.len().min(10)]))
+                .map(|c| format!("`{}`", crate::units::prefix(c, 10)))
                 .unwrap_or_else(|| "–".into()),
             p.time.map(|t| t.to_string()).unwrap_or_default(),
             p.subject.as_deref().unwrap_or("").replace('|', "\\|"),
@@ -241,8 +241,8 @@ fn detect(
             "| {} | {} | `{}` | `{}` | {} ({}–{}) | {:.2e} | {} |\n",
             c.id,
             f.key.words(),
-            &f.last_good[..f.last_good.len().min(10)],
-            &f.first_bad[..f.first_bad.len().min(10)],
+            crate::units::prefix(&f.last_good, 10),
+            crate::units::prefix(&f.first_bad, 10),
             crate::stats::notation::fmt_ratio(f.ratio),
             crate::stats::notation::fmt_ratio(f.lo),
             crate::stats::notation::fmt_ratio(f.hi),
