@@ -152,7 +152,7 @@ struct Read {
 }
 
 fn short(id: &str) -> &str {
-    &id[..id.len().min(10)]
+    crate::units::prefix(id, 10)
 }
 
 /// The figure a step is of.
@@ -164,16 +164,64 @@ fn figure(f: &crate::history::changes::Found) -> anyhow::Result<Figure> {
 }
 
 /// The plan a step is measured with: `--plan`, else the file its plan was last recorded
-/// from.
+/// from — only when the caller owns it and no one else can write it, since a confirmation
+/// runs the plan's build commands and a history may be in a folder others can write. Said
+/// before anything is built.
 fn plan_for(store: &Store, plan: &str, with: &run_flags::ConfirmArgs) -> anyhow::Result<PathBuf> {
-    let path = match &with.plan {
-        Some(p) => p.clone(),
-        None => match store.plan_of(plan)?.0 {
-            Some(p) => PathBuf::from(p),
-            None => bail!("the history has no plan file for plan `{plan}`; give it with --plan"),
-        },
+    if let Some(p) = &with.plan {
+        eprintln!("confirm: plan `{}` (--plan)", p.display());
+        return Ok(p.clone());
+    }
+    let Some(p) = store.plan_of(plan)?.0 else {
+        bail!("the history has no plan file for plan `{plan}`; give it with --plan");
     };
+    let path = PathBuf::from(p);
+    if let Err(why) = trusted_plan(&path) {
+        bail!(
+            "the history names `{}` as plan `{}`'s file, but {why}: a confirmation runs the plan's build commands, so it only runs a plan the history names when you own it and no one else can write it; give the plan with --plan",
+            path.display().to_string().escape_debug(),
+            plan.escape_debug()
+        );
+    }
+    eprintln!(
+        "confirm: plan `{}` (the file the history recorded plan `{}` from; --plan chooses another)",
+        path.display(),
+        plan.escape_debug()
+    );
     Ok(path)
+}
+
+/// Why the file at `path` is not one to run unasked: not there, not a regular file, owned by
+/// another user, or writable by its group or by anyone (the folder it is in included).
+fn trusted_plan(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = unsafe { libc::geteuid() };
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("it cannot be read ({e})"))?;
+    if !meta.file_type().is_file() {
+        return Err("it is not a regular file".into());
+    }
+    if meta.uid() != me {
+        return Err(format!("it belongs to user {}, not to you", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "others can write it (mode {:o})",
+            meta.mode() & 0o777
+        ));
+    }
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let folder = folder.unwrap_or(Path::new("."));
+    if let Ok(d) = std::fs::metadata(folder) {
+        // A sticky folder (/tmp) lets no one else replace a file they do not own.
+        let sticky = d.mode() & 0o1000 != 0;
+        if (d.uid() != me && d.uid() != 0) || (d.mode() & 0o022 != 0 && !sticky) {
+            return Err(format!(
+                "its folder `{}` can be written by others",
+                folder.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The paired run of a group of steps ([`same_run`]), judged on their figures, and what it
@@ -360,5 +408,57 @@ fn read(v: &Verdict, up: bool, figure: Figure) -> Read {
         words,
         regression: status == Status::Confirmed && up == worse_up,
         bisect: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trusted_plan;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// Issue 68, escape 2: a plan the history names runs only when the caller owns it and
+    /// no one else can write it or the folder it is in.
+    #[test]
+    fn a_plan_others_can_write_is_not_run_unasked() {
+        let dir = std::env::temp_dir().join(format!("bakeoff-trust-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let plan = dir.join("plan.toml");
+        std::fs::write(&plan, "name = \"x\"\n").unwrap();
+        let mode = |p: &std::path::Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        mode(&plan, 0o644);
+        assert_eq!(trusted_plan(&plan), Ok(()));
+        mode(&plan, 0o666);
+        assert!(trusted_plan(&plan)
+            .unwrap_err()
+            .contains("others can write it"));
+        mode(&plan, 0o664);
+        assert!(trusted_plan(&plan).is_err());
+        mode(&plan, 0o644);
+        mode(&dir, 0o777);
+        assert!(trusted_plan(&plan)
+            .unwrap_err()
+            .contains("can be written by others"));
+        // A sticky folder (/tmp) is fine: no one else can replace the file.
+        mode(&dir, 0o1777);
+        assert_eq!(trusted_plan(&plan), Ok(()));
+        mode(&dir, 0o755);
+        let link = dir.join("link.toml");
+        std::os::unix::fs::symlink(&plan, &link).unwrap();
+        assert!(trusted_plan(&link)
+            .unwrap_err()
+            .contains("not a regular file"));
+        assert!(trusted_plan(&dir.join("missing.toml")).is_err());
+        // Another user's plan, when this test can make one (as root: CI's case, where root
+        // ran another user's build command).
+        if std::os::unix::fs::chown(&plan, Some(65534), None).is_ok() {
+            assert!(trusted_plan(&plan)
+                .unwrap_err()
+                .contains("belongs to user 65534"));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
