@@ -53,14 +53,12 @@ fn rank(s: Status) -> u8 {
     }
 }
 
-/// A commit id, short, linked to its page when the plan's `[history] commit_url` gives one.
+/// A commit id, short, linked to its page when the plan's `[history] commit_url` gives a
+/// safe one ([`super::commit_link`]).
 fn commit(id: &str, url: Option<&String>) -> String {
-    let short = esc(&id[..id.len().min(10)]);
-    match url {
-        Some(u) => format!(
-            "<a href=\"{}\"><code>{short}</code></a>",
-            esc(&u.replace("{commit}", id))
-        ),
+    let short = esc(crate::units::prefix(id, 10));
+    match url.and_then(|u| super::commit_link(u, id)) {
+        Some(link) => format!("<a href=\"{}\"><code>{short}</code></a>", esc(&link)),
         None => format!("<code>{short}</code>"),
     }
 }
@@ -246,7 +244,10 @@ fn point_marks(svg: &mut String, s: &Series, sc: &Scale) {
                 sc.y(hi)
             );
         }
-        let label = p.commit.as_deref().map_or("–", |c| &c[..c.len().min(10)]);
+        let label = p
+            .commit
+            .as_deref()
+            .map_or("–", |c| crate::units::prefix(c, 10));
         let _ = write!(
             svg,
             "<circle class=\"point\" cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f77b4\"><title>{} {}</title></circle>",
@@ -260,7 +261,7 @@ fn point_marks(svg: &mut String, s: &Series, sc: &Scale) {
                 svg,
                 "<text x=\"{px:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\" font-family=\"monospace\">{}</text>",
                 Scale::H - Scale::BOTTOM + 14.0,
-                esc(&label[..label.len().min(7)])
+                esc(crate::units::prefix(label, 7))
             );
         }
     }
@@ -299,5 +300,39 @@ pub fn value(figure: &str, v: f64) -> String {
     match figure {
         "throughput" => format!("{v:.0} req/s"),
         _ => crate::units::fmt_us(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::commit;
+
+    /// Issue 68: only `http:` and `https:` links are written, after `{commit}` is filled in.
+    #[test]
+    fn only_http_links_are_written() {
+        let id = "0123456789abcdef";
+        for bad in [
+            "javascript:alert(1)//{commit}",
+            "JavaScript:alert(1)//{commit}",
+            "data:text/html,<script>x</script>{commit}",
+            " https://example.com/{commit}",
+            "HTTPS://example.com/{commit}",
+            "https://example.com/{commit}\u{7}",
+            "{commit}",
+        ] {
+            let html = commit(id, Some(&bad.to_string()));
+            assert!(!html.contains("href"), "{bad:?} became {html}");
+            assert!(html.contains("<code>0123456789</code>"), "{html}");
+        }
+        // A commit id that is itself a URL, filled into a template that is only `{commit}`.
+        let html = commit("javascript:alert(1)", Some(&"{commit}".to_string()));
+        assert!(!html.contains("href"), "{html}");
+        let ok = commit(id, Some(&"https://example.com/c/{commit}".to_string()));
+        assert!(
+            ok.contains("href=\"https://example.com/c/0123456789abcdef\""),
+            "{ok}"
+        );
+        // Shortened by characters, never inside one.
+        assert!(commit("abcdefghiéjk", None).contains("abcdefghié"));
     }
 }

@@ -20,6 +20,17 @@ pub(crate) fn fnv(bytes: impl IntoIterator<Item = u8>) -> String {
     format!("{h:016x}")
 }
 
+/// The page of commit `id` from a `[history] commit_url` template, when it is a link that is
+/// safe to write: `http://` or `https://` (lower case, at the very start) once `{commit}` is
+/// filled in, with no space or control character anywhere. Anything else (`javascript:`,
+/// `data:`, a leading space, a commit id that is itself a URL) is shown as text, not linked.
+pub fn commit_link(template: &str, id: &str) -> Option<String> {
+    let url = template.replace("{commit}", id);
+    let scheme = url.starts_with("https://") || url.starts_with("http://");
+    let clean = !url.chars().any(|c| c.is_whitespace() || c.is_control());
+    (scheme && clean).then_some(url)
+}
+
 /// What a series is one of.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SeriesKey {
