@@ -152,24 +152,23 @@ fn sh(s: &str) -> String {
 }
 
 fn header(what: &str, c: &CiCommon) -> String {
-    // A newline in a path must not end the comment (it would add keys to the document).
-    let path: String = plan_arg(&c.plan)
-        .chars()
-        .flat_map(|ch| {
-            if ch.is_control() {
-                ch.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![ch]
-            }
-        })
-        .collect();
-    format!(
-        "# Written by `bakeoff ci {what} {} --shards {}{}` ({}).\n# Generate it again after changing the plan; do not edit it by hand.\n",
-        path,
+    // No character of a path (or a flag) may end the comment: a newline, CR, NEL or U+2028
+    // there would add keys to the document.
+    let line = format!(
+        "# Written by `bakeoff ci {what} {} --shards {}{}` ({}).",
+        plan_arg(&c.plan),
         c.shards,
         merge_flags(c),
         crate::results::tool()
-    )
+    );
+    let line: String = line
+        .chars()
+        .flat_map(|ch| match yaml::unsafe_char(ch) {
+            true => ch.escape_unicode().collect::<Vec<_>>(),
+            false => vec![ch],
+        })
+        .collect();
+    format!("{line}\n# Generate it again after changing the plan; do not edit it by hand.\n")
 }
 
 /// A workflow step that runs a command.

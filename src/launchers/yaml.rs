@@ -35,10 +35,29 @@ impl Y {
     }
 }
 
+/// Whether a YAML reader could take `c` for the end of a line or a scalar, or cannot read it
+/// raw: control characters (CR, NUL, NEL U+0085 and DEL included), the Unicode line and
+/// paragraph separators (U+2028, U+2029) that YAML 1.1 readers break lines at, and a BOM.
+pub fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{FEFF}' | '\u{FFFE}' | '\u{FFFF}'
+        )
+}
+
+/// Whether `s` can be written as a block scalar (`|`) that reads back exactly: lines ended
+/// by `\n` alone, none holding a character [`unsafe_char`] names but a tab, and a first line
+/// that does not start with a space (that would need an indentation indicator).
+fn blockable(s: &str) -> bool {
+    !s.starts_with([' ', '\t', '\n'])
+        && !s.chars().any(|c| c != '\n' && c != '\t' && unsafe_char(c))
+}
+
 /// A scalar or an empty collection on one line; `None` for what needs lines of its own.
 fn inline(y: &Y) -> Option<String> {
     match y {
-        Y::Str(s) if s.contains('\n') => None,
+        Y::Str(s) if s.contains('\n') && blockable(s) => None,
         Y::Str(s) => Some(scalar(s)),
         Y::Int(i) => Some(i.to_string()),
         Y::Bool(b) => Some(b.to_string()),
@@ -65,8 +84,30 @@ fn scalar(s: &str) -> String {
     if plain {
         s.to_string()
     } else {
-        serde_json::to_string(s).expect("a string serializes")
+        quoted(s)
     }
+}
+
+/// `s` double-quoted: `"` and `\\` escaped, and every character a reader could take for a
+/// line's end or cannot read raw ([`unsafe_char`]) written as an escape, so nothing in `s`
+/// can end the scalar.
+fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn pad(n: usize) -> String {
@@ -163,6 +204,33 @@ mod tests {
         assert_eq!(scalar("always()"), "always()");
         assert_eq!(scalar("'quoted'"), "\"'quoted'\"");
         assert_eq!(scalar("kubernetes.io/hostname"), "kubernetes.io/hostname");
+    }
+
+    /// Issue 68: no character of a value can end it — the line breaks YAML 1.1 readers
+    /// know besides `\n` (CR, NEL, U+2028, U+2029), NUL, and a first line that starts with a
+    /// space (a block scalar would need an indentation indicator).
+    #[test]
+    fn nothing_in_a_value_ends_it() {
+        for evil in [
+            "x\n\u{2028}permissions: write-all",
+            "x\u{2029}permissions: write-all",
+            "x\u{85}permissions: write-all",
+            "x\r\npermissions: write-all",
+            "x\0y",
+            "x\u{7f}\u{feff}",
+        ] {
+            let y = Y::map([("run", Y::str(evil)), ("after", Y::str("ok"))]);
+            let text = y.to_yaml();
+            assert_eq!(text.lines().count(), 2, "{text:?}");
+            assert!(
+                !text.chars().any(|c| c != '\n' && unsafe_char(c)),
+                "{text:?}"
+            );
+            assert!(text.ends_with("\nafter: ok\n"), "{text:?}");
+        }
+        assert_eq!(quoted("a\u{2028}b\0"), "\"a\\u2028b\\u0000\"");
+        let y = Y::map([("run", Y::str("  indented\nsecond"))]);
+        assert_eq!(y.to_yaml(), "run: \"  indented\\nsecond\"\n");
     }
 
     #[test]
