@@ -181,6 +181,26 @@ pub(super) fn sh_c(cmd: String) -> Y {
     Y::List(vec![Y::str("sh"), Y::str("-c"), Y::str(cmd)])
 }
 
+/// A shard pod's shell script: the plan's `[ci] setup` first, each line its own shell as a
+/// workflow's steps are (a `#` comment, or a line ending in `||` or `&`, cannot swallow the
+/// run), any failing fails the pod; then the run of shard JOB_COMPLETION_INDEX + 1 of `n`.
+fn shard_script(plan: &Plan, plan_path: &str, n: u32) -> String {
+    let setup: String = plan
+        .ci
+        .setup
+        .iter()
+        .map(|s| format!("sh -c {}\n", sh(s)))
+        .collect();
+    let setup = match setup.is_empty() {
+        true => setup,
+        false => format!("set -e\n{setup}"),
+    };
+    format!(
+        "{setup}exec bakeoff run {} --shards {n} --out \"/results/shard-$((JOB_COMPLETION_INDEX + 1))\"",
+        sh(plan_path)
+    )
+}
+
 /// A Kubernetes Indexed Job running one shard per pod, and the Job that merges them:
 /// (job.yaml, merge.yaml).
 pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
@@ -212,12 +232,7 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
         };
         Y::map([("requests", r()), ("limits", r())])
     };
-    // The plan's `[ci] setup` first, as the workflow's steps run it.
-    let setup: String = plan.ci.setup.iter().map(|s| format!("{s} && ")).collect();
-    let run = format!(
-        "{setup}exec bakeoff run {} --shards {n} --out \"/results/shard-$((JOB_COMPLETION_INDEX + 1))\"",
-        sh(&plan_arg(&c.plan))
-    );
+    let run = shard_script(&plan, &plan_arg(&c.plan), n);
     let shards = pods.job(
         &name,
         vec![
