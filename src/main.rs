@@ -12,7 +12,16 @@ fn main() -> ExitCode {
         };
         bakeoff::contender::guard::run(command);
     }
-    let cli = bakeoff::cli::Cli::parse();
+    let cli = match bakeoff::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and the version go to stdout and exit 0; a mistake exits with the code the
+        // command's docs give one (`check`: 128, which `git bisect run` stops at).
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(bakeoff::cli::mistake_code(&args));
+        }
+    };
     match bakeoff::cli::run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

@@ -14,6 +14,7 @@ use crate::protocol::target::Endpoint;
 use crate::protocol::template::Template;
 use crate::report;
 mod target;
+pub use commands::mistake_code;
 pub use target::*;
 mod ci;
 pub use ci::*;

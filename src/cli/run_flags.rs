@@ -181,9 +181,11 @@ pub struct BisectArgs {
     pub body: super::BodyArgs,
 }
 
-/// The figures `check --figure` can judge.
+/// The figures `check --figure` can judge; `cpu_per_request`, as the reports and
+/// `paired.judge` spell it, is the same as `cpu-per-request`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CheckFigure {
+    #[value(alias = "cpu_per_request")]
     CpuPerRequest,
     Throughput,
     P50,

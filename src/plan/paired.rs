@@ -71,7 +71,11 @@ impl Judged {
     pub fn of<'a>(keys: impl IntoIterator<Item = &'a str>) -> Result<Judged, &'a str> {
         let mut bits = 0;
         for k in keys {
-            let i = FIGURES.iter().position(|f| *f == k).ok_or(k)?;
+            // `cpu-per-request`, as `--figure` spells it, is `cpu_per_request`.
+            let i = FIGURES
+                .iter()
+                .position(|f| *f == k || f.replace('_', "-") == k)
+                .ok_or(k)?;
             bits |= 1 << i;
         }
         Ok(Judged(bits))

@@ -24,6 +24,22 @@ impl Step {
     }
 }
 
+/// The exit code of a mistake in the flags of the command `args` names: `check` 128 (`git
+/// bisect run` reads 1–127 but 125 as "bad" and stops only above 127), `bisect` 1 (its 2
+/// means "a range"), any other clap's usual 2.
+pub fn mistake_code(args: &[String]) -> u8 {
+    match args
+        .iter()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
+    {
+        Some("check") => 128,
+        Some("bisect") => 1,
+        _ => 2,
+    }
+}
+
 /// A mistake (the plan, the flags, a ref that does not build) exits 128: `git bisect run`
 /// reads 1–127 but 125 as "bad", and stops at anything above.
 pub(crate) fn run_check(args: &CheckArgs) -> anyhow::Result<u8> {

@@ -20,6 +20,7 @@ mod history;
 mod offline;
 pub(crate) use bisect::run_bisect;
 pub(crate) use cache::run_cache;
+pub use check::mistake_code;
 pub(crate) use check::run_check;
 pub(crate) use history::{record_run, run_history};
 pub(crate) use offline::*;
