@@ -1,0 +1,352 @@
+//! Hardening round four (issue 68): what a file, a flag or a plan can make bakeoff do that it
+//! must not — a commit id read as git's option, a workflow value that ends its YAML scalar, a
+//! Kubernetes shard whose setup swallows its run — and the exit codes `git bisect run` reads.
+//! Each test failed before its fix.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+
+fn bakeoff_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bakeoff"))
+        .args(args)
+        .current_dir(dir)
+        .env("BAKEOFF_CACHE", dir.join("cache"))
+        .env_remove("BAKEOFF_HISTORY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A results folder of one short run of the built-in demo server, its plan in a git
+/// repository at `dir/repo`.
+fn results_in_a_repository(dir: &Path) -> std::path::PathBuf {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "a repository\n").unwrap();
+    git(&repo, &["add", "README"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "-m",
+            "one",
+        ],
+    );
+    std::fs::write(
+        repo.join("plan.toml"),
+        format!(
+            r#"name = "bench"
+repetitions = 1
+
+[[contender]]
+name = "demo"
+command = ["{}", "demo-server", "v2", "{{port}}", "{{state}}"]
+ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
+
+[[scenario]]
+name = "get"
+http = "/block/1"
+clients = [1]
+requests = 100
+"#,
+            env!("CARGO_BIN_EXE_bakeoff")
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = bakeoff_in(&repo, &["run", "plan.toml", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    out
+}
+
+/// Escape 1: a commit id from a results file, or from `--commit`, that git would read as an
+/// option (`--output=FILE` overwrites FILE) is refused before git sees it.
+#[test]
+fn a_commit_id_from_a_file_or_a_flag_is_never_read_as_an_option() {
+    let dir = TempDir::new("commit-option");
+    let out = results_in_a_repository(dir.path());
+    let repo = dir.path().join("repo");
+    let victim = dir.path().join("victim");
+
+    // `--commit=--output=FILE`: refused as not a commit, FILE never written.
+    let flag = format!("--commit=--output={}", victim.display());
+    let o = bakeoff_in(
+        &repo,
+        &[
+            "history",
+            "import",
+            out.to_str().unwrap(),
+            &flag,
+            "--history",
+            "../h.sqlite",
+        ],
+    );
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a commit"), "{}", stderr(&o));
+    assert!(!victim.exists(), "git wrote {}", victim.display());
+
+    // A results.json whose contender names the commit `--output=FILE`.
+    let path = out.join("results.json");
+    let mut r: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    r["contenders"][0]["source"] = serde_json::json!({
+        "repository": ".",
+        "commit": format!("--output={}", victim.display()),
+        "dirty": false,
+        "key": "k",
+    });
+    std::fs::write(&path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    let o = bakeoff_in(
+        &repo,
+        &[
+            "history",
+            "import",
+            out.to_str().unwrap(),
+            "--history",
+            "../h.sqlite",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("results.json") && err.contains("not a commit id"),
+        "{err}"
+    );
+    assert!(!victim.exists(), "git wrote {}", victim.display());
+    // Nothing was recorded: the history lists no series.
+    let o = bakeoff_in(&repo, &["history", "list", "--history", "../h.sqlite"]);
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("bench ·"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+/// Parses YAML with PyYAML as JSON (one document).
+fn yaml(text: &str) -> serde_json::Value {
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A plan whose `[ci]` section is `ci` (TOML), with one contender that needs nothing built.
+fn ci_plan(dir: &Path, ci: &str) -> String {
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"ci\"\nrepetitions = 2\n\n[[contender]]\nname = \"a\"\ncommand = [\"./server\", \"{{port}}\"]\n\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nclients = [1]\n\n[ci]\n{ci}\n"
+        ),
+    )
+    .unwrap();
+    plan.to_string_lossy().into_owned()
+}
+
+/// Escape 4: a `[ci] env` value or `[ci] setup` line holding a newline and U+2028 (or NEL,
+/// CR, NUL) reads back from the workflow exactly as written, adding no key and no step.
+#[test]
+fn no_character_of_a_value_ends_it_in_the_workflow() {
+    if !python_has("yaml", "Python's yaml") {
+        return;
+    }
+    let dir = TempDir::new("yaml-breaks");
+    let evil_env = "x\n\u{2028}permissions: write-all";
+    let evil_setup = "echo one\n\u{2029}  - run: echo injected\u{85}permissions: write-all\r";
+    let plan = ci_plan(
+        dir.path(),
+        &format!(
+            "env = {{ TOKEN_X = {} }}\nsetup = [{}]",
+            serde_json::to_string(evil_env).unwrap(),
+            serde_json::to_string(evil_setup).unwrap()
+        ),
+    );
+    let out = bakeoff_in(dir.path(), &["ci", "github", &plan]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for c in ['\u{2028}', '\u{2029}', '\u{85}', '\r', '\0'] {
+        assert!(!text.contains(c), "{c:?} written raw:\n{text}");
+    }
+    let w = yaml(&text);
+    assert!(
+        w.get("permissions").is_none() || w["permissions"] != "write-all",
+        "{w}"
+    );
+    let jobs: Vec<&serde_json::Value> = w["jobs"].as_object().unwrap().values().collect();
+    let envs: Vec<&serde_json::Value> = std::iter::once(&w["env"])
+        .chain(jobs.iter().map(|j| &j["env"]))
+        .filter_map(|e| e.get("TOKEN_X"))
+        .collect();
+    assert!(!envs.is_empty(), "{w}");
+    assert!(
+        envs.iter().all(|e| **e == serde_json::json!(evil_env)),
+        "{w}"
+    );
+    let runs: Vec<&str> = jobs
+        .iter()
+        .flat_map(|j| j["steps"].as_array().unwrap())
+        .filter_map(|s| s["run"].as_str())
+        .collect();
+    assert!(runs.contains(&evil_setup), "{runs:?}");
+    assert!(!runs.contains(&"echo injected"), "{runs:?}");
+}
+
+/// The shard's command from a `ci k8s` job.yaml.
+fn shard_command(dir: &Path, plan: &str) -> String {
+    let out = dir.join("k8s");
+    let o = bakeoff_in(
+        dir,
+        &[
+            "ci",
+            "k8s",
+            plan,
+            "--shards",
+            "2",
+            "--image",
+            "registry.example/b:1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(out.join("job.yaml")).unwrap();
+    let job = text
+        .split("\n---\n")
+        .find(|d| d.contains("kind: Job"))
+        .unwrap();
+    let job = yaml(job);
+    let c = &job["spec"]["template"]["spec"]["containers"][0]["command"];
+    assert_eq!(c[0], "sh");
+    c[2].as_str().unwrap().to_string()
+}
+
+/// Runs a shard's command with a `bakeoff` on PATH that only says it ran: (exit code, ran).
+fn run_shard(dir: &Path, command: &str) -> (i32, bool) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("bakeoff");
+    let mark = dir.join("ran");
+    let _ = std::fs::remove_file(&mark);
+    std::fs::write(&fake, format!("#!/bin/sh\ntouch '{}'\n", mark.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let o = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("JOB_COMPLETION_INDEX", "0")
+        .output()
+        .unwrap();
+    (o.status.code().unwrap_or(-1), mark.exists())
+}
+
+/// Wrong answer 6: a `[ci] setup` line cannot swallow the shard's run (a `#` comment, a
+/// trailing `||` or `&`), and a setup that fails fails the pod.
+#[test]
+fn a_kubernetes_shard_always_runs_its_point_or_fails() {
+    if !python_has("yaml", "Python's yaml") {
+        return;
+    }
+    let dir = TempDir::new("k8s-setup");
+    let d = dir.path();
+    for setup in ["true # the server", "true &", "true;"] {
+        let plan = ci_plan(
+            d,
+            &format!("setup = [{}]", serde_json::to_string(setup).unwrap()),
+        );
+        let (code, ran) = run_shard(d, &shard_command(d, &plan));
+        assert!(ran && code == 0, "{setup:?}: exit {code}, ran {ran}");
+    }
+    for setup in ["false # the server", "true ||"] {
+        let plan = ci_plan(
+            d,
+            &format!("setup = [{}]", serde_json::to_string(setup).unwrap()),
+        );
+        let (code, ran) = run_shard(d, &shard_command(d, &plan));
+        assert!(!ran && code != 0, "{setup:?}: exit {code}, ran {ran}");
+    }
+    // Each line its own command: the first line's `#` does not hide the second.
+    let plan = ci_plan(d, "setup = [\"true # one\", \"false\"]");
+    let (code, ran) = run_shard(d, &shard_command(d, &plan));
+    assert!(!ran && code != 0, "exit {code}, ran {ran}");
+}
+
+/// Wrong answer 5: every mistake of `check` exits 128, which `git bisect run` stops at (2,
+/// clap's usual code, reads as "bad"); `--figure` takes the spelling the reports use too;
+/// `bisect`'s mistakes exit 1, not 2 ("a range").
+#[test]
+fn mistakes_never_exit_with_a_code_git_bisect_reads_as_an_answer() {
+    let dir = TempDir::new("check-codes");
+    let d = dir.path();
+    let plan = ci_plan(d, "");
+    let base = [
+        "check",
+        plan.as_str(),
+        "--contender",
+        "a",
+        "--against",
+        "HEAD",
+    ];
+    let with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        bakeoff_in(d, &a)
+    };
+    for (extra, says) in [
+        (&["--figur", "p99"][..], "--figur"),
+        (&["--figure", "p98"][..], "p98"),
+        (&["--nonsense"][..], "--nonsense"),
+    ] {
+        let o = with(extra);
+        assert_eq!(o.status.code(), Some(128), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    let o = bakeoff_in(d, &["check", plan.as_str()]);
+    assert_eq!(o.status.code(), Some(128), "{}", stderr(&o));
+    // Both spellings of a figure are taken: the mistake is then the contender, not the flag.
+    for spelling in ["cpu_per_request", "cpu-per-request"] {
+        let o = with(&["--figure", spelling]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(128), "{err}");
+        assert!(!err.contains("invalid value"), "{spelling}: {err}");
+    }
+    let o = bakeoff_in(d, &["bisect", plan.as_str(), "--nope"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // Help is not a mistake.
+    let o = bakeoff_in(d, &["check", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+}
