@@ -36,8 +36,11 @@ impl Plan {
             if let Some(n) = only.iter().find(|n| !names.contains(&n.as_str())) {
                 return Err(unknown("--only", n, names));
             }
+            // `[history] reference`'s partner stays: the run is paired against it.
+            let partner = self.history.reference.is_some();
             self.contenders.retain(|c| {
                 only.contains(&c.name)
+                    || (partner && c.name == super::REFERENCE)
                     || c.noise_of.as_ref().is_some_and(|t| only.contains(t))
                     || c.variant.as_ref().is_some_and(|v| only.contains(&v.of))
             });

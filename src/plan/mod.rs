@@ -179,7 +179,13 @@ pub struct History {
     pub record: bool,
     /// A commit's web page, `{commit}` where its id goes: the dashboard links commits.
     pub commit_url: Option<String>,
+    /// The ref of the plan's contender that every run measures beside it, paired, as the
+    /// contender [`REFERENCE`] (docs/history.md, "Over time, side by side").
+    pub reference: Option<String>,
 }
+
+/// The name of the contender `[history] reference` adds.
+pub const REFERENCE: &str = "reference";
 
 /// `[ci]` of a plan (docs/scale-out.md).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -48,6 +48,8 @@ pub struct RawHistory {
     pub record: Option<bool>,
     /// e.g. `"https://github.com/o/r/commit/{commit}"`.
     pub commit_url: Option<Spanned<String>>,
+    /// A ref every run measures beside the plan's one contender, paired: e.g. `"v1.4.0"`.
+    pub reference: Option<Spanned<String>>,
 }
 
 /// `[ci]`: commands that install what the contenders need, and environment variables.

@@ -1106,6 +1106,40 @@ fn the_history_table_records_and_links_or_says_where_it_is_wrong() {
     assert!(e.contains("recrod") && e.contains("record"), "{e}");
 }
 
+/// Issue 69: `[history] reference` pairs the plan's one git contender with itself at a
+/// fixed ref, as its baseline; `--only` keeps the partner; anything else says why.
+#[test]
+fn a_history_reference_adds_a_paired_partner_at_its_ref() {
+    let plan = |extra: &str| {
+        format!("name = \"t\"\n[[contender]]\nname = \"srv\"\nsource = {{ git = \"repo\", ref = \"main\" }}\nbuild = [[\"make\"]]\ncommand = [\"{{source}}/s\", \"{{port}}\"]\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\n{extra}[history]\nreference = \"v1.4.0\"\n")
+    };
+    let p = parse(&plan("")).unwrap();
+    let names: Vec<&str> = p.contenders.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["reference", "srv"]);
+    assert_eq!(p.baseline_of("srv"), Some("reference"));
+    assert_eq!(p.history.reference.as_deref(), Some("v1.4.0"));
+    assert_eq!(p.order, Order::Paired);
+    match &p.contenders[0].source.as_ref().unwrap().from {
+        SourceKind::Git { rev, .. } => assert_eq!(*rev, Rev::Ref("v1.4.0".into())),
+        other => panic!("{other:?}"),
+    }
+    let kept = p.overridden(None, &["srv".to_string()], &[]).unwrap();
+    assert_eq!(kept.contenders.len(), 2);
+    assert_eq!(kept.baseline_of("srv"), Some("reference"));
+    let two = "[[contender]]\nname = \"other\"\ncommand = [\"o\", \"{port}\"]\n".to_string();
+    let e = err(&plan(&two));
+    assert!(e.contains("this plan has 2 contenders"), "{e}");
+    let e = err(&plan("")
+        .replace(
+            "source = { git = \"repo\", ref = \"main\" }\nbuild = [[\"make\"]]\n",
+            "",
+        )
+        .replace("{source}/s", "s"));
+    assert!(e.contains("built from a git `source`"), "{e}");
+    let e = err(&plan("").replace("v1.4.0", "--output=x"));
+    assert!(e.contains("`reference` must be a tag"), "{e}");
+}
+
 #[test]
 fn a_git_source_that_reads_as_an_option_is_refused() {
     for g in ["--upload-pack=touch /tmp/owned", "-x"] {

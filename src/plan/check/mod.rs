@@ -42,6 +42,9 @@ use contender::*;
 mod paired;
 use paired::*;
 
+mod history;
+use history::*;
+
 mod scenario;
 use scenario::*;
 
@@ -66,7 +69,7 @@ pub fn check(path: &Path, text: &str) -> Res<Plan> {
     let protos = c.protos(&raw.protos, base)?;
     let includes = raw.proto_include.iter().map(|p| base.join(p)).collect();
 
-    let contenders = contenders(&c, &raw, base)?;
+    let contenders = with_reference(&c, &raw, contenders(&c, &raw, base)?)?;
 
     let scenarios = scenarios(&c, &raw, &contenders, !protos.is_empty())?;
     judged_somewhere(&c, &raw, &paired, &scenarios)?;
@@ -172,33 +175,6 @@ fn log_limit(c: &Checker, raw: &RawPlan) -> Res<u64> {
             Ok(_) => return Err(c.at(l, "`log_limit` must be at least 1KiB")),
             Err(e) => return Err(c.at(l, format!("`log_limit`: {e}"))),
         },
-    })
-}
-
-/// `[history]`: a commit URL must say where the commit goes, and be a web address.
-fn history(c: &Checker, raw: &RawPlan) -> Res<super::History> {
-    let Some(h) = &raw.history else {
-        return Ok(super::History::default());
-    };
-    let commit_url = match &h.commit_url {
-        None => None,
-        Some(u) => {
-            let s = u.get_ref();
-            if !s.contains("{commit}") {
-                return Err(c.at(
-                    u,
-                    "`commit_url` must hold `{commit}`, where the commit id goes",
-                ));
-            }
-            if !(s.starts_with("https://") || s.starts_with("http://")) {
-                return Err(c.at(u, "`commit_url` must start with https:// or http://"));
-            }
-            Some(s.clone())
-        }
-    };
-    Ok(super::History {
-        record: h.record.unwrap_or(false),
-        commit_url,
     })
 }
 
