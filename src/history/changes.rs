@@ -44,6 +44,31 @@ impl Status {
 /// A change point within this many commits of a series' end is pending.
 pub const PENDING: usize = 3;
 
+/// Which rule found a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// E-divisive means with a t-test, over a series' points (its p is the t-test's).
+    EDivisive,
+    /// A ratio series' night outside the band of the nights before it ([`super::band`]).
+    Band,
+}
+
+impl Rule {
+    pub fn word(self) -> &'static str {
+        match self {
+            Rule::EDivisive => "e-divisive",
+            Rule::Band => "band",
+        }
+    }
+
+    pub fn of(word: &str) -> Rule {
+        match word {
+            "band" => Rule::Band,
+            _ => Rule::EDivisive,
+        }
+    }
+}
+
 /// A step found in a series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
@@ -56,45 +81,48 @@ pub struct Found {
     pub hi: f64,
     pub p: f64,
     pub status: Status,
+    pub rule: Rule,
 }
 
 impl Store {
-    /// The change points of every series (of commits with ids), those Benjamini–Hochberg
-    /// keeps at `fdr` over every series scanned, recorded (a known one keeps the status a
-    /// confirmation gave it).
+    /// The steps of every series (of commits with ids): E-divisive's change points, those
+    /// Benjamini–Hochberg keeps at `fdr` over every series scanned, and in a ratio series
+    /// also each night outside the band of the nights before it; recorded (a known one keeps
+    /// the status a confirmation gave it). A ratio series is scanned in stretches of one
+    /// reference commit; an absolute series is left out where its ratio series has a
+    /// stretch of two nights or more (docs/history.md, "Over time, side by side").
     pub fn detect(&mut self, s: Settings, fdr: f64) -> anyhow::Result<Vec<Change>> {
+        let all = self.series()?;
+        let paired = |k: &SeriesKey| {
+            all.iter().any(|r| {
+                r.key.against.is_some()
+                    && (
+                        &r.key.plan,
+                        &r.key.contender,
+                        &r.key.point,
+                        &r.key.figure,
+                        &r.key.env,
+                    ) == (&k.plan, &k.contender, &k.point, &k.figure, &k.env)
+                    && stretches(&r.points).iter().any(|x| x.len() >= 2)
+            })
+        };
         let mut found = Vec::new();
-        // The family: one p per change point, and a 1 for each series with none.
+        let mut banded = Vec::new();
+        // The family: one p per change point, and a 1 for each stretch with none.
         let mut empty = 0;
-        for series in self.series()? {
-            let points: Vec<&super::SeriesPoint> = series
-                .points
-                .iter()
-                .filter(|p| p.commit.is_some())
-                .collect();
-            let values: Vec<f64> = points.iter().map(|p| p.value).collect();
-            let cps = detect::changes(&values, s);
-            if cps.is_empty() {
-                empty += 1;
-            }
-            for (k, c) in cps.iter().enumerate() {
-                // Each side runs to the neighbouring change point.
-                let start = k.checked_sub(1).map_or(0, |j| cps[j].index);
-                let end = cps.get(k + 1).map_or(values.len(), |x| x.index);
-                let (ratio, lo, hi) = step(&values[start..c.index], &values[c.index..end]);
-                found.push(Found {
-                    key: series.key.clone(),
-                    last_good: points[c.index - 1].commit.clone().expect("filtered"),
-                    first_bad: points[c.index].commit.clone().expect("filtered"),
-                    ratio,
-                    lo,
-                    hi,
-                    p: c.p,
-                    status: match values.len() - c.index < PENDING {
-                        true => Status::Pending,
-                        false => Status::Candidate,
-                    },
-                });
+        for series in all
+            .iter()
+            .filter(|x| x.key.against.is_some() || !paired(&x.key))
+        {
+            for points in stretches(&series.points) {
+                let before = found.len();
+                found.extend(divisive(&series.key, &points, s));
+                if found.len() == before {
+                    empty += 1;
+                }
+                if series.key.against.is_some() {
+                    banded.extend(band(&series.key, &points));
+                }
             }
         }
         let mut family: Vec<f64> = found.iter().map(|f| f.p).collect();
@@ -105,6 +133,13 @@ impl Store {
             k += 1;
             kept[k - 1]
         });
+        // A step both rules found is the band's: it was found the night it landed.
+        found.retain(|f| {
+            !banded
+                .iter()
+                .any(|b: &Found| b.key == f.key && b.first_bad == f.first_bad)
+        });
+        found.extend(banded);
         let tx = self.conn.transaction()?;
         let now = crate::results::now_utc();
         let mut out = Vec::new();
@@ -116,17 +151,96 @@ impl Store {
     }
 }
 
+/// A series' points with a commit, cut where the reference's commit changes: a ratio to one
+/// reference is not a ratio to another, so no step is found across the move.
+fn stretches(points: &[super::SeriesPoint]) -> Vec<Vec<&super::SeriesPoint>> {
+    let mut out: Vec<Vec<&super::SeriesPoint>> = Vec::new();
+    for p in points.iter().filter(|p| p.commit.is_some()) {
+        match out.last_mut() {
+            Some(last) if last[0].reference == p.reference => last.push(p),
+            _ => out.push(vec![p]),
+        }
+    }
+    out
+}
+
+/// E-divisive's change points of a stretch.
+fn divisive(key: &SeriesKey, points: &[&super::SeriesPoint], s: Settings) -> Vec<Found> {
+    let values: Vec<f64> = points.iter().map(|p| p.value).collect();
+    let cps = detect::changes(&values, s);
+    cps.iter()
+        .enumerate()
+        .map(|(k, c)| {
+            // Each side runs to the neighbouring change point.
+            let start = k.checked_sub(1).map_or(0, |j| cps[j].index);
+            let end = cps.get(k + 1).map_or(values.len(), |x| x.index);
+            let (ratio, lo, hi) = step(&values[start..c.index], &values[c.index..end]);
+            Found {
+                key: key.clone(),
+                last_good: points[c.index - 1].commit.clone().expect("filtered"),
+                first_bad: points[c.index].commit.clone().expect("filtered"),
+                ratio,
+                lo,
+                hi,
+                p: c.p,
+                status: match values.len() - c.index < PENDING {
+                    true => Status::Pending,
+                    false => Status::Candidate,
+                },
+                rule: Rule::EDivisive,
+            }
+        })
+        .collect()
+}
+
+/// The band's steps of a stretch of a ratio series: candidates at once.
+fn band(key: &SeriesKey, points: &[&super::SeriesPoint]) -> Vec<Found> {
+    let nights: Vec<super::band::Night> = points
+        .iter()
+        .map(|p| super::band::Night {
+            ratio: p.value,
+            lo: p.lo.unwrap_or(f64::NAN),
+            hi: p.hi.unwrap_or(f64::NAN),
+        })
+        .collect();
+    super::band::steps(&nights)
+        .into_iter()
+        .map(|b| Found {
+            key: key.clone(),
+            last_good: points[b.index - 1].commit.clone().expect("filtered"),
+            first_bad: points[b.index].commit.clone().expect("filtered"),
+            ratio: b.ratio,
+            lo: b.lo,
+            hi: b.hi,
+            p: 0.0,
+            status: Status::Candidate,
+            rule: Rule::Band,
+        })
+        .collect()
+}
+
 /// A step found, into the `changes` table (a known one keeps the status a confirmation gave
 /// it); as the table now has it.
 fn upsert(tx: &rusqlite::Transaction, mut f: Found, now: &str) -> anyhow::Result<Change> {
     let k = &f.key;
-    let key = params![k.plan, k.contender, k.point, k.figure, k.env, f.first_bad];
+    let against = k.against.clone().unwrap_or_default();
+    let key = params![
+        k.plan,
+        k.contender,
+        k.point,
+        k.figure,
+        k.env,
+        against,
+        f.first_bad
+    ];
     tx.execute(
-        "INSERT INTO changes (plan_name, contender, point, figure, env_key, first_bad, last_good, ratio, lo, hi, p, status, detected_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-         ON CONFLICT (plan_name, contender, point, figure, env_key, first_bad) DO UPDATE SET
-             last_good = excluded.last_good, ratio = excluded.ratio, lo = excluded.lo,
-             hi = excluded.hi, p = excluded.p,
+        "INSERT INTO changes (plan_name, contender, point, figure, env_key, against, first_bad, last_good, ratio, lo, hi, p, status, detected_at, rule)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+         ON CONFLICT (plan_name, contender, point, figure, env_key, against, first_bad) DO UPDATE SET
+             last_good = excluded.last_good, p = excluded.p, rule = excluded.rule,
+             ratio = CASE WHEN status = 'confirmed' THEN ratio ELSE excluded.ratio END,
+             lo = CASE WHEN status = 'confirmed' THEN lo ELSE excluded.lo END,
+             hi = CASE WHEN status = 'confirmed' THEN hi ELSE excluded.hi END,
              status = CASE WHEN status IN ('confirmed', 'rejected', 'inconclusive')
                            THEN status ELSE excluded.status END",
         rusqlite::params_from_iter(
@@ -138,14 +252,16 @@ fn upsert(tx: &rusqlite::Transaction, mut f: Found, now: &str) -> anyhow::Result
                     f.hi,
                     f.p,
                     f.status.word(),
-                    now
+                    now,
+                    f.rule.word()
                 ])
                 .copied(),
         ),
     )?;
     let (id, status, verdict, confirm_dir): (i64, String, _, _) = tx.query_row(
         "SELECT id, status, verdict, confirm_dir FROM changes WHERE plan_name = ?1
-         AND contender = ?2 AND point = ?3 AND figure = ?4 AND env_key = ?5 AND first_bad = ?6",
+         AND contender = ?2 AND point = ?3 AND figure = ?4 AND env_key = ?5 AND against = ?6
+         AND first_bad = ?7",
         key,
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
     )?;
@@ -174,7 +290,7 @@ impl Store {
     pub fn changes(&self, ids: &[i64]) -> anyhow::Result<Vec<Change>> {
         let mut q = self.conn.prepare(
             "SELECT id, plan_name, contender, point, figure, env_key, last_good, first_bad,
-                    ratio, lo, hi, p, status, verdict, confirm_dir
+                    ratio, lo, hi, p, status, verdict, confirm_dir, against, rule
              FROM changes ORDER BY id DESC",
         )?;
         let all = q.query_map([], |r| {
@@ -187,6 +303,7 @@ impl Store {
                         point: r.get(3)?,
                         figure: r.get(4)?,
                         env: r.get(5)?,
+                        against: Some(r.get::<_, String>(15)?).filter(|a| !a.is_empty()),
                     },
                     last_good: r.get(6)?,
                     first_bad: r.get(7)?,
@@ -195,6 +312,7 @@ impl Store {
                     hi: r.get::<_, Option<f64>>(10)?.unwrap_or(f64::NAN),
                     p: r.get(11)?,
                     status: Status::of(&r.get::<_, String>(12)?),
+                    rule: Rule::of(&r.get::<_, String>(16)?),
                 },
                 verdict: r.get(13)?,
                 confirm_dir: r.get(14)?,
@@ -216,13 +334,15 @@ impl Store {
         Ok(out)
     }
 
-    /// Sets a step's status after its confirmation: what it read, and where its results are.
+    /// Sets a step's status after its confirmation: what it read, where its results are,
+    /// and for a confirmed step its size as measured side by side (ratio, low, high).
     pub fn confirmed(
         &mut self,
         id: i64,
         status: Status,
         verdict: &str,
         dir: &std::path::Path,
+        size: Option<(f64, f64, f64)>,
     ) -> anyhow::Result<()> {
         self.conn.execute(
             "UPDATE changes SET status = ?2, verdict = ?3, confirm_dir = ?4, confirmed_at = ?5
@@ -235,6 +355,12 @@ impl Store {
                 crate::results::now_utc()
             ],
         )?;
+        if let Some((ratio, lo, hi)) = size {
+            self.conn.execute(
+                "UPDATE changes SET ratio = ?2, lo = ?3, hi = ?4 WHERE id = ?1",
+                params![id, ratio, lo, hi],
+            )?;
+        }
         Ok(())
     }
 

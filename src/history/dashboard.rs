@@ -190,11 +190,12 @@ fn chart(s: &Series, steps: &[&Change]) -> String {
             w - right,
             left - 6.0,
             sc.y(*t) + 4.0,
-            esc(&value(&s.key.figure, *t)),
+            esc(&s.key.value(*t)),
             y = sc.y(*t)
         );
     }
     step_marks(&mut svg, s, steps, &sc);
+    reference_marks(&mut svg, s, &sc);
     point_marks(&mut svg, s, &sc);
     let b = h - Scale::BOTTOM;
     let _ = writeln!(
@@ -229,6 +230,25 @@ fn step_marks(svg: &mut String, s: &Series, steps: &[&Change], sc: &Scale) {
     }
 }
 
+/// In a ratio series, a dotted grey line where the reference moved: the ratios on either
+/// side are to different builds, and no step is found across it.
+fn reference_marks(svg: &mut String, s: &Series, sc: &Scale) {
+    for (i, w) in s.points.windows(2).enumerate() {
+        if s.key.against.is_none() || w[0].reference == w[1].reference {
+            continue;
+        }
+        let sx = (sc.x(i as f64) + sc.x(i as f64 + 1.0)) / 2.0;
+        let to = w[1].reference.as_deref().unwrap_or("–");
+        let _ = write!(
+            svg,
+            "<line class=\"moved\" x1=\"{sx:.1}\" x2=\"{sx:.1}\" y1=\"{}\" y2=\"{:.1}\" stroke=\"#999\" stroke-dasharray=\"2 3\"><title>the reference moved to {}</title></line>",
+            Scale::TOP,
+            Scale::H - Scale::BOTTOM,
+            esc(crate::units::prefix(to, 10))
+        );
+    }
+}
+
 /// Each point with its interval, and a few commit ids under the axis: the last, and about
 /// eight before it.
 fn point_marks(svg: &mut String, s: &Series, sc: &Scale) {
@@ -253,7 +273,7 @@ fn point_marks(svg: &mut String, s: &Series, sc: &Scale) {
             "<circle class=\"point\" cx=\"{px:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f77b4\"><title>{} {}</title></circle>",
             sc.y(p.value),
             esc(label),
-            esc(&value(&s.key.figure, p.value))
+            esc(&s.key.value(p.value))
         );
         // The last id always; another only where it does not run into the last.
         if i + 1 == n || (i % every == 0 && n - 1 - i >= every.div_ceil(2)) {
@@ -280,27 +300,15 @@ fn points_table(out: &mut String, s: &Series, url: Option<&String>) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             p.commit.as_deref().map_or("–".into(), |c| commit(c, url)),
             esc(p.subject.as_deref().unwrap_or("")),
-            esc(&value(&s.key.figure, p.value)),
+            esc(&s.key.value(p.value)),
             match (p.lo, p.hi) {
-                (Some(lo), Some(hi)) => esc(&format!(
-                    "{}–{}",
-                    value(&s.key.figure, lo),
-                    value(&s.key.figure, hi)
-                )),
+                (Some(lo), Some(hi)) => esc(&format!("{}–{}", s.key.value(lo), s.key.value(hi))),
                 _ => String::new(),
             },
             p.runs
         );
     }
     out.push_str("</table></details>\n");
-}
-
-/// A figure's value in its unit.
-pub fn value(figure: &str, v: f64) -> String {
-    match figure {
-        "throughput" => format!("{v:.0} req/s"),
-        _ => crate::units::fmt_us(v),
-    }
 }
 
 #[cfg(test)]

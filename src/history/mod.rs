@@ -1,6 +1,8 @@
 //! The history (docs/history.md): every recorded run in one SQLite database, read back as
 //! series — one (plan, contender, point, figure, environment) over commits.
 
+pub mod alert;
+pub mod band;
 pub mod changes;
 pub mod dashboard;
 pub mod detect;
@@ -39,6 +41,9 @@ pub struct SeriesKey {
     pub point: String,
     pub figure: String,
     pub env: String,
+    /// For a ratio series, the baseline the contender ran beside (its reference): each
+    /// point is the paired ratio of the figure to it. `None`: the absolute figure.
+    pub against: Option<String>,
 }
 
 impl SeriesKey {
@@ -51,13 +56,36 @@ impl SeriesKey {
             &self.figure,
             &self.env,
         ];
-        fnv(parts.iter().flat_map(|p| p.bytes().chain([0xff])))[..8].to_string()
+        // An absolute series' id is what it was before ratio series were kept.
+        let against = self
+            .against
+            .iter()
+            .flat_map(|a| "÷".bytes().chain(a.bytes()));
+        fnv(parts
+            .iter()
+            .flat_map(|p| p.bytes().chain([0xff]))
+            .chain(against))[..8]
+            .to_string()
     }
 
-    /// `plan · contender · point · figure`, as lists show it.
+    /// A value of the series: the figure in its unit, or a ratio (`1.79×`).
+    pub fn value(&self, v: f64) -> String {
+        match (self.against.is_some(), self.figure.as_str()) {
+            (true, _) => crate::stats::notation::fmt_ratio(v),
+            (false, "throughput") => format!("{v:.0} req/s"),
+            (false, _) => crate::units::fmt_us(v),
+        }
+    }
+
+    /// `plan · contender · point · figure` (`figure ÷ baseline` for a ratio series), as
+    /// lists show it.
     pub fn words(&self) -> String {
+        let against = match &self.against {
+            Some(a) => format!(" ÷ {a}"),
+            None => String::new(),
+        };
         format!(
-            "{} · {} · {} · {}",
+            "{} · {} · {} · {}{against}",
             self.plan, self.contender, self.point, self.figure
         )
     }
@@ -73,6 +101,9 @@ pub struct SeriesPoint {
     /// a bakeoff before it was recorded).
     pub depth: Option<i64>,
     pub subject: Option<String>,
+    /// For a ratio series: the commit of the reference the runs were paired with (a commit
+    /// measured against two references is two points).
+    pub reference: Option<String>,
     /// The median of its runs' estimates; the interval of the run nearest it.
     pub value: f64,
     pub lo: Option<f64>,
@@ -103,56 +134,70 @@ struct Row {
     lo: Option<f64>,
     hi: Option<f64>,
     started: String,
+    reference: Option<String>,
 }
 
 impl Store {
     /// Every series, each over its commits in commit order (see [`order`]): several runs of
-    /// one commit are one point.
+    /// one commit are one point. The absolute series first, then the ratio series, one per
+    /// paired comparison a run recorded (docs/history.md, "Over time, side by side").
     pub fn series(&self) -> anyhow::Result<Vec<Series>> {
-        let mut q = self.conn.prepare(
-            "SELECT r.plan_name, f.contender, f.point, f.figure, r.env_key, r.env,
+        let absolute = "SELECT r.plan_name, f.contender, f.point, f.figure, r.env_key, r.env,
                     c.commit_id, c.commit_time, c.subject, f.estimate, f.lo, f.hi, r.started_at,
-                    c.depth
+                    c.depth, NULL, NULL
              FROM figures f
              JOIN runs r ON r.id = f.run_id
-             LEFT JOIN contenders c ON c.run_id = f.run_id AND c.name = f.contender",
-        )?;
-        let rows = q.query_map([], |r| {
-            Ok(Row {
-                key: SeriesKey {
-                    plan: r.get(0)?,
-                    contender: r.get(1)?,
-                    point: r.get(2)?,
-                    figure: r.get(3)?,
-                    env: r.get(4)?,
-                },
-                env_words: r.get(5)?,
-                commit: r.get(6)?,
-                time: r.get(7)?,
-                subject: r.get(8)?,
-                estimate: r.get(9)?,
-                lo: r.get(10)?,
-                hi: r.get(11)?,
-                started: r.get(12)?,
-                depth: r.get(13)?,
-            })
-        })?;
+             LEFT JOIN contenders c ON c.run_id = f.run_id AND c.name = f.contender";
+        let ratios = "SELECT r.plan_name, v.contender, v.point, v.figure, r.env_key, r.env,
+                    c.commit_id, c.commit_time, c.subject, v.ratio, v.lo, v.hi, r.started_at,
+                    c.depth, v.baseline, b.commit_id
+             FROM verdicts v
+             JOIN runs r ON r.id = v.run_id
+             LEFT JOIN contenders c ON c.run_id = v.run_id AND c.name = v.contender
+             LEFT JOIN contenders b ON b.run_id = v.run_id AND b.name = v.baseline";
         let mut by: BTreeMap<SeriesKey, (String, Vec<Row>)> = BTreeMap::new();
-        for row in rows {
-            let row = row?;
-            by.entry(row.key.clone())
-                .or_insert_with(|| (row.env_words.clone(), Vec::new()))
-                .1
-                .push(row);
+        for sql in [absolute, ratios] {
+            let mut q = self.conn.prepare(sql)?;
+            let rows = q.query_map([], |r| {
+                Ok(Row {
+                    key: SeriesKey {
+                        plan: r.get(0)?,
+                        contender: r.get(1)?,
+                        point: r.get(2)?,
+                        figure: r.get(3)?,
+                        env: r.get(4)?,
+                        against: r.get(14)?,
+                    },
+                    env_words: r.get(5)?,
+                    commit: r.get(6)?,
+                    time: r.get(7)?,
+                    subject: r.get(8)?,
+                    estimate: r.get(9)?,
+                    lo: r.get(10)?,
+                    hi: r.get(11)?,
+                    started: r.get(12)?,
+                    depth: r.get(13)?,
+                    reference: r.get(15)?,
+                })
+            })?;
+            for row in rows {
+                let row = row?;
+                by.entry(row.key.clone())
+                    .or_insert_with(|| (row.env_words.clone(), Vec::new()))
+                    .1
+                    .push(row);
+            }
         }
-        Ok(by
+        let mut out: Vec<Series> = by
             .into_iter()
             .map(|(key, (env_words, rows))| Series {
                 key,
                 env_words,
                 points: points(rows),
             })
-            .collect())
+            .collect();
+        out.sort_by_key(|s| s.key.against.is_some());
+        Ok(out)
     }
 }
 
@@ -179,9 +224,9 @@ fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
     });
     let mut out: Vec<(SeriesPoint, Vec<Estimate>)> = Vec::new();
     for r in rows {
-        let at = out
-            .iter()
-            .position(|(p, _)| r.commit.is_some() && p.commit == r.commit);
+        let at = out.iter().position(|(p, _)| {
+            r.commit.is_some() && p.commit == r.commit && p.reference == r.reference
+        });
         let est = (r.estimate, r.lo, r.hi);
         match at {
             Some(i) => {
@@ -194,6 +239,7 @@ fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
                     time: r.time,
                     depth: r.depth,
                     subject: r.subject,
+                    reference: r.reference,
                     value: 0.0,
                     lo: None,
                     hi: None,
@@ -240,12 +286,18 @@ pub fn csv(series: &[Series]) -> String {
     order(&mut commits, |p| {
         (true, p.depth, p.time, p.first_run.as_str())
     });
+    // Every part of the series' identity, so no two series share a column (two plans, a
+    // figure and its ratio to a reference).
     let column = |s: &Series| {
+        let against = match &s.key.against {
+            Some(a) => format!("-vs-{a}"),
+            None => String::new(),
+        };
         format!(
-            "{}.{}.{}.{}",
-            s.key.contender, s.key.point, s.key.figure, s.key.env
+            "{}.{}.{}.{}{against}.{}",
+            s.key.plan, s.key.contender, s.key.point, s.key.figure, s.key.env
         )
-        .replace([',', '"', '\n'], " ")
+        .replace(|c: char| c == ',' || c == '"' || c.is_control(), " ")
     };
     let mut out = String::from("time,commit");
     for s in series {
@@ -319,6 +371,49 @@ mod tests {
             (true, Some(3), Some(9), "a"),
         ];
         assert_eq!(ordered(&runs), [1, 2, 0]);
+    }
+
+    /// Issue 68 item 9: two plans' series, and a figure beside its ratio to a reference, are
+    /// columns of their own.
+    #[test]
+    fn every_series_is_a_column_of_its_own() {
+        let point = super::SeriesPoint {
+            commit: Some("a".repeat(40)),
+            time: Some(1),
+            depth: Some(1),
+            subject: None,
+            reference: None,
+            value: 1.0,
+            lo: None,
+            hi: None,
+            runs: 1,
+            first_run: "r".into(),
+            last_run: "r".into(),
+        };
+        let series = |plan: &str, against: Option<&str>| super::Series {
+            key: super::SeriesKey {
+                plan: plan.into(),
+                contender: "old".into(),
+                point: "get [clients=2]".into(),
+                figure: "throughput".into(),
+                env: "f3093eb5697f".into(),
+                against: against.map(str::to_string),
+            },
+            env_words: String::new(),
+            points: vec![point.clone()],
+        };
+        let csv = super::csv(&[
+            series("one", None),
+            series("two", None),
+            series("one", Some("reference")),
+        ]);
+        let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        assert_eq!(head.len(), 5, "{csv}");
+        let mut names = head[2..].to_vec();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 3, "{csv}");
+        assert!(head.contains(&"one.old.get [clients=2].throughput-vs-reference.f3093eb5697f"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context as _};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema this bakeoff writes.
-pub const SCHEMA: i64 = 3;
+pub const SCHEMA: i64 = 4;
 
 /// SQLite's `application_id` of a bakeoff history: the bytes `bkof`.
 pub const APPLICATION_ID: i64 = 0x626b_6f66;
@@ -105,6 +105,43 @@ ALTER TABLE changes ADD COLUMN verdict TEXT;
 -- Schema 3: each commit's place on its first-parent line, which orders a series (a commit
 -- recorded before it has none, and its series is ordered by commit time).
 ALTER TABLE contenders ADD COLUMN depth INTEGER;
+"#,
+    r#"
+-- Schema 4: a step of a ratio series (a contender's figure over the baseline it ran beside,
+-- its reference: docs/history.md, "Over time, side by side") is kept apart from a step of
+-- the same contender's absolute series (`against` names the baseline; '' for an absolute
+-- series), and says which rule found it. SQLite cannot change a table's UNIQUE constraint
+-- in place: the table is made again and its rows copied.
+CREATE TABLE changes4 (
+    id INTEGER PRIMARY KEY,
+    plan_name TEXT NOT NULL,
+    contender TEXT NOT NULL,
+    point TEXT NOT NULL,
+    figure TEXT NOT NULL,
+    env_key TEXT NOT NULL,
+    against TEXT NOT NULL DEFAULT '',
+    last_good TEXT NOT NULL,
+    first_bad TEXT NOT NULL,
+    ratio REAL NOT NULL,
+    lo REAL,
+    hi REAL,
+    p REAL NOT NULL,
+    status TEXT NOT NULL,
+    detected_at TEXT NOT NULL,
+    confirmed_at TEXT,
+    confirm_dir TEXT,
+    verdict TEXT,
+    rule TEXT NOT NULL DEFAULT 'e-divisive',
+    UNIQUE (plan_name, contender, point, figure, env_key, against, first_bad)
+);
+INSERT INTO changes4 (id, plan_name, contender, point, figure, env_key, last_good, first_bad,
+                      ratio, lo, hi, p, status, detected_at, confirmed_at, confirm_dir, verdict)
+    SELECT id, plan_name, contender, point, figure, env_key, last_good, first_bad,
+           ratio, lo, hi, p, status, detected_at, confirmed_at, confirm_dir, verdict
+    FROM changes;
+DROP TABLE changes;
+ALTER TABLE changes4 RENAME TO changes;
+CREATE INDEX verdicts_series ON verdicts (contender, point, figure);
 "#,
 ];
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use super::*;
-use crate::history::{self, dashboard::value, Store};
+use crate::history::{self, Store};
 
 /// Records the finished results folder `dir` in the history; says what it recorded.
 pub(crate) fn record_run(dir: &Path, flag: Option<&Path>) -> anyhow::Result<()> {
@@ -93,7 +93,6 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
         HistoryAction::Detect {
             window,
             max_p,
-            min_magnitude,
             fdr,
             confirm,
             with,
@@ -101,7 +100,7 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
             let settings = history::detect::Settings {
                 window: *window,
                 max_p: *max_p,
-                min_magnitude: min_magnitude / 100.0,
+                min_magnitude: with.min_magnitude / 100.0,
             };
             let found = detect(&mut store, settings, fdr / 100.0)?;
             if *confirm {
@@ -174,8 +173,7 @@ fn list_table(series: &[history::Series]) -> String {
             s.key.id(),
             s.key.words(),
             s.points.len(),
-            last.map(|p| value(&s.key.figure, p.value))
-                .unwrap_or_default(),
+            last.map(|p| s.key.value(p.value)).unwrap_or_default(),
             last.and_then(|p| p.commit.as_deref())
                 .map(|c| crate::units::prefix(c, 10).to_string())
                 .unwrap_or_else(|| "–".into())
@@ -212,10 +210,9 @@ fn show(path: &Path, series: &[history::Series], id: &str) -> anyhow::Result<()>
                 .unwrap_or_else(|| "–".into()),
             p.time.map(|t| t.to_string()).unwrap_or_default(),
             p.subject.as_deref().unwrap_or("").replace('|', "\\|"),
-            value(&s.key.figure, p.value),
+            s.key.value(p.value),
             match (p.lo, p.hi) {
-                (Some(lo), Some(hi)) =>
-                    format!("{}–{}", value(&s.key.figure, lo), value(&s.key.figure, hi)),
+                (Some(lo), Some(hi)) => format!("{}–{}", s.key.value(lo), s.key.value(hi)),
                 _ => String::new(),
             },
             p.runs
@@ -233,12 +230,12 @@ fn detect(
 ) -> anyhow::Result<Vec<history::changes::Change>> {
     let found = store.detect(settings, fdr)?;
     let mut out = String::from(
-        "| step | series | last good | first bad | size | p | status |\n|---|---|---|---|---|---|---|\n",
+        "| step | series | last good | first bad | size | found by | status |\n|---|---|---|---|---|---|---|\n",
     );
     for c in &found {
         let f = &c.found;
         out.push_str(&format!(
-            "| {} | {} | `{}` | `{}` | {} ({}–{}) | {:.2e} | {} |\n",
+            "| {} | {} | `{}` | `{}` | {} ({}–{}) | {} | {} |\n",
             c.id,
             f.key.words(),
             crate::units::prefix(&f.last_good, 10),
@@ -246,7 +243,10 @@ fn detect(
             crate::stats::notation::fmt_ratio(f.ratio),
             crate::stats::notation::fmt_ratio(f.lo),
             crate::stats::notation::fmt_ratio(f.hi),
-            f.p,
+            match f.rule {
+                history::changes::Rule::Band => "the night's band".to_string(),
+                history::changes::Rule::EDivisive => format!("p {:.1e}", f.p),
+            },
             f.status.word()
         ));
     }
@@ -271,6 +271,7 @@ mod tests {
                 point: "get".into(),
                 figure: figure.into(),
                 env: env.into(),
+                against: None,
             },
             env_words: format!("CPU {env} · contenders [1] load [0]"),
             points: Vec::new(),
