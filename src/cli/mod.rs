@@ -189,9 +189,6 @@ pub enum HistoryAction {
         /// A step is kept when its t-test's p is below this.
         #[arg(long = "max-p", value_name = "P", default_value_t = 0.001)]
         max_p: f64,
-        /// … and its relative size above this.
-        #[arg(long = "min-magnitude", value_name = "PERCENT", default_value = "2%", value_parser = run_flags::parse_percent)]
-        min_magnitude: f64,
         /// The false discovery rate the steps of all series are held to together.
         #[arg(long = "fdr", value_name = "PERCENT", default_value = "5%", value_parser = run_flags::parse_percent)]
         fdr: f64,

@@ -205,8 +205,26 @@ pub struct ConfirmArgs {
     /// bakeoff-results/].
     #[arg(long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The smallest step worth an alert: `detect` keeps no smaller step, and a confirmation
+    /// rejects a step only when the two commits are proven within it.
+    #[arg(long = "min-magnitude", value_name = "PERCENT", default_value = "2%", value_parser = parse_magnitude)]
+    pub min_magnitude: f64,
+    /// Bisect each confirmed step whose commits are not neighbours, side by side as
+    /// `bakeoff bisect` does, and name its culprit in the alert.
+    #[arg(long = "bisect")]
+    pub bisect: bool,
     #[command(flatten)]
     pub body: super::BodyArgs,
+}
+
+/// `--min-magnitude`: a percentage above 0 and below 100.
+fn parse_magnitude(s: &str) -> Result<f64, String> {
+    match parse_percent(s)? {
+        v if v > 0.0 && v < 100.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}`: give a step size above 0% and below 100%, like 2%"
+        )),
+    }
 }
 
 /// `--budget`: a duration, or none for `off`.

@@ -18,6 +18,9 @@ pub struct RunOptions {
     pub only: Vec<String>,
     /// `--scenario S`: these scenarios only.
     pub scenarios: Vec<String>,
+    /// Only these points (as a point's id reads, `get [clients=16]`) of the kept scenarios:
+    /// a confirmation measures a step's own points; empty: every point.
+    pub points: Vec<String>,
     /// `--shard K/N`: only the repetitions of shard K (docs/scale-out.md).
     pub shard: Option<results::Shard>,
     /// `--what-if nodelay`: a variant of every contender compared (docs/what-if.md).

@@ -104,6 +104,18 @@ fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
             _ => p.overridden(opts.repetitions, &opts.only, &opts.scenarios),
         })
         .map_err(anyhow::Error::msg)?;
+    if !opts.points.is_empty() {
+        for s in &mut plan.scenarios {
+            s.points.retain(|p| opts.points.contains(&p.to_string()));
+        }
+        plan.scenarios.retain(|s| !s.points.is_empty());
+        if plan.scenarios.is_empty() {
+            bail!(
+                "none of the points {} is in the plan any more",
+                opts.points.join(", ")
+            );
+        }
+    }
     if let Some(s) = opts.shard {
         if s.n > plan.repetitions {
             bail!(

@@ -19,6 +19,26 @@ pub(crate) fn run_bisect(args: &BisectArgs) -> anyhow::Result<u8> {
     let cancel = install_handler(on_interrupt_run, 0);
     crate::sys::raise_open_files_limit();
     crate::sys::children::adopt();
+    let done = bisect(args, &cancel)?;
+    for line in crate::bisect::report::answer_lines(&done.record, &done.dir) {
+        eprintln!("bisect: {}", line.replace("**", ""));
+    }
+    eprintln!("report: {}", done.dir.join("report.md").display());
+    Ok(done.code)
+}
+
+/// A bisection as it ended: its exit code (0 settled, 2 a range or undecided, 130
+/// interrupted), its record and its folder.
+pub(crate) struct Bisected {
+    pub code: u8,
+    pub record: Record,
+    pub dir: PathBuf,
+}
+
+/// The bisection `args` asks for, under `cancel`: what `bakeoff bisect` and `history confirm
+/// --bisect` both run.
+pub(crate) fn bisect(args: &BisectArgs, cancel: &Cancel) -> anyhow::Result<Bisected> {
+    let cancel = cancel.clone();
     let (record, dir) = match &args.resume {
         Some(d) => {
             let dir = std::fs::canonicalize(d)
@@ -84,11 +104,7 @@ pub(crate) fn run_bisect(args: &BisectArgs) -> anyhow::Result<u8> {
     };
     record.save(&dir)?;
     crate::bisect::report::write(&record, &dir)?;
-    for line in crate::bisect::report::answer_lines(&record, &dir) {
-        eprintln!("bisect: {}", line.replace("**", ""));
-    }
-    eprintln!("report: {}", dir.join("report.md").display());
-    Ok(code)
+    Ok(Bisected { code, record, dir })
 }
 
 /// A new bisection: the plan and contender checked, the commits listed, its folder made.

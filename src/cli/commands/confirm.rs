@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+use super::culprit::{bisect_command, bisect_step};
 use super::*;
 use crate::analysis::verdicts::{Figure, Verdict};
+use crate::history::alert::{Alert, Culprit};
 use crate::history::changes::{Change, Status};
 use crate::history::Store;
 use crate::plan::Plan;
@@ -42,6 +44,7 @@ pub(crate) fn confirm(
         }
     }
     let (mut regressions, mut failed) = (0, 0);
+    let mut alerts: Vec<Alert> = Vec::new();
     for (k, group) in groups.iter().enumerate() {
         if cancel.is_cancelled() {
             return Ok(130);
@@ -68,11 +71,16 @@ pub(crate) fn confirm(
                 continue;
             }
         };
-        let (r, n) = set(store, group, reads, &dir)?;
+        let (r, n) = set(store, group, reads, &dir, &mut alerts)?;
         regressions += r;
         failed += n;
     }
-    eprintln!("confirm: results in {}", root.display());
+    crate::history::alert::write(&root, &alerts)?;
+    eprintln!(
+        "confirm: results in {}; the alerts in {}",
+        root.display(),
+        root.join("alerts.md").display()
+    );
     Ok(match (regressions, failed) {
         (1.., _) => 4,
         (_, 1..) => 2,
@@ -80,13 +88,14 @@ pub(crate) fn confirm(
     })
 }
 
-/// Each step's status from what its run read, said as it is set; how many regressions it
-/// confirmed and how many steps it could not read.
+/// Each step's status from what its run read, said as it is set, a confirmed one added to
+/// `alerts`; how many regressions it confirmed and how many steps it could not read.
 fn set(
     store: &mut Store,
     group: &[&Change],
     reads: Vec<Option<Read>>,
     dir: &Path,
+    alerts: &mut Vec<Alert>,
 ) -> anyhow::Result<(usize, usize)> {
     let (mut regressions, mut failed) = (0, 0);
     for (step, read) in group.iter().zip(reads) {
@@ -100,7 +109,8 @@ fn set(
             );
             continue;
         };
-        store.confirmed(step.id, read.status, &read.words, dir)?;
+        let size = (read.status == Status::Confirmed).then_some(read.measured);
+        store.confirmed(step.id, read.status, &read.words, dir, size)?;
         eprintln!(
             "confirm: step {} ({words}): {} — {}",
             step.id,
@@ -109,6 +119,32 @@ fn set(
         );
         if let Some(b) = &read.bisect {
             eprintln!("confirm: it spans several commits; the culprit: {b}");
+        }
+        if let Some(culprit) = read.culprit {
+            let (ratio, lo, hi) = read.measured;
+            let alert = Alert {
+                step: step.id,
+                series: words.clone(),
+                figure: step.found.key.figure.clone(),
+                point: step.found.key.point.clone(),
+                regression: read.regression,
+                ratio,
+                lo,
+                hi,
+                last_good: step.found.last_good.clone(),
+                first_bad: step.found.first_bad.clone(),
+                culprit,
+            };
+            eprintln!(
+                "confirm: {}",
+                crate::history::alert::markdown(std::slice::from_ref(&alert))
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .trim_start_matches(" - ")
+                    .trim()
+            );
+            alerts.push(alert);
         }
         regressions += usize::from(read.regression);
     }
@@ -136,7 +172,7 @@ fn same_run(a: &Change, b: &Change) -> bool {
     )
 }
 
-fn scenario(f: &crate::history::changes::Found) -> &str {
+pub(super) fn scenario(f: &crate::history::changes::Found) -> &str {
     f.key.point.split(" [").next().unwrap_or_default()
 }
 
@@ -149,9 +185,14 @@ struct Read {
     regression: bool,
     /// For a confirmed step across several commits: the `bakeoff bisect` that finds which.
     bisect: Option<String>,
+    /// The ratio of the first bad commit to the last good one, and its interval, as the
+    /// confirmation measured it: a confirmed step's size is this, not `detect`'s guess.
+    measured: (f64, f64, f64),
+    /// A confirmed step's culprit.
+    culprit: Option<Culprit>,
 }
 
-fn short(id: &str) -> &str {
+pub(super) fn short(id: &str) -> &str {
     crate::units::prefix(id, 10)
 }
 
@@ -271,13 +312,18 @@ fn measure(
         source: &source,
         bad: &bad,
         cancel,
+        with,
+        commit_url: store.plan_of(&f.key.plan)?.1,
+        dir,
     };
     reads(&ctx, group, &verdicts).map(Some)
 }
 
-/// The run of a group: the contender at the two commits, judged on the steps' figures, at
-/// twice the plan's repetitions (an alert's evidence, as `bisect` confirms a culprit), the
-/// equivalence band half the smallest step (proven within it: the step was not there).
+/// The run of a group: the contender at the two commits, on the steps' own points, judged
+/// on their figures, at twice the plan's repetitions (an alert's evidence, as `bisect`
+/// confirms a culprit), the equivalence band the smallest step worth an alert
+/// (`--min-magnitude`: proven within it, the step is too small to matter) — never a part of
+/// the size `detect` guessed, which an inflated guess made wide enough to hide a real step.
 fn options(
     group: &[&Change],
     plan: &Plan,
@@ -293,10 +339,9 @@ fn options(
             judge.push(k);
         }
     }
-    let effect = group
-        .iter()
-        .map(|s| (s.found.ratio.ln().abs() / 2.0).exp() - 1.0)
-        .fold(f64::INFINITY, f64::min);
+    let effect = with.min_magnitude / 100.0;
+    let mut points: Vec<String> = group.iter().map(|s| s.found.key.point.clone()).collect();
+    points.dedup();
     Ok(runner::RunOptions {
         out: Some(dir.to_path_buf()),
         cut: Some(runner::Cut::Commits {
@@ -310,6 +355,7 @@ fn options(
             spread: false,
         }),
         scenarios: vec![scenario(f).to_string()],
+        points,
         repetitions: Some(plan.repetitions * 2),
         budget: with.budget.map(|b| b.0),
         cancel: cancel.clone(),
@@ -318,24 +364,32 @@ fn options(
 }
 
 /// What [`reads`] needs of a group's run.
-struct Group<'a> {
-    plan_path: &'a Path,
-    source: &'a crate::plan::Source,
+pub(super) struct Group<'a> {
+    pub(super) plan_path: &'a Path,
+    pub(super) source: &'a crate::plan::Source,
     /// The first bad commit's label in the run.
-    bad: &'a str,
-    cancel: &'a crate::cancel::Cancel,
+    pub(super) bad: &'a str,
+    pub(super) cancel: &'a crate::cancel::Cancel,
+    pub(super) with: &'a run_flags::ConfirmArgs,
+    /// The plan's `[history] commit_url`, as recorded.
+    pub(super) commit_url: Option<String>,
+    /// The group's results folder (a bisection goes under it).
+    pub(super) dir: &'a Path,
 }
 
-/// Each step's reading of the run's verdicts (`None` where the run has none for it); a
-/// confirmed step across several commits gets the `bakeoff bisect` that finds which.
+/// Each step's reading of the run's verdicts (`None` where the run has none for it). A
+/// confirmed step gets its culprit: its first bad commit when the two are neighbours, else
+/// with `--bisect` what a bisection between them names (once for the group), else the range
+/// and the `bakeoff bisect` that would narrow it.
 fn reads(
     g: &Group,
     group: &[&Change],
     verdicts: &[crate::analysis::verdicts::PointVerdicts],
 ) -> anyhow::Result<Vec<Option<Read>>> {
     let f = &group[0].found;
-    // Whether the step spans commits between its two: asked once, of a confirmed one.
-    let mut between: Option<bool> = None;
+    // The commits from the last good to the first bad: asked once, of a confirmed step.
+    let mut range: Option<Vec<crate::build::history::Commit>> = None;
+    let mut bisected: Option<Culprit> = None;
     let mut out = Vec::new();
     for s in group {
         let fig = figure(&s.found)?;
@@ -349,7 +403,7 @@ fn reads(
         };
         let mut read = read(v, s.found.ratio > 1.0, fig);
         if read.status == Status::Confirmed {
-            if between.is_none() {
+            if range.is_none() {
                 let cache = crate::build::cache::root();
                 let commits = crate::build::history::range(
                     g.source,
@@ -359,22 +413,39 @@ fn reads(
                     g.cancel,
                 )
                 .map_err(anyhow::Error::msg)?;
-                between = Some(commits.len() > 2);
+                range = Some(commits);
             }
-            if between == Some(true) {
-                let named = match fig {
-                    Figure::CpuPerItem => String::new(),
-                    _ => format!(" --figure {}", fig.key().replace('_', "-")),
-                };
-                read.bisect = Some(format!(
-                    "bakeoff bisect {} --contender {} --good {} --bad {}{named} --scenario {}",
-                    g.plan_path.display(),
-                    f.key.contender,
-                    f.last_good,
-                    f.first_bad,
-                    scenario(f)
-                ));
-            }
+            let commits = range.as_deref().unwrap_or_default();
+            let link = |id: &str| {
+                g.commit_url
+                    .as_deref()
+                    .and_then(|u| crate::history::commit_link(u, id))
+            };
+            read.culprit = Some(match commits {
+                [_, one] => Culprit::Commit {
+                    id: one.id.clone(),
+                    subject: one.subject.clone(),
+                    link: link(&one.id),
+                },
+                _ if g.with.bisect => match &bisected {
+                    Some(c) => c.clone(),
+                    None => {
+                        let c = bisect_step(g, f, fig, read.measured, commits)?;
+                        bisected = Some(c.clone());
+                        c
+                    }
+                },
+                _ => {
+                    let cmd = bisect_command(g, f, fig);
+                    read.bisect = Some(cmd.clone());
+                    Culprit::Range {
+                        after: f.last_good.clone(),
+                        to: f.first_bad.clone(),
+                        commits: commits.len().saturating_sub(1),
+                        why: format!("not bisected (`--bisect` does it): `{cmd}`"),
+                    }
+                }
+            });
         }
         out.push(Some(read));
     }
@@ -408,6 +479,8 @@ fn read(v: &Verdict, up: bool, figure: Figure) -> Read {
         words,
         regression: status == Status::Confirmed && up == worse_up,
         bisect: None,
+        measured: (v.ratio.ratio, v.ratio.lo, v.ratio.hi),
+        culprit: None,
     }
 }
 

@@ -16,6 +16,7 @@ mod bisect;
 mod cache;
 mod check;
 mod confirm;
+mod culprit;
 mod history;
 mod offline;
 pub(crate) use bisect::run_bisect;
@@ -163,6 +164,7 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         repetitions: args.repetitions,
         only: args.only.clone(),
         scenarios: args.scenarios.clone(),
+        points: Vec::new(),
         shard: args.shard()?,
         what_if: args.what_if.iter().map(|&w| w.into()).collect(),
         profile: args.profile,
