@@ -601,3 +601,106 @@ requests = 200
         .unwrap_or_else(|| panic!("{list}"));
     assert!(row.contains(&ids[2][..10]), "the repository's HEAD: {row}");
 }
+
+/// Issue 69, one command a night: 12 commits of the server, commit 7 four times the work; a
+/// night every two commits (2, 4, 6, 8), each `run --record` of the plan, which pairs the
+/// server with itself at a pinned reference (`[history] reference`), then `history detect
+/// --confirm --bisect`. Nights 2, 4 and 6 raise nothing. The reference moves before night 6 —
+/// to commit 11, a slow build, so night 6's ratio falls four times — and no step is found
+/// across the move. Night 8 lands after the step: it is a candidate that night, confirmed
+/// side by side, bisected between 6 and 8, and the alert names commit 7; exit 4.
+#[test]
+fn a_step_is_caught_the_night_it_lands_and_its_culprit_named() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("history-nightly");
+    let d = dir.path();
+    let ids = commits(d, 12, |k| {
+        let work = if k >= 7 { "80000" } else { "20000" };
+        SERVER.replace("#define WORK 20000", &format!("#define WORK {work}"))
+    });
+    let plan_at = |reference: &str| {
+        setup_plan_with(
+            d,
+            3000,
+            &format!("[history]\nreference = \"{reference}\"\n"),
+            "",
+        )
+    };
+    let night = |k: usize| {
+        run_at(d, &ids[k], &format!("out-{k}"), true);
+        let out = format!("confirm-{k}");
+        let o = bakeoff_in(
+            d,
+            &[
+                "history",
+                "detect",
+                "--confirm",
+                "--bisect",
+                "--out",
+                &out,
+                "--budget",
+                "2m",
+                "--history",
+                "h.sqlite",
+            ],
+        );
+        let (table, err) = text(&o);
+        let alerts = std::fs::read_to_string(d.join(&out).join("alerts.md")).unwrap_or_default();
+        (o.status.code(), table, err, alerts)
+    };
+    plan_at(&ids[0]);
+    for k in [2, 4] {
+        let (code, table, err, alerts) = night(k);
+        assert_eq!(code, Some(0), "night {k}:\n{table}\n{err}");
+        assert!(!alerts.contains("Regression"), "night {k}: {alerts}");
+    }
+    // The ratio series is kept beside the absolute one.
+    let list = text(&bakeoff_in(
+        d,
+        &["history", "list", "--history", "h.sqlite"],
+    ))
+    .0;
+    assert!(
+        list.contains("server · get [clients=1] · cpu_per_request ÷ reference"),
+        "{list}"
+    );
+    plan_at(&ids[11]);
+    let (code, table, err, _) = night(6);
+    assert_eq!(code, Some(0), "night 6:\n{table}\n{err}");
+    assert!(
+        step_row(&table, &ids, 6).is_none() && !table.contains(&format!("`{}`", &ids[6][..10])),
+        "a step across the reference's move:\n{table}"
+    );
+    let (code, table, err, alerts) = night(8);
+    assert_eq!(
+        code,
+        Some(4),
+        "night 8 confirms a regression:\n{table}\n{err}\n{}",
+        series_dump(d)
+    );
+    let at = format!("`{}` | `{}`", &ids[6][..10], &ids[8][..10]);
+    let row = table
+        .lines()
+        .find(|l| l.contains("cpu_per_request ÷ reference") && l.contains(&at))
+        .unwrap_or_else(|| panic!("no step between 6 and 8:\n{table}"));
+    assert!(row.contains("the night's band"), "{row}");
+    assert!(
+        alerts.contains(&format!("culprit: `{}` “commit 7”", &ids[7][..10])),
+        "the alert names commit 7:\n{alerts}\n{err}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("confirm-8/alerts.json")).unwrap()).unwrap();
+    let first = &json["alerts"][0];
+    assert_eq!(first["culprit"]["id"], ids[7].as_str(), "{json}");
+    assert_eq!(first["regression"], true);
+    assert!(first["ratio"].as_f64().unwrap() > 1.5, "{json}");
+    let html = dashboard(d);
+    assert!(
+        html.contains("class=\"moved\""),
+        "the reference's move is drawn"
+    );
+    assert!(
+        html.contains("class=\"step confirmed\""),
+        "the step is drawn"
+    );
+}
