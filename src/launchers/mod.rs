@@ -373,13 +373,23 @@ fn history_steps(c: &CiCommon) -> Vec<Y> {
     let go_on = || ("if", Y::str("${{ !cancelled() }}"));
     let run =
         |name: &str, run: String| Y::map([("name", Y::str(name)), go_on(), ("run", Y::str(run))]);
+    // The smallest step worth an alert is the gate's, when the workflow has one.
+    let least = match c.fail_on_regression {
+        Some(p) if p > 0.0 && p < 100.0 => format!(" --min-magnitude {p}%"),
+        _ => String::new(),
+    };
     vec![
         run(
-            "Find and confirm steps in the history",
+            "Find, confirm and bisect steps in the history",
             format!(
-                "bakeoff history detect --confirm --plan {} --out confirm --history {HISTORY}",
+                "bakeoff history detect --confirm --bisect{least} --plan {} --out confirm --history {HISTORY}",
                 sh(&plan_arg(&c.plan))
             ),
+        ),
+        run(
+            "Say what was confirmed",
+            "if [ -f confirm/alerts.md ]; then cat confirm/alerts.md >> \"$GITHUB_STEP_SUMMARY\"; fi"
+                .to_string(),
         ),
         run(
             "Draw the history",
