@@ -53,6 +53,23 @@ pub enum CiAction {
     /// Write a Kubernetes Indexed Job (one pod per shard, on different nodes, whole CPUs)
     /// and the Job that merges their results: DIR/job.yaml and DIR/merge.yaml.
     K8s(CiK8sArgs),
+    /// Post a run's verdict (DIR/report/verdict.md) as one comment on a pull request with
+    /// `gh`, updating the comment an earlier run made; where the token cannot write (a fork's
+    /// pull request), say so and exit 0. What the pull-request workflow runs.
+    Comment(CiCommentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CiCommentArgs {
+    /// A results folder of `run` or `merge`.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The pull request's number.
+    #[arg(long = "pull-request", value_name = "N")]
+    pub pull_request: u64,
+    /// The repository, OWNER/NAME [default: $GITHUB_REPOSITORY].
+    #[arg(long = "repo", value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -78,7 +95,8 @@ pub struct CiCommonArgs {
 pub struct CiGithubArgs {
     #[command(flatten)]
     pub common: CiCommonArgs,
-    /// Write the workflow into DIR as bakeoff.yml (e.g. `.github/workflows`) [default: print
+    /// Write the workflow into DIR (e.g. `.github/workflows`) as bakeoff-gate.yml (with
+    /// --pull-request), bakeoff-nightly.yml (with --schedule) or bakeoff.yml [default: print
     /// it] — as `ci k8s --out DIR` writes its Jobs.
     #[arg(long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,

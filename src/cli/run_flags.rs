@@ -254,6 +254,7 @@ impl RunArgs {
             diff: self.fail_on_diff,
             regression: self.fail_on_regression,
             equivalent: self.fail_unless_equivalent,
+            part: self.shard().is_ok_and(|s| s.is_some()),
         }
     }
 
@@ -358,6 +359,7 @@ impl MergeArgs {
             diff: self.fail_on_diff,
             regression: self.fail_on_regression,
             equivalent: self.fail_unless_equivalent,
+            part: false,
         }
     }
 }

@@ -262,7 +262,7 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
         "merge",
         vec![("command", sh_c(merge_cmd))],
     );
-    let head = header("k8s", c);
+    let head = header("k8s", c, &format!(" --image {}", sh(&a.image)));
     let job_text = format!(
         "{head}# The results claim and the Indexed Job: one pod per shard, each on its own node.\n{}---\n{}",
         pods.claim().to_yaml(),

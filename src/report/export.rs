@@ -214,25 +214,13 @@ pub fn write_all(dir: &Path, a: &Analysis) -> std::io::Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-/// Lines appended to `$GITHUB_STEP_SUMMARY` when it is set (a gate's outcome), each its
-/// own paragraph.
-pub fn github_step_lines(lines: &[String]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|_| !lines.is_empty()) else {
-        return Ok(());
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    for l in lines {
-        writeln!(f, "\n**{l}**")?;
-    }
-    Ok(())
-}
-
-/// On GitHub Actions, appends the Markdown summary to the job's summary page.
-pub fn github_step_summary(a: &Analysis) -> std::io::Result<()> {
+/// On GitHub Actions, appends the verdict to the job's summary page: each gate's line, what
+/// tripped it, then the Markdown report.
+pub fn github_step_summary(
+    a: &Analysis,
+    gates: &[String],
+    tripped: &[String],
+) -> std::io::Result<()> {
     use std::io::Write as _;
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
         return Ok(());
@@ -241,5 +229,47 @@ pub fn github_step_summary(a: &Analysis) -> std::io::Result<()> {
         .create(true)
         .append(true)
         .open(path)?;
+    f.write_all(verdict_lines(gates, tripped).as_bytes())?;
     f.write_all(super::markdown::render(a).as_bytes())
+}
+
+/// The marker a pull request's comment carries, so the next run updates it in place.
+pub const COMMENT_MARKER: &str = "<!-- bakeoff verdict -->";
+
+/// The gates' lines in bold, what tripped them as a list under them.
+fn verdict_lines(gates: &[String], tripped: &[String]) -> String {
+    let mut out = String::new();
+    for g in gates {
+        out.push_str(&format!("**{g}**\n\n"));
+    }
+    for t in tripped {
+        out.push_str(&format!("- {t}\n"));
+    }
+    if !tripped.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// `report/verdict.md` in a results folder: the verdict as a pull request's comment says it
+/// (`bakeoff ci comment` posts it) — the marker, the gates' lines and what tripped them, and
+/// on GitHub Actions a link to the run whose summary holds the whole report.
+pub fn verdict(dir: &Path, gates: &[String], tripped: &[String]) -> std::io::Result<()> {
+    let mut text = format!("{COMMENT_MARKER}\n{}", verdict_lines(gates, tripped));
+    if gates.is_empty() {
+        text.push_str("**bakeoff: no gate was set**: the report says what differs.\n\n");
+    }
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if let (Some(server), Some(repo), Some(run)) = (
+        env("GITHUB_SERVER_URL"),
+        env("GITHUB_REPOSITORY"),
+        env("GITHUB_RUN_ID"),
+    ) {
+        text.push_str(&format!(
+            "The whole report: [the run's summary]({server}/{repo}/actions/runs/{run}).\n"
+        ));
+    }
+    let report = dir.join("report");
+    std::fs::create_dir_all(&report)?;
+    write_atomic(&report.join("verdict.md"), text.as_bytes())
 }

@@ -15,6 +15,7 @@ use crate::runner;
 mod bisect;
 mod cache;
 mod check;
+mod ci;
 mod confirm;
 mod culprit;
 mod history;
@@ -23,6 +24,7 @@ pub(crate) use bisect::run_bisect;
 pub(crate) use cache::run_cache;
 pub use check::mistake_code;
 pub(crate) use check::run_check;
+pub(crate) use ci::run_ci;
 pub(crate) use history::{record_run, run_history};
 pub(crate) use offline::*;
 
@@ -241,7 +243,7 @@ pub(super) fn run_report(dir: &std::path::Path) -> anyhow::Result<u8> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    report::export::github_step_summary(&analysis)?;
+    report::export::github_step_summary(&analysis, &[], &[])?;
     Ok(0)
 }
 
@@ -266,56 +268,6 @@ pub(super) fn run_merge(args: &MergeArgs) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-pub(super) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
-    match action {
-        CiAction::Github(a) => {
-            let text = crate::launchers::github(&a.launcher())?;
-            for v in crate::launchers::unset_env(&a.common.plan)? {
-                eprintln!(
-                    "bakeoff: warning: the plan reads `{{env:{v}}}`, which the workflow does not set: add `{v} = \"…\"` to the plan's `[ci] env` (or give it a default, `{{env:{v}:-…}}`)"
-                );
-            }
-            if crate::launchers::builds_without_setup(&a.common.plan, &a.setup)? {
-                eprintln!(
-                    "bakeoff: warning: the plan builds contenders from source and its `[ci] setup` is empty: the runner has gcc, make and git; install the rest in `[ci] setup` (docs/plan.md)"
-                );
-            }
-            match &a.out {
-                Some(dir) => {
-                    std::fs::create_dir_all(dir)?;
-                    let f = dir.join("bakeoff.yml");
-                    std::fs::write(&f, text)?;
-                    eprintln!("wrote {}", f.display());
-                }
-                None => emit(&text)?,
-            }
-        }
-        CiAction::K8s(a) => {
-            let (job, merge) = crate::launchers::k8s(&a.launcher())?;
-            let Some(out) = &a.out else {
-                emit(&format!(
-                    "{job}---\n# The merge: apply it once the shards' Job has completed.\n{merge}"
-                ))?;
-                return Ok(0);
-            };
-            std::fs::create_dir_all(out)?;
-            let (jf, mf) = (out.join("job.yaml"), out.join("merge.yaml"));
-            std::fs::write(&jf, job)?;
-            std::fs::write(&mf, merge)?;
-            let name = crate::launchers::k8s_name(&a.common.plan)?;
-            eprintln!(
-                "wrote {} and {}; run them with:\n  kubectl apply -f {}\n  kubectl wait --for=condition=complete --timeout=24h -n {} job/{name}\n  kubectl apply -f {}",
-                jf.display(),
-                mf.display(),
-                jf.display(),
-                a.namespace,
-                mf.display()
-            );
-        }
-    }
-    Ok(0)
-}
-
 /// The gates of `run` and `merge`: `--fail-on-diff`, `--fail-on-regression PCT`,
 /// `--fail-unless-equivalent PCT` (percentages).
 #[derive(Debug, Clone, Copy, Default)]
@@ -323,6 +275,55 @@ pub(super) struct Gates {
     pub diff: bool,
     pub regression: Option<f64>,
     pub equivalent: Option<f64>,
+    /// A shard's run (`run --shard`): a part of the verdict, which the merge gives, so it
+    /// writes nothing into a GitHub step summary.
+    pub part: bool,
+}
+
+/// What the gates read: each one's line (said whether it passed or not, on stderr and in a
+/// GitHub step summary), the regressions past `--fail-on-regression`, the points not proven
+/// equivalent within `--fail-unless-equivalent`.
+struct Read {
+    said: Vec<String>,
+    worse: Vec<String>,
+    unequal: Vec<String>,
+}
+
+fn read_gates(
+    done: &runner::Finished,
+    analysis: &report::analysis::Analysis,
+    gates: Gates,
+) -> Read {
+    let mut said = Vec::new();
+    let worse = gates.regression.map_or(Vec::new(), |pct| {
+        let gate = crate::analysis::gates::RegressionGate::of(&analysis.verdicts, pct / 100.0);
+        said.push(gate.line());
+        gate.tripped
+    });
+    for w in &worse {
+        eprintln!("regression: {w}");
+    }
+    let unequal = gates.equivalent.map_or(Vec::new(), |pct| {
+        let mut out = crate::analysis::gates::not_equivalent(&analysis.verdicts, pct / 100.0);
+        out.extend(crate::analysis::gates::unverdicted(
+            &done.results,
+            &analysis.verdicts,
+        ));
+        said.push(crate::analysis::gates::equivalence_line(
+            &analysis.verdicts,
+            out.len(),
+            pct / 100.0,
+        ));
+        out
+    });
+    for u in &unequal {
+        eprintln!("not equivalent: {u}");
+    }
+    Read {
+        said,
+        worse,
+        unequal,
+    }
 }
 
 /// Prints the summary, writes the reports and says where the results are; the exit code of
@@ -333,7 +334,6 @@ pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Resul
     let analysis = report::analysis::Analysis::of(&done.results);
     emit(&report::markdown::render(&analysis))?;
     report::export::write_all(&done.dir, &analysis)?;
-    report::export::github_step_summary(&analysis)?;
     let results = done.dir.join("results.json");
     eprintln!(
         "report: {} (and report.html beside it)",
@@ -360,37 +360,22 @@ pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Resul
             .iter()
             .any(|c| c.build_failed());
     let differs = gates.diff && analysis.compat.iter().any(|c| c.differences > 0);
-    // Each gate's outcome is said whether it passed or not, on stderr and in a GitHub step
-    // summary.
-    let mut said = Vec::new();
-    let worse = gates.regression.map_or(Vec::new(), |pct| {
-        let gate = crate::analysis::gates::RegressionGate::of(&analysis.verdicts, pct / 100.0);
-        said.push(gate.line());
-        gate.tripped
-    });
-    for w in &worse {
-        eprintln!("regression: {w}");
-    }
-    let unequal = gates.equivalent.map_or(Vec::new(), |pct| {
-        let mut out = crate::analysis::gates::not_equivalent(&analysis.verdicts, pct / 100.0);
-        out.extend(crate::analysis::gates::unverdicted(
-            &done.results,
-            &analysis.verdicts,
-        ));
-        said.push(crate::analysis::gates::equivalence_line(
-            &analysis.verdicts,
-            out.len(),
-            pct / 100.0,
-        ));
-        out
-    });
-    for u in &unequal {
-        eprintln!("not equivalent: {u}");
-    }
+    let Read {
+        said,
+        worse,
+        unequal,
+    } = read_gates(done, &analysis, gates);
     for line in &said {
         eprintln!("{line}");
     }
-    report::export::github_step_lines(&said)?;
+    // The verdict first: the gates' lines, what tripped them, then the report — once, by
+    // the merge: a shard's part of a run is not the verdict.
+    let mut tripped: Vec<String> = worse.iter().map(|w| format!("regression: {w}")).collect();
+    tripped.extend(unequal.iter().map(|u| format!("not equivalent: {u}")));
+    if !gates.part {
+        report::export::github_step_summary(&analysis, &said, &tripped)?;
+    }
+    report::export::verdict(&done.dir, &said, &tripped)?;
     if let Some(hint) = gates.equivalent.and_then(|pct| {
         crate::analysis::gates::settle_hint(&done.results, &analysis.verdicts, pct / 100.0)
     }) {

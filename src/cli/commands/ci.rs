@@ -1,0 +1,85 @@
+//! `bakeoff ci github | k8s | comment` (docs/scale-out.md): the launchers written where
+//! asked, with what the user should know about them; a verdict posted on a pull request.
+
+use anyhow::Context as _;
+
+use super::*;
+
+pub(crate) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
+    match action {
+        CiAction::Github(a) => {
+            let text = crate::launchers::github(&a.launcher())?;
+            for v in crate::launchers::unset_env(&a.common.plan)? {
+                eprintln!(
+                    "bakeoff: warning: the plan reads `{{env:{v}}}`, which the workflow does not set: add `{v} = \"…\"` to the plan's `[ci] env` (or give it a default, `{{env:{v}:-…}}`)"
+                );
+            }
+            if crate::launchers::builds_without_setup(&a.common.plan, &a.setup)? {
+                eprintln!(
+                    "bakeoff: warning: the plan builds contenders from source and its `[ci] setup` is empty: the runner has gcc, make and git; install the rest in `[ci] setup` (docs/plan.md)"
+                );
+            }
+            if a.install.is_none() {
+                eprintln!(
+                    "bakeoff: note: the workflow installs bakeoff with `cargo install --locked bakeoff --version {}`, which needs that version on crates.io; until it is there, pass --install \"cargo install --locked --git URL --rev COMMIT bakeoff\" (the binary is kept in the Actions cache either way)",
+                    env!("CARGO_PKG_VERSION")
+                );
+            }
+            match &a.out {
+                Some(dir) => {
+                    std::fs::create_dir_all(dir)?;
+                    let f = dir.join(crate::launchers::kind(&a.launcher()).file);
+                    std::fs::write(&f, text)?;
+                    eprintln!("wrote {}", f.display());
+                }
+                None => emit(&text)?,
+            }
+        }
+        CiAction::Comment(a) => {
+            let repo = match &a.repo {
+                Some(r) => r.clone(),
+                None => std::env::var("GITHUB_REPOSITORY")
+                    .ok()
+                    .filter(|r| !r.is_empty())
+                    .context("--repo OWNER/NAME: GITHUB_REPOSITORY is not set")?,
+            };
+            let cancel = install_handler(on_interrupt_run, 0);
+            match crate::launchers::comment(&a.dir, &repo, a.pull_request, &cancel)? {
+                crate::launchers::Posted::Created => {
+                    eprintln!("comment: posted on pull request {}", a.pull_request)
+                }
+                crate::launchers::Posted::Updated(id) => eprintln!(
+                    "comment: updated comment {id} on pull request {}",
+                    a.pull_request
+                ),
+                crate::launchers::Posted::Not(why) => eprintln!(
+                    "bakeoff: warning: no comment on pull request {} ({why}); a fork's pull request gets a token that cannot write: the verdict is in the step summary",
+                    a.pull_request
+                ),
+            }
+        }
+        CiAction::K8s(a) => {
+            let (job, merge) = crate::launchers::k8s(&a.launcher())?;
+            let Some(out) = &a.out else {
+                emit(&format!(
+                    "{job}---\n# The merge: apply it once the shards' Job has completed.\n{merge}"
+                ))?;
+                return Ok(0);
+            };
+            std::fs::create_dir_all(out)?;
+            let (jf, mf) = (out.join("job.yaml"), out.join("merge.yaml"));
+            std::fs::write(&jf, job)?;
+            std::fs::write(&mf, merge)?;
+            let name = crate::launchers::k8s_name(&a.common.plan)?;
+            eprintln!(
+                "wrote {} and {}; run them with:\n  kubectl apply -f {}\n  kubectl wait --for=condition=complete --timeout=24h -n {} job/{name}\n  kubectl apply -f {}",
+                jf.display(),
+                mf.display(),
+                jf.display(),
+                a.namespace,
+                mf.display()
+            );
+        }
+    }
+    Ok(0)
+}
