@@ -144,3 +144,47 @@ fn the_html_report_renders_in_headless_chromium() {
         "the screenshot looks blank ({size} vs {blank_size} bytes)"
     );
 }
+
+/// Issue 71: both reports open with the verdict — the gate's line, each point that reads
+/// different (figure, ratio, interval) — before the summary; the HTML puts the serving
+/// table before the findings about the machine, folded. v1 of the built-in demo service
+/// answers a block with three times v2's CPU: against v2, a regression no neighbour hides.
+#[test]
+fn both_reports_open_with_the_verdict() {
+    let dir = TempDir::new("verdict-first");
+    let me = env!("CARGO_BIN_EXE_bakeoff");
+    let contender = |name: &str, version: &str| {
+        format!(
+            "[[contender]]\nname = \"{name}\"\ncommand = [\"{me}\", \"demo-server\", \"{version}\", \"{{port}}\", \"{{state}}\"]\nready = {{ http = \"http://127.0.0.1:{{port}}/health\", status = 200, timeout = \"30s\" }}\n"
+        )
+    };
+    let plan = format!(
+        "name = \"verdict\"\nrepetitions = 3\nbaseline = \"v2\"\n{}{}\n[[scenario]]\nname = \"get a block\"\nhttp = \"/block/1\"\nclients = [2]\nrequests = 200\n",
+        contender("v2", "v2"),
+        contender("v1", "v1")
+    );
+    let run = run_plan(dir.path(), &plan, &["--fail-on-regression", "5%"]);
+    assert_eq!(run.output.status.code(), Some(4), "{}", run.stderr());
+    let md = std::fs::read_to_string(run.out_dir.join("report/report.md")).unwrap();
+    let lines: Vec<&str> = md.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines[1], "## Verdict", "{md}");
+    assert!(
+        lines[2].starts_with("- **gate: "),
+        "the gate's line first:\n{md}"
+    );
+    assert!(
+        lines[3].starts_with("- v1 against v2 at get a block [clients=2]: ")
+            && lines[3].contains("more CPU per request"),
+        "then the points that differ:\n{md}"
+    );
+    let summary = md.find("## Summary").unwrap();
+    assert!(md.find("## Verdict").unwrap() < summary);
+    let html = std::fs::read_to_string(run.out_dir.join("report/report.html")).unwrap();
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+    assert!(at("id=\"verdict\"") < at("<h2>Summary"), "verdict first");
+    assert!(html[at("id=\"verdict\"")..].contains("gate: "));
+    if let Some(findings) = html.find("<h2>Findings") {
+        assert!(at("<table") < findings, "the tables before the findings");
+        assert!(!html.contains("<div class=\"finding\">"), "findings folded");
+    }
+}

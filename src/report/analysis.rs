@@ -27,6 +27,10 @@ pub struct Analysis<'a> {
     /// machine's verdicts beside the combined ones.
     pub machines: Option<Table>,
     pub by_machine: Option<Table>,
+    /// The run's gates' lines (`--fail-on-regression` and the rest), passed or not: the
+    /// first thing the reports say. Empty without gates (and when a report is written again
+    /// from results alone).
+    pub gates: Vec<String>,
 }
 
 /// A scenario's tables: every point, and how throughput grows with clients when the
@@ -87,6 +91,7 @@ impl<'a> Analysis<'a> {
             findings,
             machines: super::machines::table(r),
             by_machine: super::machines::verdicts(r, &verdicts),
+            gates: Vec::new(),
             verdicts,
             family,
         }

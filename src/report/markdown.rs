@@ -24,6 +24,14 @@ pub fn render(a: &Analysis) -> String {
     if r.smoke {
         let _ = writeln!(out, "_Smoke run: one repetition, short scenarios — check the plan, do not compare these numbers._\n");
     }
+    let verdict = super::verdict::lines(a);
+    if !verdict.is_empty() {
+        let _ = writeln!(out, "## Verdict\n");
+        for l in &verdict {
+            let _ = writeln!(out, "- {l}");
+        }
+        out.push('\n');
+    }
     if !a.summary.is_empty() {
         let _ = writeln!(out, "## Summary\n");
         for b in &a.summary {

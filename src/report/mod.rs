@@ -19,6 +19,7 @@ mod summary;
 pub mod table;
 pub mod tables;
 pub mod terminal;
+pub mod verdict;
 
 pub use crate::units::{count, fmt_us};
 

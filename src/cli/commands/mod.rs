@@ -331,7 +331,14 @@ fn read_gates(
 /// different and worse than `regression` percent, 5 a main figure not proven equivalent
 /// within `equivalent` percent (the first that applies).
 pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Result<u8> {
-    let analysis = report::analysis::Analysis::of(&done.results);
+    let mut analysis = report::analysis::Analysis::of(&done.results);
+    // The gates first: their lines open the reports.
+    let Read {
+        said,
+        worse,
+        unequal,
+    } = read_gates(done, &analysis, gates);
+    analysis.gates = said.clone();
     emit(&report::markdown::render(&analysis))?;
     report::export::write_all(&done.dir, &analysis)?;
     let results = done.dir.join("results.json");
@@ -360,11 +367,6 @@ pub(super) fn finish_run(done: &runner::Finished, gates: Gates) -> anyhow::Resul
             .iter()
             .any(|c| c.build_failed());
     let differs = gates.diff && analysis.compat.iter().any(|c| c.differences > 0);
-    let Read {
-        said,
-        worse,
-        unequal,
-    } = read_gates(done, &analysis, gates);
     for line in &said {
         eprintln!("{line}");
     }

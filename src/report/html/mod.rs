@@ -35,6 +35,14 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
         esc(&super::summary::title(r)),
         esc(&super::summary::title(r))
     );
+    let verdict = super::verdict::lines(a);
+    if !verdict.is_empty() {
+        out.push_str("<h2 id=\"verdict\">Verdict</h2><ul class=\"verdict\">");
+        for l in &verdict {
+            let _ = write!(out, "<li>{}</li>", inline(l));
+        }
+        out.push_str("</ul>\n");
+    }
     if !a.summary.is_empty() {
         out.push_str("<h2>Summary</h2><ul>");
         for b in &a.summary {
@@ -42,15 +50,9 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
         }
         out.push_str("</ul>\n");
     }
-    if !a.findings.is_empty() {
-        out.push_str("<h2>Findings</h2>\n");
-        for f in &a.findings {
-            let _ = writeln!(
-                out,
-                "<div class=\"finding\">{}</div>",
-                inline(&f.to_string())
-            );
-        }
+    // The serving tables come before the start-up's and the findings about the machine.
+    for s in &a.scenarios {
+        scenario_html(r, s, flames, &mut out);
     }
     out.push_str(&table_html(&a.startup));
     if let Some(t) = &a.members {
@@ -60,18 +62,34 @@ pub fn render(a: &Analysis, flames: &[super::profiles::Flame]) -> String {
     for rep in &a.compat {
         compat_html(rep, &mut out);
     }
-    for s in &a.scenarios {
-        scenario_html(r, s, flames, &mut out);
-    }
     for t in a.machines.iter().chain(&a.by_machine) {
         out.push_str(&table_html(t));
     }
+    findings_html(a, &mut out);
     let _ = write!(
         out,
         "<h2>Environment</h2><p>{}</p>\n</body></html>\n",
         esc(&super::markdown::environment_line(r))
     );
     out
+}
+
+/// The findings, after the tables: each folded to its first clause, the rest under it.
+fn findings_html(a: &Analysis, out: &mut String) {
+    if a.findings.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h2>Findings ({})</h2>", a.findings.len());
+    for f in &a.findings {
+        let text = f.to_string();
+        let head = text.split(" — ").next().unwrap_or(&text);
+        let _ = writeln!(
+            out,
+            "<details class=\"finding\"><summary>{}</summary>{}</details>",
+            inline(head),
+            inline(&text)
+        );
+    }
 }
 
 /// A scenario's tables, its charts and its flame graphs.
