@@ -57,3 +57,20 @@ pub fn prefix(s: &str, n: usize) -> &str {
         None => s,
     }
 }
+
+/// `s` with every control character written as its escape (`\u{1b}`, `\n`): a name from a
+/// file (a plan's, a contender's) printed on a terminal cannot move the cursor, set the
+/// window's title or the clipboard (OSC 52), clear the screen, or forge a table's row.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.chars().any(char::is_control) {
+        false => std::borrow::Cow::Borrowed(s),
+        true => s
+            .chars()
+            .map(|c| match c.is_control() {
+                true => c.escape_default().collect::<String>(),
+                false => c.to_string(),
+            })
+            .collect::<String>()
+            .into(),
+    }
+}

@@ -350,3 +350,102 @@ fn mistakes_never_exit_with_a_code_git_bisect_reads_as_an_answer() {
     let o = bakeoff_in(d, &["check", "--help"]);
     assert_eq!(o.status.code(), Some(0));
 }
+
+/// Item 14: `${{ … }}` in a `[ci] setup` line, a `[ci] env` value or `--setup` would be
+/// evaluated by GitHub before the shell reads it (script injection): refused, naming it.
+#[test]
+fn a_workflow_expression_in_a_setup_or_env_is_refused() {
+    let dir = TempDir::new("ci-expressions");
+    let d = dir.path();
+    let evil = "echo ${{ github.event.pull_request.title }}";
+    for ci in [
+        format!("setup = [{:?}]", evil),
+        format!("env = {{ TITLE = {:?} }}", evil),
+    ] {
+        let plan = ci_plan(d, &ci);
+        let o = bakeoff_in(d, &["ci", "github", &plan]);
+        assert_eq!(o.status.code(), Some(1), "{ci}: {}", stderr(&o));
+        assert!(stderr(&o).contains("script injection"), "{}", stderr(&o));
+        assert!(o.stdout.is_empty());
+    }
+    let plan = ci_plan(d, "");
+    let o = bakeoff_in(d, &["ci", "github", &plan, "--setup", evil]);
+    assert!(stderr(&o).contains("--setup command"), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1));
+}
+
+/// Items 12 and 17: flags that mean nothing are refused at once — a detect window past
+/// 10000 (the split is quadratic in it: a billion never ended), a p that is not a
+/// probability, a rate of 200 %, an effect of 0 % or 1e300 %; and `bisect --scenario` that
+/// names no scenario is refused before anything is resolved, built or written.
+#[test]
+fn flags_that_mean_nothing_are_refused_before_any_work() {
+    let dir = TempDir::new("flags-nothing");
+    let d = dir.path();
+    for bad in [
+        &["--window", "0"][..],
+        &["--window", "1000000000"][..],
+        &["--max-p", "NaN"][..],
+        &["--max-p=-1"][..],
+        &["--fdr", "200%"][..],
+        &["--min-magnitude", "0%"][..],
+    ] {
+        let mut args = vec!["history", "detect", "--history", "h.sqlite"];
+        args.extend_from_slice(bad);
+        let o = bakeoff_in(d, &args);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("invalid value"), "{}", stderr(&o));
+    }
+    assert!(
+        !d.join("h.sqlite").exists(),
+        "no history made for a mistake"
+    );
+    let repo = d.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    for k in 0..2 {
+        std::fs::write(repo.join("f"), format!("{k}\n")).unwrap();
+        git(&repo, &["add", "f"]);
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.email=t@e",
+                "-c",
+                "user.name=t",
+                "commit",
+                "-q",
+                "-m",
+                "c",
+            ],
+        );
+    }
+    std::fs::write(
+        d.join("plan.toml"),
+        "name = \"b\"\n[[contender]]\nname = \"s\"\nsource = { git = \"repo\", ref = \"main\" }\nbuild = [[\"false\"]]\ncommand = [\"{source}/s\", \"{port}\"]\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\n",
+    )
+    .unwrap();
+    let base = [
+        "bisect",
+        "plan.toml",
+        "--contender",
+        "s",
+        "--good",
+        "main~1",
+        "--bad",
+        "main",
+    ];
+    for (extra, says) in [
+        (&["--effect", "0%"][..], "--effect"),
+        (&["--effect", "1e300%"][..], "--effect"),
+        (&["--scenario", "nope", "--out", "b"][..], "--scenario nope"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let o = bakeoff_in(d, &args);
+        assert_eq!(o.status.code(), Some(1), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    assert!(!d.join("b").exists(), "no bisection folder for a mistake");
+    assert!(!d.join("cache").exists(), "nothing built for a mistake");
+}

@@ -183,14 +183,15 @@ pub enum HistoryAction {
     /// The steps in every series: E-divisive means with a t-test (Otava's variant), held
     /// together to a false discovery rate; each kept as a candidate (docs/history.md).
     Detect {
-        /// Points per window of the search.
-        #[arg(long = "window", value_name = "N", default_value_t = 50)]
+        /// Points per window of the search (2 to 10000).
+        #[arg(long = "window", value_name = "N", default_value_t = 50, value_parser = run_flags::parse_window)]
         window: usize,
-        /// A step is kept when its t-test's p is below this.
-        #[arg(long = "max-p", value_name = "P", default_value_t = 0.001)]
+        /// A step is kept when its t-test's p is below this (above 0, below 1).
+        #[arg(long = "max-p", value_name = "P", default_value_t = 0.001, value_parser = run_flags::parse_p)]
         max_p: f64,
-        /// The false discovery rate the steps of all series are held to together.
-        #[arg(long = "fdr", value_name = "PERCENT", default_value = "5%", value_parser = run_flags::parse_percent)]
+        /// The false discovery rate the steps of all series are held to together (above 0%,
+        /// below 100%).
+        #[arg(long = "fdr", value_name = "PERCENT", default_value = "5%", value_parser = run_flags::parse_share)]
         fdr: f64,
         /// Then measure each candidate again side by side, as `history confirm`; exit 4 on a
         /// confirmed regression.

@@ -162,7 +162,7 @@ pub struct BisectArgs {
     pub scenarios: Vec<String>,
     /// The smallest change worth a culprit, e.g. 5% [default: half of what good against
     /// bad measured].
-    #[arg(long = "effect", value_name = "PERCENT", value_parser = parse_percent, conflicts_with = "resume")]
+    #[arg(long = "effect", value_name = "PERCENT", value_parser = parse_effect, conflicts_with = "resume")]
     pub effect: Option<f64>,
     /// Cut each range at K−1 commits, measured together with its ends [default: 2, the
     /// midpoint].
@@ -215,6 +215,47 @@ pub struct ConfirmArgs {
     pub bisect: bool,
     #[command(flatten)]
     pub body: super::BodyArgs,
+}
+
+/// `--fdr`: a percentage above 0 and below 100.
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    match parse_percent(s)? {
+        v if v > 0.0 && v < 100.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}`: give a rate above 0% and below 100%, like 5%"
+        )),
+    }
+}
+
+/// `--max-p`: a probability above 0 and below 1.
+pub fn parse_p(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!(
+            "`{s}`: give a p-value above 0 and below 1, like 0.001"
+        )),
+    }
+}
+
+/// `--window`: 2 to 10000 points — the split's work grows with the square of the window,
+/// and a window of a billion never ends.
+pub fn parse_window(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (2..=10_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}`: give 2 to 10000 points (the search's work grows with the square of the window)"
+        )),
+    }
+}
+
+/// `bisect --effect`: a percentage above 0 and at most 1000 (an eleven-fold change).
+fn parse_effect(s: &str) -> Result<f64, String> {
+    match parse_percent(s)? {
+        v if v > 0.0 && v <= 1000.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}`: give the smallest change worth a culprit, above 0% and at most 1000%, like 5%"
+        )),
+    }
 }
 
 /// `--min-magnitude`: a percentage above 0 and below 100.

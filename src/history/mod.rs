@@ -84,9 +84,14 @@ impl SeriesKey {
             Some(a) => format!(" ÷ {a}"),
             None => String::new(),
         };
+        let p = crate::units::printable;
         format!(
-            "{} · {} · {} · {}{against}",
-            self.plan, self.contender, self.point, self.figure
+            "{} · {} · {} · {}{}",
+            p(&self.plan),
+            p(&self.contender),
+            p(&self.point),
+            p(&self.figure),
+            p(&against)
         )
     }
 }
@@ -320,7 +325,7 @@ pub fn csv(series: &[Series]) -> String {
 }
 
 /// Seconds since the epoch as `2026-12-04 23:13:12 +0000` (Otava's default time format).
-fn iso(t: i64) -> String {
+pub(crate) fn iso(t: i64) -> String {
     let days = t.div_euclid(86_400);
     let secs = t.rem_euclid(86_400);
     // Civil from days (Howard Hinnant's algorithm).
@@ -414,6 +419,26 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), 3, "{csv}");
         assert!(head.contains(&"one.old.get [clients=2].throughput-vs-reference.f3093eb5697f"));
+    }
+
+    /// Issue 68 item 13: a name from a results file reaches the terminal with its control
+    /// characters escaped — no OSC title or clipboard, no clear-screen, no forged row.
+    #[test]
+    fn names_are_printed_without_control_characters() {
+        let key = super::SeriesKey {
+            plan: "p\u{1b}]0;owned\u{7}".into(),
+            contender: "a\n| `ffffffff` | forged |".into(),
+            point: "get\u{1b}[2J".into(),
+            figure: "p99".into(),
+            env: "e".into(),
+            against: Some("ref\u{1b}]52;c;eA==\u{7}".into()),
+        };
+        let words = key.words();
+        assert!(!words.chars().any(char::is_control), "{words:?}");
+        assert!(
+            words.contains("\\u{1b}]0;owned") && words.contains("a\\n| "),
+            "{words}"
+        );
     }
 
     #[test]

@@ -426,6 +426,8 @@ fn jobs(a: &CiGithubArgs, n: u32, shard_steps: Vec<Y>, merge_steps: Vec<Y>) -> Y
 pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
     let c = &a.common;
     let plan = plan(c)?;
+    let given = a.setup.iter().map(|s| ("--setup command", s));
+    no_expressions(given.chain(a.install.iter().map(|i| ("--install command", i))))?;
     let n = c.shards;
     // The whole history: contenders built from source resolve their refs in it.
     let checkout = Y::map([

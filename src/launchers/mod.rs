@@ -94,16 +94,38 @@ pub struct CiK8sArgs {
     pub namespace: String,
 }
 
+/// Refuses a value holding `${{`: GitHub would evaluate it before the shell reads the step
+/// (script injection), whatever quoting the shell gets.
+fn no_expressions<'a>(values: impl Iterator<Item = (&'a str, &'a String)>) -> anyhow::Result<()> {
+    for (what, text) in values {
+        if text.contains("${{") {
+            bail!(
+                "the {what} {:?} holds `${{{{`, which GitHub evaluates before the shell reads it (a script injection); write the command without it — a value the workflow should fill goes in a shell variable the job sets",
+                text
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Reads the plan and checks the shard count against it.
 fn plan(c: &CiCommon) -> anyhow::Result<Plan> {
     let plan = Plan::load(&c.plan)?;
     Plan::check_portable(&c.plan)?;
-    // GitHub evaluates `${{ … }}` anywhere in a workflow, before any shell quoting.
+    // GitHub evaluates `${{ … }}` anywhere in a workflow, before any shell quoting: in a
+    // `run:` it is the classic script injection.
     for (what, text) in [("path", plan_arg(&c.plan)), ("name", plan.name.clone())] {
         if text.contains("${{") {
             bail!("the plan's {what} `{text}` holds `${{{{`, which a workflow would evaluate; rename it");
         }
     }
+    let setup = plan.ci.setup.iter().map(|s| ("`[ci] setup` line", s));
+    let env = plan
+        .ci
+        .env
+        .iter()
+        .flat_map(|(k, v)| [("`[ci] env` name", k), ("`[ci] env` value", v)]);
+    no_expressions(setup.chain(env))?;
     if c.shards == 0 {
         bail!("--shards 0: give 1 or more shards");
     }

@@ -119,6 +119,10 @@ fn start(args: &BisectArgs, cancel: &Cancel) -> anyhow::Result<(Record, PathBuf)
     let plan = Plan::load(&plan_path)?;
     let c = plan.local_git(name).map_err(anyhow::Error::msg)?;
     let source = c.source.context("a git source")?;
+    // The scenarios checked before anything is resolved, built or written.
+    plan.clone()
+        .overridden(None, &[], &args.scenarios)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let cache = crate::build::cache::root();
     let commits = crate::build::history::range(&source, good, bad, &cache, cancel)
         .map_err(anyhow::Error::msg)?;

@@ -182,7 +182,11 @@ fn list_table(series: &[history::Series]) -> String {
     if several {
         out.push('\n');
         for e in &envs {
-            out.push_str(&format!("machine {}: {e}\n", label(e)));
+            out.push_str(&format!(
+                "machine {}: {}\n",
+                label(e),
+                crate::units::printable(e)
+            ));
         }
     }
     out
@@ -199,7 +203,7 @@ fn show(path: &Path, series: &[history::Series], id: &str) -> anyhow::Result<()>
     let mut out = format!(
             "{}\n{}\n\n| commit | time | subject | value | interval | runs |\n|---|---|---|---|---|---|\n",
             s.key.words(),
-            s.env_words
+            crate::units::printable(&s.env_words)
         );
     for p in &s.points {
         out.push_str(&format!(
@@ -208,7 +212,7 @@ fn show(path: &Path, series: &[history::Series], id: &str) -> anyhow::Result<()>
                 .as_deref()
                 .map(|c| format!("`{}`", crate::units::prefix(c, 10)))
                 .unwrap_or_else(|| "–".into()),
-            p.time.map(|t| t.to_string()).unwrap_or_default(),
+            p.time.map(history::iso).unwrap_or_default(),
             p.subject.as_deref().unwrap_or("").replace('|', "\\|"),
             s.key.value(p.value),
             match (p.lo, p.hi) {
