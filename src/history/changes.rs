@@ -308,7 +308,12 @@ impl Store {
                     last_good: r.get(6)?,
                     first_bad: r.get(7)?,
                     ratio: r.get(8)?,
-                    lo: r.get::<_, Option<f64>>(9)?.unwrap_or(f64::NAN),
+                    // A step's ratio is positive, and so is its interval's low end (one
+                    // recorded before it was on the log scale may not be).
+                    lo: r
+                        .get::<_, Option<f64>>(9)?
+                        .filter(|l| *l > 0.0)
+                        .unwrap_or(f64::NAN),
                     hi: r.get::<_, Option<f64>>(10)?.unwrap_or(f64::NAN),
                     p: r.get(11)?,
                     status: Status::of(&r.get::<_, String>(12)?),
@@ -380,9 +385,26 @@ impl Store {
     }
 }
 
-/// After over before, with the 95 % interval of the difference of the means (pooled, as
-/// the detector's t-test) read as a ratio.
+/// After over before, with a 95 % interval that stays positive: the difference of the
+/// sides' mean logs (pooled, as the detector's t-test) read as a ratio, widened to hold the
+/// ratio of the means; on a side with a value that is not positive, the difference of the
+/// means, its low end held above 0.
 fn step(before: &[f64], after: &[f64]) -> (f64, f64, f64) {
+    let positive = |x: &[f64]| x.iter().all(|v| *v > 0.0 && v.is_finite());
+    if positive(before) && positive(after) {
+        let ln = |x: &[f64]| x.iter().map(|v| v.ln()).collect::<Vec<f64>>();
+        let (_, lo, hi) = plain_step(&ln(before), &ln(after), true);
+        let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+        let ratio = mean(after) / mean(before);
+        return (ratio, lo.min(ratio), hi.max(ratio));
+    }
+    let (ratio, lo, hi) = plain_step(before, after, false);
+    (ratio, lo.max(f64::MIN_POSITIVE), hi)
+}
+
+/// After over before from the sides' means and the pooled interval of their difference;
+/// `logs`: the sides are logs, and the ratio is exp of the difference.
+fn plain_step(before: &[f64], after: &[f64], logs: bool) -> (f64, f64, f64) {
     let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
     let (m1, m2) = (mean(before), mean(after));
     let var = |x: &[f64], m: f64| x.iter().map(|v| (v - m).powi(2)).sum::<f64>();
@@ -392,5 +414,8 @@ fn step(before: &[f64], after: &[f64]) -> (f64, f64, f64) {
     let se = (pooled * (1.0 / n1 as f64 + 1.0 / n2 as f64)).sqrt();
     let half = super::record::t975(df) * se;
     let d = m2 - m1;
-    (m2 / m1, (m1 + d - half) / m1, (m1 + d + half) / m1)
+    match logs {
+        true => (d.exp(), (d - half).exp(), (d + half).exp()),
+        false => (m2 / m1, (m1 + d - half) / m1, (m1 + d + half) / m1),
+    }
 }

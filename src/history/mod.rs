@@ -265,7 +265,12 @@ fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
                 _ => (mid.0 + ests[ests.len() / 2].0) / 2.0,
             };
             p.value = median;
-            (p.lo, p.hi) = (mid.1, mid.2);
+            // A positive figure's interval that is not (recorded before intervals were on
+            // the log scale) is no interval.
+            (p.lo, p.hi) = match mid.1 {
+                Some(lo) if lo <= 0.0 && median > 0.0 => (None, None),
+                _ => (mid.1, mid.2),
+            };
             p.runs = ests.len();
             p
         })

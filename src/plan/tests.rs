@@ -1077,6 +1077,23 @@ fn incremental_is_for_a_git_source() {
     assert!(!p.contenders[0].source.as_ref().unwrap().incremental);
     let e = err(&plan("path = \"tree\", incremental = true"));
     assert!(e.contains("`incremental` are for a `git` source"), "{e}");
+    // Issue 68 item 8: `like` copies the source key by key, `incremental` included (the
+    // second contender of nginx's plan built clean every time).
+    let two = format!(
+        "{}[[contender]]\nname = \"b\"\nlike = \"a\"\nsource = {{ ref = \"v2\" }}\n",
+        plan("git = \"repo\", ref = \"main\", incremental = true")
+    );
+    let p = parse(&two).unwrap();
+    let b = p.contenders[1].source.as_ref().unwrap();
+    assert!(b.incremental, "{b:?}");
+    let off = two.replace("ref = \"v2\" }", "ref = \"v2\", incremental = false }");
+    assert!(
+        !parse(&off).unwrap().contenders[1]
+            .source
+            .as_ref()
+            .unwrap()
+            .incremental
+    );
 }
 
 #[test]

@@ -125,6 +125,10 @@ fn copy_source(to: &mut RawContender, from: &RawContender) {
                 t.reference = f.reference.clone();
                 t.worktree = f.worktree;
             }
+            // How it is built comes with the repository (docs/from-source.md: key by key).
+            if t.incremental.is_none() && t.path.is_none() {
+                t.incremental = f.incremental;
+            }
         }
         _ => {}
     }
