@@ -105,7 +105,56 @@ impl Record {
             ),
             None => bail!("`{}` is not a bisection's record", file.display()),
         }
-        serde_json::from_value(v).with_context(|| format!("reading `{}`", file.display()))
+        let r: Record =
+            serde_json::from_value(v).with_context(|| format!("reading `{}`", file.display()))?;
+        r.check()
+            .map_err(|why| anyhow::anyhow!("`{}` cannot be resumed: {why}", file.display()))?;
+        Ok(r)
+    }
+
+    /// Whether the record holds together, before anything is measured from it: two commits
+    /// or more, each a commit id; every build, step, pair and culprit naming commits it has;
+    /// a step's commits in order; two ways or more.
+    fn check(&self) -> Result<(), String> {
+        let n = self.commits.len();
+        if n < 2 {
+            return Err(format!("it lists {n} commits; a bisection has two or more"));
+        }
+        if let Some(c) = self
+            .commits
+            .iter()
+            .find(|c| !crate::build::history::is_commit_id(&c.id))
+        {
+            return Err(format!("{:?} is not a commit id", c.id));
+        }
+        if !(2..=8).contains(&self.ways) {
+            return Err(format!("`ways` is {}; 2 to 8", self.ways));
+        }
+        let out = |i: usize| i >= n;
+        if let Some(b) = self.builds.iter().find(|b| out(b.commit)) {
+            return Err(format!(
+                "a build of commit {}, past its {n} commits",
+                b.commit
+            ));
+        }
+        for s in &self.steps {
+            let ordered = s.at.windows(2).all(|w| w[0] < w[1]);
+            if s.at.len() < 2 || !ordered || s.at.iter().any(|&i| out(i)) {
+                return Err(format!(
+                    "a step at commits {:?}, not two or more in order among its {n}",
+                    s.at
+                ));
+            }
+            if let Some(p) = s.pairs.iter().find(|p| p.from >= p.to || out(p.to)) {
+                return Err(format!("a pair {} → {} among {n} commits", p.from, p.to));
+            }
+        }
+        if let Some(Answer::Culprits { blames }) = &self.answer {
+            if let Some(b) = blames.iter().find(|b| b.from >= b.to || out(b.to)) {
+                return Err(format!("a culprit {}–{} among {n} commits", b.from, b.to));
+            }
+        }
+        Ok(())
     }
 
     /// The step measured at `at` for `kind`, when one was finished.
@@ -120,5 +169,126 @@ impl Record {
     /// `abc1234567` for commit `i`.
     pub fn short(&self, i: usize) -> &str {
         self.commits[i].short()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(commits: usize) -> Record {
+        Record {
+            schema: SCHEMA,
+            bakeoff: "0.1.0".into(),
+            started_at: "2026-12-07T00:00:00Z".into(),
+            status: Status::Interrupted,
+            plan: "/p/plan.toml".into(),
+            plan_name: "p".into(),
+            contender: "s".into(),
+            good: "a".into(),
+            bad: "b".into(),
+            figure: None,
+            scenarios: Vec::new(),
+            effect: None,
+            ways: 2,
+            budget: None,
+            commits: (0..commits)
+                .map(|k| Commit {
+                    id: format!("{k:040x}"),
+                    subject: format!("commit {k}"),
+                })
+                .collect(),
+            builds: Vec::new(),
+            steps: Vec::new(),
+            hunt: None,
+            answer: None,
+        }
+    }
+
+    /// Issue 68 item 11: a tampered bisect.json is refused with the reason when it is read,
+    /// not by a panic after minutes of measuring.
+    #[test]
+    fn a_tampered_record_is_refused_when_read() {
+        let dir = std::env::temp_dir().join(format!("bakeoff-bisect-rec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fine = record(5);
+        fine.save(&dir).unwrap();
+        assert!(Record::load(&dir).is_ok());
+        let step = |at: Vec<usize>, from: usize, to: usize| Step {
+            kind: Kind::Step,
+            at,
+            dir: "steps/02-step".into(),
+            seconds: 1.0,
+            pairs: vec![Pair {
+                from,
+                to,
+                points: Vec::new(),
+            }],
+        };
+        let cases: Vec<(Record, &str)> = vec![
+            (record(0), "0 commits"),
+            (record(1), "1 commits"),
+            (
+                Record {
+                    builds: vec![Build {
+                        commit: 9,
+                        built: true,
+                        cached: false,
+                        seconds: 0.1,
+                        error: None,
+                    }],
+                    ..record(5)
+                },
+                "a build of commit 9",
+            ),
+            (
+                Record {
+                    steps: vec![step(vec![0, 7], 0, 7)],
+                    ..record(5)
+                },
+                "a step at commits [0, 7]",
+            ),
+            (
+                Record {
+                    steps: vec![step(vec![0, 2, 4], 2, 9)],
+                    ..record(5)
+                },
+                "a pair 2 → 9",
+            ),
+            (
+                Record {
+                    answer: Some(Answer::Culprits {
+                        blames: vec![super::super::Blame {
+                            from: 3,
+                            to: 12,
+                            why: super::super::Why::Confirmed,
+                        }],
+                    }),
+                    ..record(5)
+                },
+                "a culprit 3–12",
+            ),
+            (
+                Record {
+                    ways: 0,
+                    ..record(5)
+                },
+                "`ways` is 0",
+            ),
+        ];
+        for (bad, says) in cases {
+            bad.save(&dir).unwrap();
+            let e = format!("{:#}", Record::load(&dir).unwrap_err());
+            assert!(
+                e.contains("cannot be resumed") && e.contains(says),
+                "{says}: {e}"
+            );
+        }
+        let mut odd = record(3);
+        odd.commits[1].id = "--output=/tmp/x".into();
+        odd.save(&dir).unwrap();
+        let e = format!("{:#}", Record::load(&dir).unwrap_err());
+        assert!(e.contains("is not a commit id"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
