@@ -449,3 +449,63 @@ fn flags_that_mean_nothing_are_refused_before_any_work() {
     assert!(!d.join("b").exists(), "no bisection folder for a mistake");
     assert!(!d.join("cache").exists(), "nothing built for a mistake");
 }
+
+/// Item 7: the shards of a self-hosted runner pool run in different folders; the same
+/// commit built by the same recipe is the same build wherever its checkout lies, so their
+/// results merge (they were refused as "`s` is X in one and X in the other").
+#[test]
+fn shards_from_two_checkouts_of_one_commit_merge() {
+    let dir = TempDir::new("two-checkouts");
+    let d = dir.path();
+    let a = d.join("a");
+    std::fs::create_dir_all(a.join("repo")).unwrap();
+    let repo = a.join("repo");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(
+        repo.join("server.c"),
+        include_str!("fixtures/fromsource/server.c"),
+    )
+    .unwrap();
+    git(&repo, &["add", "server.c"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.email=t@e",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "-m",
+            "s",
+        ],
+    );
+    std::fs::write(
+        a.join("plan.toml"),
+        "name = \"two\"\nrepetitions = 2\n[[contender]]\nname = \"s\"\nsource = { git = \"repo\", ref = \"main\" }\nbuild = [[\"cc\", \"-O1\", \"-o\", \"server\", \"server.c\", \"-lpthread\"]]\ncommand = [\"{source}/server\", \"{port}\"]\nready = { http = \"http://127.0.0.1:{port}/\", timeout = \"20s\" }\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nclients = [1]\nrequests = 100\n",
+    )
+    .unwrap();
+    // The second runner's checkout: the same commit, another folder.
+    let b = d.join("b");
+    std::fs::create_dir_all(&b).unwrap();
+    git(&b, &["clone", "-q", repo.to_str().unwrap(), "repo"]);
+    std::fs::copy(a.join("plan.toml"), b.join("plan.toml")).unwrap();
+    for (at, k) in [(&a, 1), (&b, 2)] {
+        let out = d.join(format!("shard-{k}"));
+        let shard = format!("{k}/2");
+        let o = bakeoff_in(
+            at,
+            &[
+                "run",
+                "plan.toml",
+                "--shard",
+                &shard,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "shard {k}: {}", stderr(&o));
+    }
+    let o = bakeoff_in(d, &["merge", "shard-1", "shard-2", "--out", "merged"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

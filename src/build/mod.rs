@@ -233,8 +233,12 @@ pub struct Built {
 /// The key of a build: the source as resolved, the build commands, the env, the toolchain.
 fn key(src: &Source, r: &Resolved, env: &[(String, String)], cancel: &Cancel) -> String {
     let mut h = Fnv::new();
-    h.feed(r.from.to_string_lossy().as_bytes())
-        .feed(r.commit.as_deref().unwrap_or("").as_bytes())
+    // A commit is the same tree wherever its repository lies (two runners' checkouts); a
+    // folder is known by where it is.
+    if r.commit.is_none() {
+        h.feed(r.from.to_string_lossy().as_bytes());
+    }
+    h.feed(r.commit.as_deref().unwrap_or("").as_bytes())
         .feed(r.fingerprint.as_bytes());
     for cmd in &src.build {
         for a in cmd {

@@ -359,12 +359,26 @@ fn built_differently(a: &Results, b: &Results) -> Option<String> {
                 if s.dirty { " (dirty)" } else { "" }
             ),
         };
-        Some(format!(
-            "contender `{}` is {} in one and {} in the other",
-            ca.name,
-            at(&ca.source),
-            at(&cb.source)
-        ))
+        let (sa, sb) = (at(&ca.source), at(&cb.source));
+        Some(match sa == sb {
+            // The same commit, built another way: say so, not "X in one and X in the other".
+            true => {
+                format!(
+                "contender `{}` is {sa} in both, but built differently ({}: build keys {} and {})",
+                ca.name,
+                match members(ca) == members(cb) {
+                    true => "another build command, environment or toolchain",
+                    false => "a member built another way",
+                },
+                ca.source.as_ref().map_or("–", |s| crate::units::prefix(&s.key, 12)),
+                cb.source.as_ref().map_or("–", |s| crate::units::prefix(&s.key, 12))
+            )
+            }
+            false => format!(
+                "contender `{}` is {sa} in one and {sb} in the other",
+                ca.name
+            ),
+        })
     })
 }
 
