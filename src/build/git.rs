@@ -155,3 +155,28 @@ mod tests {
         assert!(super::near_refs("zzzzzzzzzz", &refs).is_empty());
     }
 }
+
+/// Where results go by default when `dir` is in a git work tree that does not ignore
+/// `bakeoff-results/`: `bakeoff-results/` under the repository's git folder — outside the
+/// working tree, so `git status` stays clean, `git clean` keeps them, and a build of the
+/// working tree never copies them. `None` outside a work tree, or where the repository
+/// ignores `bakeoff-results/` (bakeoff's own does): there the folder stays where it was.
+pub fn results_root(dir: &Path) -> Option<std::path::PathBuf> {
+    let cancel = Cancel::new();
+    let inside = git(&cancel, Some(dir), &["rev-parse", "--is-inside-work-tree"]).ok()?;
+    if String::from_utf8_lossy(&inside).trim() != "true" {
+        return None;
+    }
+    let probe = "bakeoff-results/x";
+    if git(&cancel, Some(dir), &["check-ignore", "-q", "--", probe]).is_ok() {
+        return None;
+    }
+    let common = git(
+        &cancel,
+        Some(dir),
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )
+    .ok()?;
+    let common = String::from_utf8_lossy(&common).trim().to_string();
+    (!common.is_empty()).then(|| Path::new(&common).join("bakeoff-results"))
+}

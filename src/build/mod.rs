@@ -5,6 +5,7 @@
 
 pub mod cache;
 mod git;
+pub use git::results_root;
 pub mod history;
 
 use std::path::{Path, PathBuf};
