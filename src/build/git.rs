@@ -132,30 +132,6 @@ fn version(r: &str) -> Option<(&str, Vec<u64>)> {
     Some((&r[..at], numbers))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_missing_ref_suggests_its_neighbours_by_version_then_by_spelling() {
-        let refs: Vec<String> = [
-            "master",
-            "release-1.0.9",
-            "release-1.29.2",
-            "release-1.29.3",
-            "release-1.31.0",
-            "release-1.9.15",
-            "v2.0",
-        ]
-        .map(String::from)
-        .to_vec();
-        let near = super::near_refs("release-1.30.9", &refs);
-        assert_eq!(near[..2], ["release-1.29.3", "release-1.31.0"], "{near:?}");
-        assert!(near.contains(&"release-1.0.9"), "{near:?}");
-        assert!(near.len() <= 4, "{near:?}");
-        assert_eq!(super::near_refs("mastr", &refs), ["master"]);
-        assert!(super::near_refs("zzzzzzzzzz", &refs).is_empty());
-    }
-}
-
 /// Where results go by default when `dir` is in a git work tree that does not ignore
 /// `bakeoff-results/`: `bakeoff-results/` under the repository's git folder — outside the
 /// working tree, so `git status` stays clean, `git clean` keeps them, and a build of the
@@ -179,4 +155,28 @@ pub fn results_root(dir: &Path) -> Option<std::path::PathBuf> {
     .ok()?;
     let common = String::from_utf8_lossy(&common).trim().to_string();
     (!common.is_empty()).then(|| Path::new(&common).join("bakeoff-results"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_missing_ref_suggests_its_neighbours_by_version_then_by_spelling() {
+        let refs: Vec<String> = [
+            "master",
+            "release-1.0.9",
+            "release-1.29.2",
+            "release-1.29.3",
+            "release-1.31.0",
+            "release-1.9.15",
+            "v2.0",
+        ]
+        .map(String::from)
+        .to_vec();
+        let near = super::near_refs("release-1.30.9", &refs);
+        assert_eq!(near[..2], ["release-1.29.3", "release-1.31.0"], "{near:?}");
+        assert!(near.contains(&"release-1.0.9"), "{near:?}");
+        assert!(near.len() <= 4, "{near:?}");
+        assert_eq!(super::near_refs("mastr", &refs), ["master"]);
+        assert!(super::near_refs("zzzzzzzzzz", &refs).is_empty());
+    }
 }
