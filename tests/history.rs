@@ -704,3 +704,74 @@ fn a_step_is_caught_the_night_it_lands_and_its_culprit_named() {
         "the step is drawn"
     );
 }
+
+/// Issue 71: one command backfills a new history — every second commit of a range and
+/// the newest, each run beside the plan's reference and recorded, as its nights would have.
+#[test]
+fn a_range_of_commits_is_backfilled_in_one_command() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("history-backfill");
+    let d = dir.path();
+    let ids = commits(d, 5, |_| SERVER.to_string());
+    setup_plan_with(
+        d,
+        300,
+        &format!("[history]\nreference = \"{}\"\n", ids[0]),
+        "",
+    );
+    let o = bakeoff_in(
+        d,
+        &[
+            "history",
+            "backfill",
+            "plan.toml",
+            "--contender",
+            "server",
+            "--from",
+            &ids[1],
+            "--to",
+            &ids[4],
+            "--every",
+            "2",
+            "--out",
+            "back",
+            "--history",
+            "h.sqlite",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("backfill: 3 of the 4 commits"), "{err}");
+    assert_eq!(err.matches("history: recorded run").count(), 3, "{err}");
+    let list = text(&bakeoff_in(
+        d,
+        &["history", "list", "--history", "h.sqlite"],
+    ))
+    .0;
+    let row = list
+        .lines()
+        .find(|l| l.contains("server · get [clients=1] · cpu_per_request ÷ reference"))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(row.contains(" | 3 | "), "commits 1, 3 and 4: {row}");
+    assert!(row.contains(&ids[4][..10]), "{row}");
+    // A range that is not one is said with the flags the user gave.
+    let o = bakeoff_in(
+        d,
+        &[
+            "history",
+            "backfill",
+            "plan.toml",
+            "--contender",
+            "server",
+            "--from",
+            &ids[4],
+            "--to",
+            &ids[1],
+            "--history",
+            "h.sqlite",
+        ],
+    );
+    let err = text(&o).1;
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--from") && !err.contains("--good"), "{err}");
+}

@@ -62,6 +62,25 @@ fn record_at(
 }
 
 pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
+    if let HistoryAction::Backfill {
+        plan,
+        contender,
+        from,
+        to,
+        every,
+        out,
+    } = action
+    {
+        return super::backfill::backfill(&super::backfill::Backfill {
+            plan,
+            contender,
+            from,
+            to,
+            every: *every,
+            out: out.as_deref(),
+            history: flag,
+        });
+    }
     if let HistoryAction::Import { dirs, commit } = action {
         let given = match commit {
             Some(rev) => {
@@ -125,7 +144,9 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
             let page = history::dashboard::write(&store, out)?;
             eprintln!("history: {}", page.display());
         }
-        HistoryAction::Import { .. } => unreachable!("handled above"),
+        HistoryAction::Import { .. } | HistoryAction::Backfill { .. } => {
+            unreachable!("handled above")
+        }
     }
     Ok(0)
 }

@@ -12,6 +12,7 @@ use crate::cancel::Cancel;
 use crate::load;
 use crate::report;
 use crate::runner;
+mod backfill;
 mod bisect;
 mod cache;
 mod check;
