@@ -61,7 +61,31 @@ fn record_at(
     Ok(())
 }
 
-pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
+/// `history import`: each folder recorded; `commit` for contenders that name none.
+fn import(
+    flag: Option<&Path>,
+    dirs: &[std::path::PathBuf],
+    commit: Option<&str>,
+) -> anyhow::Result<u8> {
+    let given = match commit {
+        Some(rev) => {
+            let cancel = crate::cancel::Cancel::new();
+            let d = crate::build::history::details(Path::new("."), rev, &cancel);
+            Some(d.with_context(|| {
+                format!("--commit {rev}: not a commit of a git repository in this folder")
+            })?)
+        }
+        None => None,
+    };
+    for d in dirs {
+        record_at(d, flag, given.as_ref())?;
+    }
+    Ok(0)
+}
+
+/// `backfill` and `import`, which record into the history (made when missing); `None` for
+/// the actions that read an existing one.
+fn without_a_store(flag: Option<&Path>, action: &HistoryAction) -> Option<anyhow::Result<u8>> {
     if let HistoryAction::Backfill {
         plan,
         contender,
@@ -71,7 +95,7 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
         out,
     } = action
     {
-        return super::backfill::backfill(&super::backfill::Backfill {
+        return Some(super::backfill::backfill(&super::backfill::Backfill {
             plan,
             contender,
             from,
@@ -79,23 +103,17 @@ pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow
             every: *every,
             out: out.as_deref(),
             history: flag,
-        });
+        }));
     }
     if let HistoryAction::Import { dirs, commit } = action {
-        let given = match commit {
-            Some(rev) => {
-                let cancel = crate::cancel::Cancel::new();
-                let d = crate::build::history::details(Path::new("."), rev, &cancel);
-                Some(d.with_context(|| {
-                    format!("--commit {rev}: not a commit of a git repository in this folder")
-                })?)
-            }
-            None => None,
-        };
-        for d in dirs {
-            record_at(d, flag, given.as_ref())?;
-        }
-        return Ok(0);
+        return Some(import(flag, dirs, commit.as_deref()));
+    }
+    None
+}
+
+pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
+    if let Some(done) = without_a_store(flag, action) {
+        return done;
     }
     let path = history::store::path(flag);
     if !path.exists() {
