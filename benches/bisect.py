@@ -85,14 +85,21 @@ def git(repo, *args):
 
 def history(root, slow):
     """The 64-commit history (commit 0 is good) and its commit ids."""
+    repo, ids = commits(root, [SLOW_WORK if slow and k >= CULPRIT else 20000 for k in range(65)])
+    with open(os.path.join(root, "plan.toml"), "w") as f:
+        f.write(PLAN)
+    return repo, ids
+
+
+def commits(root, works):
+    """A repository of the server at ROOT/repo, commit k doing WORKS[k]; its commit ids."""
     repo = os.path.join(root, "repo")
     os.makedirs(repo)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "bench@example.com")
     git(repo, "config", "user.name", "bench")
     ids = []
-    for k in range(65):
-        work = SLOW_WORK if slow and k >= CULPRIT else 20000
+    for k, work in enumerate(works):
         text = SERVER.replace("usage: server PORT", f"usage: server PORT ({k})").replace(
             "#define WORK 20000", f"#define WORK {work}"
         )
@@ -101,8 +108,6 @@ def history(root, slow):
         git(repo, "add", "server.c")
         git(repo, "commit", "-q", "-m", f"commit {k}")
         ids.append(git(repo, "rev-parse", "HEAD"))
-    with open(os.path.join(root, "plan.toml"), "w") as f:
-        f.write(PLAN)
     return repo, ids
 
 
