@@ -269,18 +269,15 @@ pub struct ScenarioInfo {
     pub profiled: bool,
 }
 
-/// Where a run's (or bisection's) folder goes without `--out`:
-/// `bakeoff-results/<start, digits only>-<name>` — under the repository's git folder when
-/// the current folder is in a git work tree that does not ignore `bakeoff-results/`
-/// (nothing is written into the user's checkout: [`crate::build::results_root`]).
+/// A run's (or bisection's) folder's name without `--out`:
+/// `bakeoff-results/<start, digits only>-<name>` (`build::results_dir` says where
+/// `bakeoff-results/` is).
 pub fn default_dir(started_at: &str, name: &str) -> std::path::PathBuf {
     let stamp: String = started_at
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    let root = crate::build::results_root(Path::new("."))
-        .unwrap_or_else(|| std::path::PathBuf::from("bakeoff-results"));
-    root.join(format!("{stamp}-{}", slug(name)))
+    std::path::PathBuf::from("bakeoff-results").join(format!("{stamp}-{}", slug(name)))
 }
 
 /// The file names bakeoff gives a contender's state folders and logs.

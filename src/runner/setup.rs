@@ -169,7 +169,7 @@ pub(super) fn fresh(path: &Path, opts: &RunOptions) -> anyhow::Result<Opened> {
     let started_at = results::now_utc();
     let dir = match &opts.out {
         Some(d) => d.clone(),
-        None => results::default_dir(&started_at, &plan.name),
+        None => crate::build::results_dir(&started_at, &plan.name),
     };
     if dir.join("results.json").exists() {
         bail!(

@@ -43,7 +43,7 @@ pub(crate) fn backfill(b: &Backfill) -> anyhow::Result<u8> {
         .collect();
     let root = match b.out {
         Some(d) => d.to_path_buf(),
-        None => crate::results::default_dir(
+        None => crate::build::results_dir(
             &crate::results::now_utc(),
             &format!("backfill-{}", plan.name),
         ),

@@ -129,7 +129,7 @@ fn start(args: &BisectArgs, cancel: &Cancel) -> anyhow::Result<(Record, PathBuf)
     let started_at = crate::results::now_utc();
     let dir = match &args.out {
         Some(d) => d.clone(),
-        None => crate::results::default_dir(&started_at, &format!("bisect-{}", plan.name)),
+        None => crate::build::results_dir(&started_at, &format!("bisect-{}", plan.name)),
     };
     if dir.join("bisect.json").exists() {
         bail!(

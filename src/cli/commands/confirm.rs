@@ -34,7 +34,7 @@ pub(crate) fn confirm(
     crate::sys::children::adopt();
     let root = match &with.out {
         Some(d) => d.clone(),
-        None => crate::results::default_dir(&crate::results::now_utc(), "confirm"),
+        None => crate::build::results_dir(&crate::results::now_utc(), "confirm"),
     };
     let mut groups: Vec<Vec<&Change>> = Vec::new();
     for s in steps {
