@@ -221,5 +221,28 @@ export -f edge_run 2>/dev/null
 case_ "edge proxy: 3,000 idle, 120 senders" bash -c "B=$B; $(declare -f edge_run); edge_run; tail -1 edge.log"
 echo "   the flood: $(tail -1 flood.log)"
 
+# Round four (issue 68): the history store, bisect's record, check's exit codes, the
+# dashboard's links and the launchers' escaping. Each line's rc and first words say whether
+# it held: a refusal names the file or flag, nothing panics, and no file is written where a
+# hostile value pointed.
+git init -q h4 && (cd h4 && git -c user.email=p@e -c user.name=p commit -q --allow-empty -m one)
+case_ "import --commit=--output=FILE" bash -c "cd h4 && $B history import ../res --commit=--output=$D/owned --history ../h4.sqlite; test ! -e $D/owned"
+case_ "detect --window 1e9" $B history detect --window 1000000000 --history h4.sqlite
+case_ "detect --max-p NaN" $B history detect --max-p NaN --history h4.sqlite
+case_ "detect --fdr 200%" $B history detect --fdr 200% --history h4.sqlite
+printf 'not a history' > h4-text.sqlite
+case_ "history list of a text file" $B history list --history h4-text.sqlite
+: > h4-empty.sqlite
+case_ "history list of an empty file" $B history list --history h4-empty.sqlite
+mkdir -p tamper && printf '{"schema": 1, "bakeoff": "x", "started_at": "", "status": "interrupted", "plan": "p", "plan_name": "p", "contender": "c", "good": "a", "bad": "b", "figure": null, "scenarios": [], "effect": null, "ways": 2, "budget": null, "commits": [], "builds": [], "steps": [], "hunt": null, "answer": null}' > tamper/bisect.json
+case_ "bisect --resume of no commits" $B bisect --resume tamper
+case_ "check --figur p99 (exit 128)" $B check ok.toml --contender a --against HEAD --figur p99
+case_ "bisect --nope (exit 1)" $B bisect ok.toml --nope
+printf 'name = "y"\n[[contender]]\nname = "a"\ncommand = ["s", "{port}"]\n[[scenario]]\nname = "g"\nhttp = "/"\n[ci]\nsetup = ["echo one\\n\u2028permissions: write-all"]\n' > y.toml
+case_ "ci github: U+2028 in a setup" bash -c "$B ci github y.toml | python3 -c 'import sys, yaml; w = yaml.safe_load(sys.stdin); assert \"permissions\" not in w or w[\"permissions\"] != \"write-all\", w'"
+printf 'name = "y"\n[[contender]]\nname = "a"\ncommand = ["s", "{port}"]\n[[scenario]]\nname = "g"\nhttp = "/"\n[ci]\nsetup = ["echo ${{ github.event.pull_request.title }}"]\n' > x.toml
+case_ "ci github: \${{ }} in a setup" $B ci github x.toml
+case_ "man to a closed stdout" bash -c "$B man >&-"
+
 kill $SRV $PIDS
 echo "in $D"

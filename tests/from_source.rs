@@ -567,12 +567,13 @@ import json, sys, yaml
 w = yaml.safe_load(open(sys.argv[1]))
 out = {"on": sorted(w["on"].keys()), "env": w["env"], "jobs": {}}
 for name, job in w["jobs"].items():
-    out["jobs"][name] = [{"run": s.get("run"), "uses": s.get("uses"), "with": s.get("with")} for s in job["steps"]]
+    out["jobs"][name] = [{"run": s.get("run"), "uses": s.get("uses"), "with": s.get("with"), "if": s.get("if")} for s in job["steps"]]
 print(json.dumps(out))
 "#;
     let read = Command::new("python3")
         .args(["-c", script])
-        .arg(dir.path().join("wf/bakeoff.yml"))
+        // A pull request's gate is written as bakeoff-gate.yml.
+        .arg(dir.path().join("wf/bakeoff-gate.yml"))
         .output()
         .unwrap();
     assert!(
@@ -590,8 +591,10 @@ print(json.dumps(out))
     assert_eq!(shard[0]["uses"], "actions/checkout@v4");
     assert_eq!(shard[0]["with"]["fetch-depth"], 0, "refs need the history");
     assert!(shard.iter().any(|s| s["uses"] == "actions/cache@v4"));
+    // The steps a pull request runs (not those for any other event).
     let runs: Vec<String> = shard
         .iter()
+        .filter(|s| s["if"] != "github.event_name != 'pull_request'")
         .filter_map(|s| s["run"].as_str().map(str::to_string))
         .collect();
     // Every command a step runs is one this machine has (bakeoff, cargo, the shell's own).
@@ -618,6 +621,7 @@ print(json.dumps(out))
     std::fs::write(&github_env, "").unwrap();
     let fill = |step: &str| {
         step.replace("${{ matrix.shard }}", "1")
+            .replace("${{ github.event.pull_request.number }}", "7")
             .replace(
                 "${{ github.event.pull_request.base.sha }}",
                 &git(&r, &["rev-parse", "fast"]),
@@ -644,6 +648,8 @@ print(json.dumps(out))
             .current_dir(dir.path())
             .env("PATH", path)
             .env("GITHUB_ENV", &github_env)
+            // No `gh` here: the comment step says it could not post, and goes on.
+            .env("GITHUB_REPOSITORY", "them/theirs")
             .env("BAKEOFF_CACHE", &cache)
             .envs(env)
             .stdin(Stdio::null())
@@ -905,7 +911,10 @@ fn the_readmes_plan_runs_in_a_repository_of_its_shape() {
 
     let ran = run(&r, &cache, &["run", "plan.toml"]);
     assert_eq!(ran.status.code(), Some(0), "{}", stderr(&ran));
-    let kept: Vec<PathBuf> = std::fs::read_dir(r.join("bakeoff-results"))
+    // Run in the user's checkout: the results go under its git folder, and the working
+    // tree is left as it was (issue 71).
+    assert!(!r.join("bakeoff-results").exists());
+    let kept: Vec<PathBuf> = std::fs::read_dir(r.join(".git/bakeoff-results"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();

@@ -132,6 +132,18 @@ fn version(r: &str) -> Option<(&str, Vec<u64>)> {
     Some((&r[..at], numbers))
 }
 
+/// Where a run's (or bisection's) folder goes without `--out`:
+/// `bakeoff-results/<start>-<name>` in the current folder — or under the repository's git
+/// folder when the current folder is in a git work tree that does not ignore
+/// `bakeoff-results/`, so nothing is written into the user's checkout ([`results_root`]).
+pub fn results_dir(started_at: &str, name: &str) -> std::path::PathBuf {
+    let d = crate::results::default_dir(started_at, name);
+    match (results_root(Path::new(".")), d.file_name()) {
+        (Some(root), Some(leaf)) => root.join(leaf),
+        _ => d,
+    }
+}
+
 /// Where results go by default when `dir` is in a git work tree that does not ignore
 /// `bakeoff-results/`: `bakeoff-results/` under the repository's git folder — outside the
 /// working tree, so `git status` stays clean, `git clean` keeps them, and a build of the

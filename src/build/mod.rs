@@ -5,19 +5,7 @@
 
 pub mod cache;
 mod git;
-pub use git::results_root;
-
-/// Where a run's (or bisection's) folder goes without `--out`:
-/// `bakeoff-results/<start>-<name>` in the current folder — or under the repository's git
-/// folder when the current folder is in a git work tree that does not ignore
-/// `bakeoff-results/`, so nothing is written into the user's checkout ([`results_root`]).
-pub fn results_dir(started_at: &str, name: &str) -> PathBuf {
-    let d = crate::results::default_dir(started_at, name);
-    match (results_root(Path::new(".")), d.file_name()) {
-        (Some(root), Some(leaf)) => root.join(leaf),
-        _ => d,
-    }
-}
+pub use git::{results_dir, results_root};
 pub mod history;
 
 use std::path::{Path, PathBuf};

@@ -34,6 +34,17 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Fails when standard output is closed (`bakeoff man >&-`): Rust drops what is written to
+/// a closed stdout without a word, and a command whose only product is its output must not
+/// exit 0 having written nothing.
+fn stdout_open() -> anyhow::Result<()> {
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+        bail!("standard output is closed: nothing to write to (redirect it to a file)");
+    }
+    Ok(())
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Send load to one server and report latency, throughput and outcomes (like hey or oha).
@@ -350,6 +361,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Completions { shell } => {
             use clap::CommandFactory as _;
+            stdout_open()?;
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "bakeoff", &mut out);
             emit(&String::from_utf8_lossy(&out))
@@ -358,6 +370,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Man => {
             use clap::CommandFactory as _;
+            stdout_open()?;
             let mut out = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut out)?;
             emit(&String::from_utf8_lossy(&out))

@@ -27,7 +27,8 @@ pub fn write(store: &Store, out: &Path) -> anyhow::Result<PathBuf> {
     let page = render(&store.path, &series, &changes, &urls);
     std::fs::create_dir_all(out).with_context(|| format!("making `{}`", out.display()))?;
     let file = out.join("index.html");
-    crate::results::write_atomic(&file, page.as_bytes())?;
+    crate::results::write_atomic(&file, page.as_bytes())
+        .with_context(|| format!("writing `{}`", file.display()))?;
     Ok(file)
 }
 

@@ -193,7 +193,9 @@ impl Store {
                     bail!("`{name}` is not a bakeoff history: it is not an SQLite database (left as it is)");
                 }
             }
-            Ok(_) => {}
+            Ok(_) => eprintln!(
+                "bakeoff: history `{name}` was an empty file: a new history is made in it"
+            ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(d).with_context(|| {
@@ -226,6 +228,9 @@ impl Store {
             match (app, version) {
                 (0, 0) if tables == 0 => migrate(&tx, 0, migrations)?,
                 (APPLICATION_ID, v) if v == latest => {}
+                (APPLICATION_ID, v) if v < 1 => bail!(
+                    "`{name}` carries bakeoff's id but schema version {v}, which no bakeoff writes: it is damaged; left as it is"
+                ),
                 (APPLICATION_ID, v) if (1..latest).contains(&v) && backed_up => {
                     migrate(&tx, v, migrations)?
                 }
@@ -258,6 +263,30 @@ impl Store {
         Ok(self
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))?)
+    }
+}
+
+/// `e` said as what it means for the history at `path`: SQLite's "Error code 5" (the lock
+/// another bakeoff held past the 30 s wait) and "Error code 8" (a read-only file or folder)
+/// in words, with what to do; any other error as it is.
+pub fn explain(e: anyhow::Error, path: &Path) -> anyhow::Error {
+    use rusqlite::ErrorCode;
+    let code = e
+        .chain()
+        .find_map(|c| match c.downcast_ref::<rusqlite::Error>() {
+            Some(rusqlite::Error::SqliteFailure(f, _)) => Some(f.code),
+            _ => None,
+        });
+    let name = path.display();
+    match code {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => anyhow!(
+            "history `{name}` stayed locked by another bakeoff writing to it for {} s: run this again once that one has finished",
+            BUSY.as_secs()
+        ),
+        Some(ErrorCode::ReadOnly) => anyhow!(
+            "history `{name}` cannot be written here (the file or its folder is read-only, and even reading it takes a lock file beside it): copy it somewhere writable, or give --history a writable path"
+        ),
+        _ => e,
     }
 }
 
@@ -294,6 +323,45 @@ fn migrate(tx: &rusqlite::Transaction, from: i64, migrations: &[&str]) -> anyhow
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 68 item 16: SQLite's codes said in words; a schema version no bakeoff writes is
+    /// damage, not a newer bakeoff's; an empty file is said to be adopted.
+    #[test]
+    fn what_sqlite_says_is_said_in_words() {
+        let p = Path::new("/somewhere/h.sqlite");
+        let coded = |code: i32| {
+            anyhow::Error::new(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(code),
+                None,
+            ))
+            .context("recording the run")
+        };
+        let busy = explain(coded(5), p).to_string();
+        assert!(busy.contains("stayed locked by another bakeoff"), "{busy}");
+        let ro = explain(coded(8), p).to_string();
+        assert!(ro.contains("cannot be written here"), "{ro}");
+        let other = format!("{:#}", explain(coded(1), p));
+        assert!(other.contains("recording the run"), "{other}");
+
+        let dir = std::env::temp_dir().join(format!("bakeoff-store-v0-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for v in [0, -1] {
+            let f = dir.join(format!("v{v}.sqlite"));
+            let _ = std::fs::remove_file(&f);
+            let c = Connection::open(&f).unwrap();
+            c.execute_batch("CREATE TABLE t (x)").unwrap();
+            c.pragma_update(None, "application_id", APPLICATION_ID)
+                .unwrap();
+            c.pragma_update(None, "user_version", v).unwrap();
+            drop(c);
+            let e = Store::open(&f).err().unwrap().to_string();
+            assert!(e.contains("damaged") && !e.contains("newer"), "{v}: {e}");
+        }
+        let empty = dir.join("empty.sqlite");
+        std::fs::write(&empty, b"").unwrap();
+        assert_eq!(Store::open(&empty).unwrap().schema().unwrap(), SCHEMA);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn tmp(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("bakeoff-store-{tag}-{}", std::process::id()));

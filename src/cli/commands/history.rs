@@ -28,7 +28,9 @@ fn record_at(
         return Ok(());
     }
     let analysis = report::analysis::Analysis::of(&results);
-    let mut store = Store::open(&path).with_context(|| {
+    let mut store = Store::open(&path)
+        .map_err(|e| history::store::explain(e, &path))
+        .with_context(|| {
         format!(
             "the run's results are kept in `{}`; record them later with `bakeoff history import {0}`",
             dir.display()
@@ -112,6 +114,11 @@ fn without_a_store(flag: Option<&Path>, action: &HistoryAction) -> Option<anyhow
 }
 
 pub(crate) fn run_history(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
+    let path = history::store::path(flag);
+    act(flag, action).map_err(|e| history::store::explain(e, &path))
+}
+
+fn act(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
     if let Some(done) = without_a_store(flag, action) {
         return done;
     }
