@@ -230,7 +230,13 @@ pub fn github_step_summary(
         .append(true)
         .open(path)?;
     f.write_all(verdict_lines(gates, tripped).as_bytes())?;
-    f.write_all(super::markdown::render(a).as_bytes())
+    // The report's own Verdict section repeats the gates' lines: said once, above.
+    let report: String = super::markdown::render(a)
+        .lines()
+        .filter(|l| !gates.iter().any(|g| *l == format!("- **{g}**")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    f.write_all(report.as_bytes())
 }
 
 /// The marker a pull request's comment carries, so the next run updates it in place.
