@@ -116,3 +116,21 @@ fn the_manual_page_renders_and_names_every_command() {
         );
     }
 }
+
+/// Issue 68 item 16: `man` with its standard output closed exits 1 and says so (it exited 0
+/// having written nothing); to /dev/null it is obeyed.
+#[test]
+fn man_to_a_closed_stdout_is_a_failure_not_silence() {
+    let bin = env!("CARGO_BIN_EXE_bakeoff");
+    let closed = std::process::Command::new("sh")
+        .args(["-c", &format!("'{bin}' man >&-")])
+        .output()
+        .unwrap();
+    assert_eq!(closed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&closed.stderr).contains("standard output is closed"));
+    let null = std::process::Command::new("sh")
+        .args(["-c", &format!("'{bin}' man > /dev/null")])
+        .output()
+        .unwrap();
+    assert_eq!(null.status.code(), Some(0), "{null:?}");
+}

@@ -34,12 +34,17 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Fails when standard output is closed (`bakeoff man >&-`): Rust drops what is written to
-/// a closed stdout without a word, and a command whose only product is its output must not
-/// exit 0 having written nothing.
+/// Fails when standard output was closed (`bakeoff man >&-`): Rust's runtime then puts
+/// `/dev/null` there, opened read-write, and what is written vanishes without a word — a
+/// command whose only product is its output must not exit 0 having written nothing. A
+/// shell's `> /dev/null` opens it write-only, and is obeyed.
 fn stdout_open() -> anyhow::Result<()> {
-    // SAFETY: F_GETFD only reads the descriptor's flags.
-    if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+    // SAFETY: fstat and F_GETFL only read the descriptor's state into memory we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let stat = unsafe { libc::fstat(1, &mut st) };
+    let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
+    let null = (st.st_mode & libc::S_IFMT) == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
+    if stat != 0 || flags == -1 || (null && flags & libc::O_ACCMODE == libc::O_RDWR) {
         bail!("standard output is closed: nothing to write to (redirect it to a file)");
     }
     Ok(())
