@@ -191,13 +191,13 @@ fn chart(s: &Series, steps: &[&Change]) -> String {
             w - right,
             left - 6.0,
             sc.y(*t) + 4.0,
-            esc(&s.key.value(*t)),
+            esc(&tick(s, *t)),
             y = sc.y(*t)
         );
     }
     step_marks(&mut svg, s, steps, &sc);
     reference_marks(&mut svg, s, &sc);
-    point_marks(&mut svg, s, &sc);
+    point_marks(&mut svg, s, steps, &sc);
     let b = h - Scale::BOTTOM;
     let _ = writeln!(
         svg,
@@ -231,6 +231,15 @@ fn step_marks(svg: &mut String, s: &Series, steps: &[&Change], sc: &Scale) {
     }
 }
 
+/// A y-axis tick's label, short enough for the axis's margin: thousands of requests a second
+/// as `100k req/s` (`100000 req/s` was clipped to `00000 req/s`).
+fn tick(s: &Series, v: f64) -> String {
+    match (s.key.against.is_none(), s.key.figure.as_str()) {
+        (true, "throughput") if v >= 10_000.0 => format!("{}k req/s", v / 1000.0),
+        _ => s.key.value(v),
+    }
+}
+
 /// In a ratio series, a dotted grey line where the reference moved: the ratios on either
 /// side are to different builds, and no step is found across it.
 fn reference_marks(svg: &mut String, s: &Series, sc: &Scale) {
@@ -252,9 +261,19 @@ fn reference_marks(svg: &mut String, s: &Series, sc: &Scale) {
 
 /// Each point with its interval, and a few commit ids under the axis: the last, and about
 /// eight before it.
-fn point_marks(svg: &mut String, s: &Series, sc: &Scale) {
+fn point_marks(svg: &mut String, s: &Series, steps: &[&Change], sc: &Scale) {
     let n = s.points.len();
     let every = n.div_ceil(8).max(1);
+    // The two commits on either side of each step are always named under the axis.
+    let around: Vec<usize> = steps
+        .iter()
+        .filter_map(|st| {
+            s.points
+                .iter()
+                .position(|p| p.commit.as_deref() == Some(st.found.first_bad.as_str()))
+        })
+        .flat_map(|i| [i.saturating_sub(1), i])
+        .collect();
     for (i, p) in s.points.iter().enumerate() {
         let px = sc.x(i as f64);
         if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
@@ -276,8 +295,9 @@ fn point_marks(svg: &mut String, s: &Series, sc: &Scale) {
             esc(label),
             esc(&s.key.value(p.value))
         );
-        // The last id always; another only where it does not run into the last.
-        if i + 1 == n || (i % every == 0 && n - 1 - i >= every.div_ceil(2)) {
+        // The last id and those around a step always; another only where it does not run
+        // into the last.
+        if i + 1 == n || around.contains(&i) || (i % every == 0 && n - 1 - i >= every.div_ceil(2)) {
             let _ = write!(
                 svg,
                 "<text x=\"{px:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\" font-family=\"monospace\">{}</text>",
@@ -343,5 +363,25 @@ mod tests {
         );
         // Shortened by characters, never inside one.
         assert!(commit("abcdefghiéjk", None).contains("abcdefghié"));
+    }
+
+    /// Issue 71: an axis label fits its margin (`100000 req/s` was clipped).
+    #[test]
+    fn throughput_ticks_are_short() {
+        let series = crate::history::Series {
+            key: crate::history::SeriesKey {
+                plan: "p".into(),
+                contender: "a".into(),
+                point: "get".into(),
+                figure: "throughput".into(),
+                env: "e".into(),
+                against: None,
+            },
+            env_words: String::new(),
+            points: Vec::new(),
+        };
+        assert_eq!(super::tick(&series, 100_000.0), "100k req/s");
+        assert_eq!(super::tick(&series, 12_500.0), "12.5k req/s");
+        assert_eq!(super::tick(&series, 5_000.0), "5000 req/s");
     }
 }
