@@ -11,14 +11,7 @@ use std::process::{Command, Stdio};
 use common::*;
 
 fn plan(dir: &Path) {
-    std::fs::write(
-        dir.join("plan.toml"),
-        format!(
-            "name = \"mine\"\nrepetitions = 1\n[[contender]]\nname = \"demo\"\ncommand = [\"{}\", \"demo-server\", \"v2\", \"{{port}}\", \"{{state}}\"]\nready = {{ http = \"http://127.0.0.1:{{port}}/health\", status = 200, timeout = \"30s\" }}\n[[scenario]]\nname = \"get\"\nhttp = \"/block/1\"\nclients = [1]\nrequests = 50\n",
-            env!("CARGO_BIN_EXE_bakeoff")
-        ),
-    )
-    .unwrap();
+    std::fs::write(dir.join("plan.toml"), demo_plan("mine", 50)).unwrap();
 }
 
 fn run_in(dir: &Path) -> String {
@@ -33,23 +26,6 @@ fn run_in(dir: &Path) -> String {
     err
 }
 
-fn commit_all(repo: &Path) {
-    git(repo, &["add", "-A"]);
-    git(
-        repo,
-        &[
-            "-c",
-            "user.email=t@e",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-q",
-            "-m",
-            "plan",
-        ],
-    );
-}
-
 #[test]
 fn results_stay_out_of_the_users_checkout() {
     let dir = TempDir::new("checkout");
@@ -58,7 +34,7 @@ fn results_stay_out_of_the_users_checkout() {
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
     plan(&repo);
-    commit_all(&repo);
+    commit_all(&repo, "plan");
     let err = run_in(&repo);
     assert_eq!(git(&repo, &["status", "--porcelain"]), "", "{err}");
     assert!(!repo.join("bakeoff-results").exists());
@@ -74,7 +50,7 @@ fn results_stay_out_of_the_users_checkout() {
 
     // A repository that ignores `bakeoff-results/` keeps them there, as bakeoff's own does.
     std::fs::write(repo.join(".gitignore"), "/bakeoff-results/\n").unwrap();
-    commit_all(&repo);
+    commit_all(&repo, "plan");
     run_in(&repo);
     assert!(repo.join("bakeoff-results").is_dir());
     assert_eq!(git(&repo, &["status", "--porcelain"]), "");

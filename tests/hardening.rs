@@ -32,41 +32,8 @@ fn results_in_a_repository(dir: &Path) -> std::path::PathBuf {
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
     std::fs::write(repo.join("README"), "a repository\n").unwrap();
-    git(&repo, &["add", "README"]);
-    git(
-        &repo,
-        &[
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-q",
-            "-m",
-            "one",
-        ],
-    );
-    std::fs::write(
-        repo.join("plan.toml"),
-        format!(
-            r#"name = "bench"
-repetitions = 1
-
-[[contender]]
-name = "demo"
-command = ["{}", "demo-server", "v2", "{{port}}", "{{state}}"]
-ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
-
-[[scenario]]
-name = "get"
-http = "/block/1"
-clients = [1]
-requests = 100
-"#,
-            env!("CARGO_BIN_EXE_bakeoff")
-        ),
-    )
-    .unwrap();
+    commit_all(&repo, "one");
+    std::fs::write(repo.join("plan.toml"), demo_plan("bench", 100)).unwrap();
     let out = dir.join("out");
     let o = bakeoff_in(&repo, &["run", "plan.toml", "--out", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -406,19 +373,7 @@ fn flags_that_mean_nothing_are_refused_before_any_work() {
     for k in 0..2 {
         std::fs::write(repo.join("f"), format!("{k}\n")).unwrap();
         git(&repo, &["add", "f"]);
-        git(
-            &repo,
-            &[
-                "-c",
-                "user.email=t@e",
-                "-c",
-                "user.name=t",
-                "commit",
-                "-q",
-                "-m",
-                "c",
-            ],
-        );
+        git(&repo, &["commit", "-q", "-m", "c"]);
     }
     std::fs::write(
         d.join("plan.toml"),
@@ -466,20 +421,7 @@ fn shards_from_two_checkouts_of_one_commit_merge() {
         include_str!("fixtures/fromsource/server.c"),
     )
     .unwrap();
-    git(&repo, &["add", "server.c"]);
-    git(
-        &repo,
-        &[
-            "-c",
-            "user.email=t@e",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-q",
-            "-m",
-            "s",
-        ],
-    );
+    commit_all(&repo, "s");
     std::fs::write(
         a.join("plan.toml"),
         "name = \"two\"\nrepetitions = 2\n[[contender]]\nname = \"s\"\nsource = { git = \"repo\", ref = \"main\" }\nbuild = [[\"cc\", \"-O1\", \"-o\", \"server\", \"server.c\", \"-lpthread\"]]\ncommand = [\"{source}/server\", \"{port}\"]\nready = { http = \"http://127.0.0.1:{port}/\", timeout = \"20s\" }\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\nclients = [1]\nrequests = 100\n",

@@ -548,27 +548,7 @@ fn results_without_a_commit_take_the_one_given_on_import() {
     let dir = TempDir::new("history-given");
     let plans = dir.path().join("plans");
     std::fs::create_dir_all(&plans).unwrap();
-    std::fs::write(
-        plans.join("plan.toml"),
-        format!(
-            r#"name = "bench"
-repetitions = 1
-
-[[contender]]
-name = "demo"
-command = ["{}", "demo-server", "v2", "{{port}}", "{{state}}"]
-ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "30s" }}
-
-[[scenario]]
-name = "get"
-http = "/block/1"
-clients = [1]
-requests = 200
-"#,
-            env!("CARGO_BIN_EXE_bakeoff")
-        ),
-    )
-    .unwrap();
+    std::fs::write(plans.join("plan.toml"), demo_plan("bench", 200)).unwrap();
     let o = bakeoff_in(&plans, &["run", "plan.toml", "--out", "../out"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
     let ids = setup(dir.path());

@@ -93,19 +93,17 @@ impl Store {
     /// stretch of two nights or more (docs/history.md, "Over time, side by side").
     pub fn detect(&mut self, s: Settings, fdr: f64) -> anyhow::Result<Vec<Change>> {
         let all = self.series()?;
-        let paired = |k: &SeriesKey| {
-            all.iter().any(|r| {
-                r.key.against.is_some()
-                    && (
-                        &r.key.plan,
-                        &r.key.contender,
-                        &r.key.point,
-                        &r.key.figure,
-                        &r.key.env,
-                    ) == (&k.plan, &k.contender, &k.point, &k.figure, &k.env)
-                    && stretches(&r.points).iter().any(|x| x.len() >= 2)
+        // The absolute series a ratio series stands in for: read once, not for each series.
+        let paired: std::collections::BTreeSet<SeriesKey> = all
+            .iter()
+            .filter(|r| r.key.against.is_some())
+            .filter(|r| stretches(&r.points).iter().any(|x| x.len() >= 2))
+            .map(|r| SeriesKey {
+                against: None,
+                ..r.key.clone()
             })
-        };
+            .collect();
+        let paired = |k: &SeriesKey| paired.contains(k);
         let mut found = Vec::new();
         let mut banded = Vec::new();
         // The family: one p per change point, and a 1 for each stretch with none.

@@ -1072,3 +1072,18 @@ pub fn peak_rss_mib(mut cmd: Command) -> (bool, u64) {
     let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
     (ok, usage.ru_maxrss as u64 / 1024)
 }
+
+/// Every change in `repo` committed as `message` (`git` sets the identity).
+pub fn commit_all(repo: &Path, message: &str) {
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", message]);
+}
+
+/// A plan of one contender, bakeoff's own demo service (v2), and one point of `requests`
+/// calls: a real server that needs nothing installed.
+pub fn demo_plan(name: &str, requests: u32) -> String {
+    format!(
+        "name = \"{name}\"\nrepetitions = 1\n\n[[contender]]\nname = \"demo\"\ncommand = [\"{}\", \"demo-server\", \"v2\", \"{{port}}\", \"{{state}}\"]\nready = {{ http = \"http://127.0.0.1:{{port}}/health\", status = 200, timeout = \"30s\" }}\n\n[[scenario]]\nname = \"get\"\nhttp = \"/block/1\"\nclients = [1]\nrequests = {requests}\n",
+        env!("CARGO_BIN_EXE_bakeoff")
+    )
+}
