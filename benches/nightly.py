@@ -69,6 +69,9 @@ ROWS = os.environ.get("ROWS", "A/A,+2 %,+5 %,+10 %,creep").split(",")
 CONDITIONS = os.environ.get("CONDITIONS", "quiet,neighbours").split(",")
 NEIGHBOURS = int(os.environ.get("NEIGHBOURS", "2"))
 SEED = int(os.environ.get("SEED", "1"))
+# The paired night's `run --budget` (unset: the plan's, 10 min here).
+NIGHT_BUDGET = os.environ.get("NIGHT_BUDGET")
+METHODS = os.environ.get("METHODS", "paired,absolute").split(",")
 OTAVA = os.path.expanduser(os.environ.get("OTAVA", "~/.cache/bakeoff-otava/bin/otava"))
 COMMITS = 32
 NIGHTS = list(range(3, COMMITS, 4))
@@ -109,8 +112,9 @@ def night(root, method, ids, k):
     plan = os.path.join(root, f"{method}.toml")
     start = time.time()
     quiet = dict(cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    budget = ["--budget", NIGHT_BUDGET] if NIGHT_BUDGET and method == "paired" else []
     subprocess.run([B, "run", plan, "--ref", f"server={ids[k]}", "--record", "--history", hist,
-                    "--out", os.path.join(root, f"{method}-run-{k}")], **quiet)
+                    "--out", os.path.join(root, f"{method}-run-{k}")] + budget, **quiet)
     out = os.path.join(root, f"{method}-confirm-{k}")
     subprocess.run([B, "history", "detect", "--confirm", "--bisect", "--plan", plan, "--out", out,
                     "--history", hist], **quiet)
@@ -183,11 +187,11 @@ def one(row, seed, condition):
         with open(os.path.join(root, f"{method}.toml"), "w") as f:
             f.write(PLAN.replace("HEAD", head))
     landed = next(n for n in NIGHTS if n >= at)
-    result = {m: {"seconds": [], "caught": None, "culprit": None, "false": 0, "ratio": None} for m in ("paired", "absolute")}
+    result = {m: {"seconds": [], "caught": None, "culprit": None, "false": 0, "ratio": None} for m in METHODS}
     otava_first = None
     otava_false = 0
     for k in NIGHTS:
-        for method in ("paired", "absolute"):
+        for method in METHODS:
             seconds, alerts = night(root, method, ids, k)
             r = result[method]
             r["seconds"].append(seconds)
@@ -197,7 +201,7 @@ def one(row, seed, condition):
                 r["caught"] = NIGHTS.index(k) - NIGHTS.index(landed)
                 r["culprit"] = reading
                 r["ratio"] = next(a["ratio"] for a in alerts if a.get("regression"))
-        found = otava_alerts(root, ids)
+        found = otava_alerts(root, ids) if "absolute" in METHODS else None
         if found is not None:
             # A change point is right at the first night after the change (for a creep, any
             # night from it to the first after its last commit), else false.

@@ -15,6 +15,7 @@ pub mod compat;
 pub mod contender;
 pub mod demo;
 pub mod diagnose;
+pub mod drive;
 pub mod history;
 pub mod import;
 pub mod launchers;

@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["analysis"],
     &["report"],
     &["history"],
+    &["drive"],
     &["demo", "launchers"],
     &["cli"],
 ];

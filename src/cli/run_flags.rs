@@ -192,6 +192,18 @@ pub enum CheckFigure {
     P99,
 }
 
+impl CheckFigure {
+    pub fn figure(self) -> crate::analysis::verdicts::Figure {
+        use crate::analysis::verdicts::Figure;
+        match self {
+            CheckFigure::CpuPerRequest => Figure::CpuPerRequest,
+            CheckFigure::Throughput => Figure::Throughput,
+            CheckFigure::P50 => Figure::P50,
+            CheckFigure::P99 => Figure::P99,
+        }
+    }
+}
+
 /// How `history confirm` measures a step again.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConfirmArgs {

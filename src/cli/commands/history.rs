@@ -7,62 +7,6 @@ use anyhow::Context as _;
 use super::*;
 use crate::history::{self, Store};
 
-/// Records the finished results folder `dir` in the history; says what it recorded.
-pub(crate) fn record_run(dir: &Path, flag: Option<&Path>) -> anyhow::Result<()> {
-    record_at(dir, flag, None)
-}
-
-/// As [`record_run`], with `commit` for the contenders that name none.
-fn record_at(
-    dir: &Path,
-    flag: Option<&Path>,
-    commit: Option<&crate::build::history::Details>,
-) -> anyhow::Result<()> {
-    let path = history::store::path(flag);
-    let results = crate::results::Results::load(dir)?;
-    if results.smoke {
-        eprintln!(
-            "history: `{}` is a --smoke run, not for comparing: not recorded",
-            dir.display()
-        );
-        return Ok(());
-    }
-    let analysis = report::analysis::Analysis::of(&results);
-    let mut store = Store::open(&path)
-        .map_err(|e| history::store::explain(e, &path))
-        .with_context(|| {
-        format!(
-            "the run's results are kept in `{}`; record them later with `bakeoff history import {0}`",
-            dir.display()
-        )
-    })?;
-    let cancel = crate::cancel::Cancel::new();
-    let got = history::record::record(
-        &mut store,
-        &results,
-        dir,
-        &analysis.verdicts,
-        commit,
-        &cancel,
-    )?;
-    match got.new {
-        true => eprintln!(
-            "history: recorded run {} ({}, {}) in {}",
-            got.run,
-            crate::units::count(got.figures as u64, "figure"),
-            crate::units::count(got.verdicts as u64, "verdict"),
-            path.display()
-        ),
-        false => eprintln!(
-            "history: `{}` is recorded already (run {}) in {}",
-            dir.display(),
-            got.run,
-            path.display()
-        ),
-    }
-    Ok(())
-}
-
 /// `history import`: each folder recorded; `commit` for contenders that name none.
 fn import(
     flag: Option<&Path>,
@@ -80,7 +24,7 @@ fn import(
         None => None,
     };
     for d in dirs {
-        record_at(d, flag, given.as_ref())?;
+        crate::drive::record::record_at(d, flag, given.as_ref())?;
     }
     Ok(0)
 }
@@ -97,7 +41,10 @@ fn without_a_store(flag: Option<&Path>, action: &HistoryAction) -> Option<anyhow
         out,
     } = action
     {
-        return Some(super::backfill::backfill(&super::backfill::Backfill {
+        let cancel = install_handler(on_interrupt_run, 0);
+        crate::sys::raise_open_files_limit();
+        crate::sys::children::adopt();
+        let b = crate::drive::backfill::Backfill {
             plan,
             contender,
             from,
@@ -105,7 +52,8 @@ fn without_a_store(flag: Option<&Path>, action: &HistoryAction) -> Option<anyhow
             every: *every,
             out: out.as_deref(),
             history: flag,
-        }));
+        };
+        return Some(crate::drive::backfill::backfill(&b, &cancel));
     }
     if let HistoryAction::Import { dirs, commit } = action {
         return Some(import(flag, dirs, commit.as_deref()));
@@ -152,7 +100,7 @@ fn act(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
                     .into_iter()
                     .filter(|c| c.found.status == history::changes::Status::Candidate)
                     .collect();
-                return super::confirm::confirm(&mut store, &open, with);
+                return confirm_steps(&mut store, &open, with);
             }
         }
         HistoryAction::Confirm { ids, with } => {
@@ -163,7 +111,7 @@ fn act(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
                     !ids.is_empty() || c.found.status == history::changes::Status::Candidate
                 })
                 .collect();
-            return super::confirm::confirm(&mut store, &steps, with);
+            return confirm_steps(&mut store, &steps, with);
         }
         HistoryAction::Report { out } => {
             let page = history::dashboard::write(&store, out)?;
@@ -174,6 +122,25 @@ fn act(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// `detect --confirm` and `history confirm`: the steps measured again as `with` says.
+fn confirm_steps(
+    store: &mut Store,
+    steps: &[history::changes::Change],
+    with: &run_flags::ConfirmArgs,
+) -> anyhow::Result<u8> {
+    let settings = crate::drive::confirm::Settings {
+        plan: with.plan.clone(),
+        budget: with.budget.map(|b| b.0),
+        out: with.out.clone(),
+        min_magnitude: with.min_magnitude,
+        bisect: with.bisect,
+    };
+    let cancel = install_handler(on_interrupt_run, 0);
+    crate::sys::raise_open_files_limit();
+    crate::sys::children::adopt();
+    crate::drive::confirm::confirm(store, steps, &settings, &cancel)
 }
 
 /// `history list`: every series, its commits and latest value.

@@ -12,21 +12,19 @@ use crate::cancel::Cancel;
 use crate::load;
 use crate::report;
 use crate::runner;
-mod backfill;
 mod bisect;
 mod cache;
 mod check;
 mod ci;
-mod confirm;
-mod culprit;
 mod history;
 mod offline;
+pub(crate) use crate::drive::record::record_run;
 pub(crate) use bisect::run_bisect;
 pub(crate) use cache::run_cache;
 pub use check::mistake_code;
 pub(crate) use check::run_check;
 pub(crate) use ci::run_ci;
-pub(crate) use history::{record_run, run_history};
+pub(crate) use history::run_history;
 pub(crate) use offline::*;
 
 pub(super) fn run_load(args: &LoadArgs) -> anyhow::Result<u8> {
@@ -191,30 +189,6 @@ pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<u8> {
         record_run(&done.dir, args.history.as_deref())?;
     }
     Ok(code)
-}
-
-/// The paired run of `check`, `bisect` and `history confirm`: the plan cut as `opts` says,
-/// given more repetitions where a verdict is unsettled (within the budget), what it left
-/// swept, its reports written; the results and the paired verdicts they read.
-pub(super) fn run_cut(
-    plan: &std::path::Path,
-    mut opts: runner::RunOptions,
-) -> anyhow::Result<(
-    runner::Finished,
-    Vec<crate::analysis::verdicts::PointVerdicts>,
-)> {
-    opts.unsettled = Some(runner::Unsettled::new(
-        crate::analysis::settle::unsettled,
-        crate::analysis::settle::resized,
-    ));
-    let mut rep = report::terminal::Terminal::new(std::io::stderr().is_terminal());
-    let done = runner::run(Some(plan), &opts, &mut rep);
-    crate::sys::children::sweep();
-    let done = done?;
-    let analysis = report::analysis::Analysis::of(&done.results);
-    report::export::write_all(&done.dir, &analysis)?;
-    let verdicts = analysis.verdicts.clone();
-    Ok((done, verdicts))
 }
 
 pub(super) fn run_demo(args: &DemoArgs) -> anyhow::Result<u8> {

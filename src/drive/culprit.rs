@@ -2,16 +2,41 @@
 //! commit when the history measured its neighbours, else what `bakeoff bisect`'s own driver
 //! names between its two commits, or the range and the command that would narrow it.
 
-use super::confirm::{scenario, short, Group};
-use super::*;
+use std::path::Path;
+
+use super::short;
 use crate::analysis::verdicts::Figure;
 use crate::history::alert::Culprit;
+
+/// What a culprit is named from: a confirmed group's run (`confirm`).
+pub(super) struct Group<'a> {
+    pub(super) plan_path: &'a Path,
+    pub(super) source: &'a crate::plan::Source,
+    /// The first bad commit's label in the run.
+    pub(super) bad: &'a str,
+    pub(super) cancel: &'a crate::cancel::Cancel,
+    /// The smallest step worth an alert, in percent: a bisection's band is never below it.
+    pub(super) min_magnitude: f64,
+    /// `--budget` (`Some(None)`: off).
+    pub(super) budget: Option<Option<std::time::Duration>>,
+    /// Whether to bisect a step across several commits.
+    pub(super) bisect: bool,
+    /// The plan's `[history] commit_url`, as recorded.
+    pub(super) commit_url: Option<String>,
+    /// The group's results folder (a bisection goes under it).
+    pub(super) dir: &'a Path,
+}
+
+/// The scenario of a step's point.
+pub(super) fn scenario(f: &crate::history::changes::Found) -> &str {
+    f.key.point.split(" [").next().unwrap_or_default()
+}
 
 /// The `bakeoff bisect` that finds which commit between a step's two made it.
 pub(super) fn bisect_command(g: &Group, f: &crate::history::changes::Found, fig: Figure) -> String {
     let named = match fig {
         Figure::CpuPerItem => String::new(),
-        _ => format!(" --figure {}", fig.key().replace('_', "-")),
+        _ => format!(" --figure {}", super::figure_name(fig)),
     };
     format!(
         "bakeoff bisect {} --contender {} --good {} --bad {}{named} --scenario {}",
@@ -33,27 +58,20 @@ pub(super) fn bisect_step(
     measured: (f64, f64, f64),
     commits: &[crate::build::history::Commit],
 ) -> anyhow::Result<Culprit> {
-    let figure = match fig {
-        Figure::CpuPerRequest => Some(CheckFigure::CpuPerRequest),
-        Figure::Throughput => Some(CheckFigure::Throughput),
-        Figure::P50 => Some(CheckFigure::P50),
-        Figure::P99 => Some(CheckFigure::P99),
-        Figure::CpuPerItem => None,
-    };
+    let figure = (fig != Figure::CpuPerItem).then_some(fig);
     let half = ((measured.0.ln().abs() / 2.0).exp() - 1.0) * 100.0;
-    let args = BisectArgs {
+    let args = super::bisect::Request {
         plan: Some(g.plan_path.to_path_buf()),
         contender: Some(f.key.contender.clone()),
         good: Some(f.last_good.clone()),
         bad: Some(f.first_bad.clone()),
         figure,
         scenarios: vec![scenario(f).to_string()],
-        effect: Some(half.max(g.with.min_magnitude)),
+        effect: Some(half.max(g.min_magnitude)),
         ways: None,
-        budget: g.with.budget,
+        budget: g.budget,
         out: Some(g.dir.join("bisect")),
         resume: None,
-        body: Default::default(),
     };
     eprintln!(
         "confirm: bisecting the {} commits after {} up to {}",

@@ -1,4 +1,4 @@
-//! `bakeoff history backfill` (docs/history.md, "Starting a history"): a range of a
+//! `history backfill` (docs/history.md, "Starting a history"): a range of a
 //! contender's commits, each run and recorded as a nightly would have — with the plan's
 //! reference beside each when it has one — so a new history starts with its past.
 
@@ -6,10 +6,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::*;
+use super::record::record_run;
+use super::run_cut;
+use crate::cancel::Cancel;
+use crate::runner;
 
 /// What `backfill` is asked.
-pub(crate) struct Backfill<'a> {
+pub struct Backfill<'a> {
     pub plan: &'a Path,
     pub contender: &'a str,
     pub from: &'a str,
@@ -21,10 +24,7 @@ pub(crate) struct Backfill<'a> {
 
 /// Runs and records every `every`-th commit from `from` to `to` (the newest always); 130
 /// when interrupted, 2 when a commit could not be run or recorded, else 0.
-pub(crate) fn backfill(b: &Backfill) -> anyhow::Result<u8> {
-    let cancel = install_handler(on_interrupt_run, 0);
-    crate::sys::raise_open_files_limit();
-    crate::sys::children::adopt();
+pub fn backfill(b: &Backfill, cancel: &Cancel) -> anyhow::Result<u8> {
     let plan = crate::plan::Plan::load(b.plan)?;
     let source = plan
         .local_git(b.contender)
@@ -33,7 +33,7 @@ pub(crate) fn backfill(b: &Backfill) -> anyhow::Result<u8> {
         .context("a git source")?;
     let cache = crate::build::cache::root();
     let commits =
-        crate::build::history::range(&source, b.from, b.to, &cache, &cancel).map_err(|e| {
+        crate::build::history::range(&source, b.from, b.to, &cache, cancel).map_err(|e| {
             anyhow::anyhow!("{}", e.replace("--good", "--from").replace("--bad", "--to"))
         })?;
     let every = b.every.max(1) as usize;

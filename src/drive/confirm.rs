@@ -1,37 +1,53 @@
-//! `bakeoff history confirm` and `detect --confirm` (docs/history.md, "Closing the loop"): a
+//! A history step's confirmation (`history confirm`, `detect --confirm`; docs/history.md,
+//! "Closing the loop"): a
 //! step found in the history measured again side by side — the plan's contender at its last
 //! good commit against its first bad one, built from source, paired — and its status set
 //! from the verdict.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 
-use super::culprit::{bisect_command, bisect_step};
-use super::*;
+use super::culprit::{bisect_command, bisect_step, scenario, Group};
+use super::{run_cut, short};
 use crate::analysis::verdicts::{Figure, Verdict};
+use crate::cancel::Cancel;
 use crate::history::alert::{Alert, Culprit};
 use crate::history::changes::{Change, Status};
 use crate::history::Store;
 use crate::plan::Plan;
+use crate::runner;
 use crate::stats::paired::Call;
+
+/// How a step is measured again (`history confirm`'s and `detect --confirm`'s flags).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The plan to run (none: the file the step's plan was last recorded from, when trusted).
+    pub plan: Option<PathBuf>,
+    /// `--budget` (`Some(None)`: off).
+    pub budget: Option<Option<std::time::Duration>>,
+    /// Where the confirmations' results go (none: a new results folder).
+    pub out: Option<PathBuf>,
+    /// The smallest step worth an alert, in percent.
+    pub min_magnitude: f64,
+    /// Bisect a confirmed step whose commits are not neighbours.
+    pub bisect: bool,
+}
 
 /// What confirming a list of steps came to: its exit code — 4 when a regression is
 /// confirmed, else 130 when interrupted, else 2 when a step could not be measured, else 0.
 /// Steps between the same two commits (several figures or points that stepped together)
 /// are measured in one run.
-pub(crate) fn confirm(
+pub fn confirm(
     store: &mut Store,
     steps: &[Change],
-    with: &run_flags::ConfirmArgs,
+    with: &Settings,
+    cancel: &Cancel,
 ) -> anyhow::Result<u8> {
     if steps.is_empty() {
         eprintln!("confirm: no candidate to measure again");
         return Ok(0);
     }
-    let cancel = install_handler(on_interrupt_run, 0);
-    crate::sys::raise_open_files_limit();
-    crate::sys::children::adopt();
     let root = match &with.out {
         Some(d) => d.clone(),
         None => crate::build::results_dir(&crate::results::now_utc(), "confirm"),
@@ -56,7 +72,7 @@ pub(crate) fn confirm(
             short(&f.last_good),
             short(&f.first_bad)
         ));
-        let reads = match measure(store, group, with, &dir, &cancel) {
+        let reads = match measure(store, group, with, &dir, cancel) {
             Ok(None) => return Ok(130),
             Ok(Some(reads)) => reads,
             Err(e) => {
@@ -172,10 +188,6 @@ fn same_run(a: &Change, b: &Change) -> bool {
     )
 }
 
-pub(super) fn scenario(f: &crate::history::changes::Found) -> &str {
-    f.key.point.split(" [").next().unwrap_or_default()
-}
-
 /// What a step's confirmation read.
 struct Read {
     status: Status,
@@ -192,10 +204,6 @@ struct Read {
     culprit: Option<Culprit>,
 }
 
-pub(super) fn short(id: &str) -> &str {
-    crate::units::prefix(id, 10)
-}
-
 /// The figure a step is of.
 fn figure(f: &crate::history::changes::Found) -> anyhow::Result<Figure> {
     Figure::ALL
@@ -208,7 +216,7 @@ fn figure(f: &crate::history::changes::Found) -> anyhow::Result<Figure> {
 /// from — only when the caller owns it and no one else can write it, since a confirmation
 /// runs the plan's build commands and a history may be in a folder others can write. Said
 /// before anything is built.
-fn plan_for(store: &Store, plan: &str, with: &run_flags::ConfirmArgs) -> anyhow::Result<PathBuf> {
+fn plan_for(store: &Store, plan: &str, with: &Settings) -> anyhow::Result<PathBuf> {
     if let Some(p) = &with.plan {
         eprintln!("confirm: plan `{}` (--plan)", p.display());
         return Ok(p.clone());
@@ -270,9 +278,9 @@ fn trusted_plan(path: &Path) -> Result<(), String> {
 fn measure(
     store: &Store,
     group: &[&Change],
-    with: &run_flags::ConfirmArgs,
+    with: &Settings,
     dir: &Path,
-    cancel: &crate::cancel::Cancel,
+    cancel: &Cancel,
 ) -> anyhow::Result<Option<Vec<Option<Read>>>> {
     let f = &group[0].found;
     let plan_path = plan_for(store, &f.key.plan, with)?;
@@ -312,7 +320,9 @@ fn measure(
         source: &source,
         bad: &bad,
         cancel,
-        with,
+        min_magnitude: with.min_magnitude,
+        budget: with.budget,
+        bisect: with.bisect,
         commit_url: store.plan_of(&f.key.plan)?.1,
         dir,
     };
@@ -327,9 +337,9 @@ fn measure(
 fn options(
     group: &[&Change],
     plan: &Plan,
-    with: &run_flags::ConfirmArgs,
+    with: &Settings,
     dir: &Path,
-    cancel: &crate::cancel::Cancel,
+    cancel: &Cancel,
 ) -> anyhow::Result<runner::RunOptions> {
     let f = &group[0].found;
     let mut judge: Vec<&'static str> = Vec::new();
@@ -357,24 +367,10 @@ fn options(
         scenarios: vec![scenario(f).to_string()],
         points,
         repetitions: Some(plan.repetitions * 2),
-        budget: with.budget.map(|b| b.0),
+        budget: with.budget,
         cancel: cancel.clone(),
         ..runner::RunOptions::default()
     })
-}
-
-/// What [`reads`] needs of a group's run.
-pub(super) struct Group<'a> {
-    pub(super) plan_path: &'a Path,
-    pub(super) source: &'a crate::plan::Source,
-    /// The first bad commit's label in the run.
-    pub(super) bad: &'a str,
-    pub(super) cancel: &'a crate::cancel::Cancel,
-    pub(super) with: &'a run_flags::ConfirmArgs,
-    /// The plan's `[history] commit_url`, as recorded.
-    pub(super) commit_url: Option<String>,
-    /// The group's results folder (a bisection goes under it).
-    pub(super) dir: &'a Path,
 }
 
 /// Each step's reading of the run's verdicts (`None` where the run has none for it). A
@@ -427,7 +423,7 @@ fn reads(
                     subject: one.subject.clone(),
                     link: link(&one.id),
                 },
-                _ if g.with.bisect => match &bisected {
+                _ if g.bisect => match &bisected {
                     Some(c) => c.clone(),
                     None => {
                         let c = bisect_step(g, f, fig, read.measured, commits)?;
