@@ -36,7 +36,8 @@ commit), and machine seconds per night and per alert.
     KEEP=/tmp/nightly ...                               # keep each history's folder
 
 N is the histories a row (default: 10 for A/A and +5 %, 5 for the others); SEED the first
-seed. Every history's line is printed as it ends, so a run cut short keeps what it measured.
+seed; NIGHT_BUDGET the paired night's `run --budget` (`off`: the plan's repetitions only);
+METHODS which of `paired,absolute` to run (Otava reads the absolute history). Every history's line is printed as it ends, so a run cut short keeps what it measured.
 """
 import json
 import os
