@@ -133,16 +133,25 @@ print(json.dumps({"on": w["on"], "jobs": jobs, "top": w, "timeouts": {n: j.get("
     // Hygiene (issue 70): read-only permissions, a pull request's older run cancelled, every
     // job bounded in time, no empty `env`.
     let top = &w["top"];
-    // Read the repository; write only a pull request's comment.
+    // Read the repository; write only a pull request's comment, and with a history (its
+    // steps read below) the dashboard's branch and a regression's issue.
     let may = &top["permissions"];
-    assert_eq!(may["contents"], "read", "{top}");
+    let merge = &w["jobs"]["merge"];
+    let history = merge
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["name"] == "Publish the dashboard");
     let comments = top["on"].get("pull_request").is_some();
+    let contents = if history { "write" } else { "read" };
+    assert_eq!(may["contents"], contents, "{top}");
     assert_eq!(
         may.as_object().unwrap().len(),
-        1 + usize::from(comments),
+        1 + usize::from(comments) + usize::from(history),
         "{top}"
     );
     assert!(!comments || may["pull-requests"] == "write", "{top}");
+    assert!(!history || may["issues"] == "write", "{top}");
     assert!(top["concurrency"]["group"].is_string(), "{top}");
     assert!(top
         .get("env")
@@ -176,9 +185,9 @@ struct Runner {
     tools: PathBuf,
 }
 
-/// A `gh` on the runner's PATH that plays GitHub's comments API for `gh api`: it logs each
-/// call, keeps the pull request's comments in a file, and answers as a fork's token does
-/// (403) while `dir/forbidden` exists.
+/// A `gh` on the runner's PATH that plays GitHub's comments and issues API for `gh api`: it
+/// logs each call, keeps the pull request's comments and the repository's issues in files,
+/// and answers as a fork's token does (403) while `dir/forbidden` exists.
 fn fake_gh(dir: &Path) -> PathBuf {
     let tools = dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
@@ -190,34 +199,36 @@ with open(os.path.join(D, "gh.log"), "a") as f:
     f.write(json.dumps(args) + "\n")
 if os.path.exists(os.path.join(D, "forbidden")):
     sys.exit("gh: Resource not accessible by integration (HTTP 403)")
-state = os.path.join(D, "comments.json")
-comments = json.load(open(state)) if os.path.exists(state) else []
 rest = args[1:]
 method = "GET"
 if rest[:1] == ["-X"]:
     method, rest = rest[1], rest[2:]
 path, fields, i = rest[0], {}, 1
 while i < len(rest):
-    if rest[i] == "-F":
+    if rest[i] in ("-F", "-f"):
         k, v = rest[i + 1].split("=", 1)
-        fields[k] = open(v[1:]).read() if v.startswith("@") else v
+        fields[k] = open(v[1:]).read() if rest[i] == "-F" and v.startswith("@") else v
         i += 2
     else:
         i += 1
 if fields and method == "GET":
     method = "POST"
+kind = "comments" if "comments" in path else "issues"
+state = os.path.join(D, kind + ".json")
+items = json.load(open(state)) if os.path.exists(state) else []
 if method == "GET":
-    print(json.dumps(comments))
+    print(json.dumps(items))
 elif method == "POST":
-    comments.append({"id": 100 + len(comments), "body": fields["body"]})
-    print(json.dumps(comments[-1]))
+    n = 100 + len(items)
+    items.append({"id": n, "number": n, "title": fields.get("title"), "body": fields["body"]})
+    print(json.dumps(items[-1]))
 else:
-    cid = int(path.rsplit("/", 1)[1])
-    for c in comments:
-        if c["id"] == cid:
+    n = int(path.rsplit("/", 1)[1])
+    for c in items:
+        if c["id"] == n:
             c["body"] = fields["body"]
     print("{}")
-json.dump(comments, open(state, "w"))
+json.dump(items, open(state, "w"))
 "#
     .replace("DIR", dir.to_str().unwrap());
     let gh = tools.join("gh");
@@ -616,6 +627,68 @@ fn the_workflow_runs_in_the_users_own_repository() {
         );
         assert_eq!(summary.matches("**gate:").count(), 1, "{summary}");
     }
+    // Each night published the dashboard and its badge as `gh-pages` in the user's
+    // repository, one commit a night on top of the last, the pull requests none.
+    let pages = git(&repo, &["log", "--format=%s", "gh-pages"]);
+    assert_eq!(pages.lines().count(), nights, "{pages}");
+    let badge = git(&repo, &["show", "gh-pages:badge.svg"]);
+    assert!(badge.contains("no regression at "), "{badge}");
+    assert!(git(&repo, &["show", "gh-pages:index.html"]).contains("<html"));
+    assert_eq!(git(&repo, &["branch", "--show-current"]).trim(), "main");
+
+    // A night that confirms a regression opens one issue for its culprit, and a later
+    // night's alert for the same culprit updates it; no nights so far had one.
+    let issues = || -> Vec<serde_json::Value> {
+        std::fs::read(dir.path().join("issues.json"))
+            .map(|b| serde_json::from_slice(&b).unwrap())
+            .unwrap_or_default()
+    };
+    assert!(issues().is_empty());
+    let _ = std::fs::remove_file(dir.path().join("forbidden"));
+    *runner.event.borrow_mut() = "schedule";
+    let step = merge
+        .iter()
+        .find(|s| s.name == "Open an issue for a confirmed regression")
+        .unwrap();
+    for (night, ratio) in [(1, 1.31), (2, 1.33)] {
+        let alert = bakeoff::history::alert::Alert {
+            step: 1,
+            series: "pr · new · get [clients=1] · cpu_per_request ÷ base".into(),
+            figure: "cpu_per_request".into(),
+            point: "get [clients=1]".into(),
+            regression: true,
+            ratio,
+            lo: ratio - 0.02,
+            hi: ratio + 0.02,
+            last_good: base.clone(),
+            first_bad: head.clone(),
+            culprit: bakeoff::history::alert::Culprit::Commit {
+                id: head.clone(),
+                subject: "hash every answer".into(),
+                link: None,
+            },
+        };
+        bakeoff::history::alert::write(&checkout.join("confirm"), &[alert]).unwrap();
+        let o = runner.sh(step.run.as_deref().unwrap());
+        let said = stderr(&o);
+        assert!(o.status.success(), "{said}");
+        let filed = issues();
+        assert_eq!(filed.len(), 1, "one issue for one culprit: {filed:?}");
+        let body = filed[0]["body"].as_str().unwrap();
+        assert!(
+            body.contains(&format!("{ratio}")) || body.contains(&format!("{ratio:.2}")),
+            "{body}"
+        );
+        assert!(body.contains("actions/runs/42"), "{body}");
+        match night {
+            1 => assert!(said.contains("issue: opened issue 100"), "{said}"),
+            _ => assert!(said.contains("issue: updated issue 100"), "{said}"),
+        }
+    }
+    assert!(issues()[0]["title"]
+        .as_str()
+        .unwrap()
+        .contains("hash every answer"));
 }
 
 /// bakeoff packed as `cargo publish` would upload it, unpacked: what `cargo install bakeoff`

@@ -57,6 +57,37 @@ pub enum CiAction {
     /// `gh`, updating the comment an earlier run made; where the token cannot write (a fork's
     /// pull request), say so and exit 0. What the pull-request workflow runs.
     Comment(CiCommentArgs),
+    /// Publish a folder (the history's dashboard and badge) as the whole tree of a branch:
+    /// one new commit on top of it, pushed, never forced; the checkout is not touched. What
+    /// the nightly runs, for GitHub Pages to serve.
+    Publish(CiPublishArgs),
+    /// Open one GitHub issue for each confirmed regression's culprit in DIR/alerts.json
+    /// (as `history detect --confirm` writes it), or update the one an earlier night opened,
+    /// with `gh`; a token that cannot write issues is said, exit 0. What the nightly runs.
+    Issue(CiIssueArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CiPublishArgs {
+    /// The folder whose files become the branch's tree.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The branch.
+    #[arg(long = "branch", value_name = "NAME", default_value = "gh-pages")]
+    pub branch: String,
+    /// The remote to push to.
+    #[arg(long = "remote", value_name = "NAME", default_value = "origin")]
+    pub remote: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CiIssueArgs {
+    /// A confirmation's folder (`history detect --confirm --out DIR`).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The repository, OWNER/NAME [default: $GITHUB_REPOSITORY].
+    #[arg(long = "repo", value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -5,13 +5,13 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The alerts file's schema version.
 pub const SCHEMA: u32 = 1;
 
 /// A confirmed step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Alert {
     /// The step's number in the history (`history confirm STEP`).
     pub step: i64,
@@ -31,7 +31,7 @@ pub struct Alert {
 }
 
 /// Which commit made the step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Culprit {
     /// One commit: the step's own first bad commit (its neighbours were measured), or the one

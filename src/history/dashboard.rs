@@ -14,7 +14,8 @@ use super::{Series, Store};
 use crate::report::html::charts::y_ticks;
 use crate::report::html::esc;
 
-/// Writes the page as `out/index.html`; its path.
+/// Writes the page as `out/index.html` and the latest night's badge as `out/badge.svg`;
+/// the page's path.
 pub fn write(store: &Store, out: &Path) -> anyhow::Result<PathBuf> {
     let series = store.series()?;
     let changes = store.changes(&[])?;
@@ -29,6 +30,10 @@ pub fn write(store: &Store, out: &Path) -> anyhow::Result<PathBuf> {
     let file = out.join("index.html");
     crate::results::write_atomic(&file, page.as_bytes())
         .with_context(|| format!("writing `{}`", file.display()))?;
+    let badge = out.join("badge.svg");
+    let svg = super::badge::svg(&super::badge::latest(&series, &changes));
+    crate::results::write_atomic(&badge, svg.as_bytes())
+        .with_context(|| format!("writing `{}`", badge.display()))?;
     Ok(file)
 }
 

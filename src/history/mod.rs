@@ -2,6 +2,7 @@
 //! series — one (plan, contender, point, figure, environment) over commits.
 
 pub mod alert;
+pub mod badge;
 pub mod band;
 pub mod changes;
 pub mod dashboard;

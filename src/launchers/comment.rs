@@ -42,18 +42,7 @@ pub fn comment(dir: &Path, repo: &str, pr: u64, cancel: &Cancel) -> anyhow::Resu
             MAX_BODY
         );
     }
-    let valid = repo.split_once('/').is_some_and(|(o, n)| {
-        let ok = |s: &str| {
-            !s.is_empty()
-                && !s.starts_with('-')
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        };
-        ok(o) && ok(n)
-    });
-    if !valid {
-        anyhow::bail!("--repo {repo:?}: give OWNER/NAME, as GITHUB_REPOSITORY holds it");
-    }
+    valid_repo(repo)?;
     let body = format!("body=@{}", file.display());
     let listed = gh(
         cancel,
@@ -109,8 +98,25 @@ fn ours(listed: &[u8]) -> Option<u64> {
         .and_then(|c| c["id"].as_u64())
 }
 
+/// `repo` as OWNER/NAME, each a plain name.
+pub(super) fn valid_repo(repo: &str) -> anyhow::Result<()> {
+    let valid = repo.split_once('/').is_some_and(|(o, n)| {
+        let ok = |s: &str| {
+            !s.is_empty()
+                && !s.starts_with('-')
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        };
+        ok(o) && ok(n)
+    });
+    if !valid {
+        anyhow::bail!("--repo {repo:?}: give OWNER/NAME, as GITHUB_REPOSITORY holds it");
+    }
+    Ok(())
+}
+
 /// `gh ARGS`, under a guard and the command's cancel, bounded in time and output.
-fn gh(cancel: &Cancel, args: &[&str]) -> Result<Vec<u8>, String> {
+pub(super) fn gh(cancel: &Cancel, args: &[&str]) -> Result<Vec<u8>, String> {
     crate::contender::capture(&crate::contender::Capture {
         program: Path::new("gh"),
         args,

@@ -281,9 +281,25 @@ fn history_steps(c: &CiCommon, pull_requests: bool) -> Vec<Y> {
             "if [ -f confirm/alerts.md ]; then cat confirm/alerts.md >> \"$GITHUB_STEP_SUMMARY\"; fi"
                 .to_string(),
         ),
+        // One issue per confirmed regression's culprit, opened once, updated on later
+        // nights.
+        Y::map([
+            ("name", Y::str("Open an issue for a confirmed regression")),
+            go_on(),
+            ("env", Y::map([("GH_TOKEN", Y::str("${{ github.token }}"))])),
+            (
+                "run",
+                Y::str("if [ -f confirm/alerts.json ]; then bakeoff ci issue confirm; fi"),
+            ),
+        ]),
         run(
             "Draw the history",
             format!("bakeoff history report --out history --history {HISTORY}"),
+        ),
+        // The dashboard and its badge as the `gh-pages` branch, for GitHub Pages to serve.
+        run(
+            "Publish the dashboard",
+            "bakeoff ci publish history --branch gh-pages".to_string(),
         ),
         Y::map([
             (
@@ -347,9 +363,14 @@ pub fn kind(a: &CiGithubArgs) -> Kind {
     }
 }
 
-/// What the workflow's token may do: read the repository; comment on a pull request.
-fn permissions(a: &CiGithubArgs) -> Y {
-    let mut p = vec![("contents", Y::str("read"))];
+/// What the workflow's token may do: read the repository; comment on a pull request; with
+/// a history, push the dashboard's branch and open an issue for a confirmed regression.
+fn permissions(a: &CiGithubArgs, plan: &Plan) -> Y {
+    let history = a.history || plan.history.record;
+    let mut p = vec![("contents", Y::str(if history { "write" } else { "read" }))];
+    if history {
+        p.push(("issues", Y::str("write")));
+    }
     if a.pull_request.is_some() {
         p.push(("pull-requests", Y::str("write")));
     }
@@ -459,7 +480,7 @@ pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
         ("on", Y::map(on)),
         // Read the repository, and write a pull request's comment when there is one
         // (caches and artifacts need no permission).
-        ("permissions", permissions(a)),
+        ("permissions", permissions(a, &plan)),
         // A pull request's newer push cancels its older run; a nightly is never cut short.
         (
             "concurrency",

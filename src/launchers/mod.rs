@@ -15,6 +15,10 @@ mod comment;
 pub use comment::*;
 mod github;
 pub use github::*;
+mod issue;
+pub use issue::*;
+mod publish;
+pub use publish::*;
 mod k8s;
 pub use k8s::*;
 

@@ -38,10 +38,7 @@ pub(crate) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
         CiAction::Comment(a) => {
             let repo = match &a.repo {
                 Some(r) => r.clone(),
-                None => std::env::var("GITHUB_REPOSITORY")
-                    .ok()
-                    .filter(|r| !r.is_empty())
-                    .context("--repo OWNER/NAME: GITHUB_REPOSITORY is not set")?,
+                None => github_repository()?,
             };
             let cancel = install_handler(on_interrupt_run, 0);
             match crate::launchers::comment(&a.dir, &repo, a.pull_request, &cancel)? {
@@ -56,6 +53,53 @@ pub(crate) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
                     "bakeoff: warning: no comment on pull request {} ({why}); a fork's pull request gets a token that cannot write: the verdict is in the step summary",
                     a.pull_request
                 ),
+            }
+        }
+        CiAction::Publish(a) => {
+            let cancel = install_handler(on_interrupt_run, 0);
+            match crate::launchers::publish(&a.dir, &a.branch, &a.remote, &cancel)? {
+                crate::launchers::Published::Pushed(c) => eprintln!(
+                    "publish: `{}` is branch `{}` on `{}` (commit {})",
+                    a.dir.display(),
+                    a.branch,
+                    a.remote,
+                    crate::units::prefix(&c, 10)
+                ),
+                crate::launchers::Published::Unchanged => eprintln!(
+                    "publish: branch `{}` on `{}` holds these files already",
+                    a.branch, a.remote
+                ),
+            }
+        }
+        CiAction::Issue(a) => {
+            let repo = match &a.repo {
+                Some(r) => r.clone(),
+                None => github_repository()?,
+            };
+            // The workflow run that found it, as the runner names it.
+            let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+            let link = match (var("GITHUB_SERVER_URL"), var("GITHUB_RUN_ID")) {
+                (Some(server), Some(run)) => Some(format!("{server}/{repo}/actions/runs/{run}")),
+                _ => None,
+            };
+            let cancel = install_handler(on_interrupt_run, 0);
+            let filed = crate::launchers::issue(&a.dir, &repo, link.as_deref(), &cancel)?;
+            if filed.is_empty() {
+                eprintln!("issue: no confirmed regression in `{}`", a.dir.display());
+            }
+            for (key, f) in filed {
+                let key = crate::units::prefix(&key, 10);
+                match f {
+                    crate::launchers::Filed::Opened(n) => {
+                        eprintln!("issue: opened issue {n} for the regression at {key}")
+                    }
+                    crate::launchers::Filed::Updated(n) => {
+                        eprintln!("issue: updated issue {n} for the regression at {key}")
+                    }
+                    crate::launchers::Filed::Not(why) => eprintln!(
+                        "bakeoff: warning: no issue for the regression at {key} ({why}); the workflow needs `issues: write`, and the alert is in the step summary"
+                    ),
+                }
             }
         }
         CiAction::K8s(a) => {
@@ -82,4 +126,12 @@ pub(crate) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// `$GITHUB_REPOSITORY`, as a runner sets it.
+fn github_repository() -> anyhow::Result<String> {
+    std::env::var("GITHUB_REPOSITORY")
+        .ok()
+        .filter(|r| !r.is_empty())
+        .context("--repo OWNER/NAME: GITHUB_REPOSITORY is not set")
 }
