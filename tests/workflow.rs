@@ -441,6 +441,118 @@ fn the_gate_and_the_nightly_are_two_files_each_written_again_by_its_header() {
     }
 }
 
+/// What a fresh runner lacks is warned about, and only that (issue 70): a plan building with
+/// `make` alone needs no `[ci] setup`; one building with a tool a runner lacks is told which;
+/// a command naming a file outside the checkout that no `[ci] setup` makes is named at its
+/// line.
+#[test]
+fn only_what_a_runner_lacks_is_warned() {
+    let dir = TempDir::new("workflow-lacks");
+    let (repo, _, _) = users_repo(dir.path());
+    let no_setup = PLAN.replace("[ci]\nsetup = [\"sh bench/setup.sh\"]\n", "");
+    assert_ne!(no_setup, PLAN);
+    let plans = [
+        (
+            "make.toml",
+            no_setup.replace(
+                "[\"cc\", \"-O1\", \"-o\", \"server\", \"server.c\", \"-lpthread\"]",
+                "[\"make\", \"server\"]",
+            ),
+            None,
+        ),
+        (
+            "bazel.toml",
+            no_setup.replace(
+                "[\"cc\", \"-O1\", \"-o\", \"server\", \"server.c\", \"-lpthread\"]",
+                "[\"bazel\", \"build\"]",
+            ),
+            Some("`bazel`, which a GitHub runner does not have"),
+        ),
+        (
+            "opt.toml",
+            PLAN.replace(
+                "command = [\"{source}/server\", \"{port}\"]",
+                "command = [\"/opt/elsewhere/run.sh\", \"{source}/server\", \"{port}\"]",
+            ),
+            Some("opt.toml:9:11: `/opt/elsewhere/run.sh` is outside the checkout"),
+        ),
+    ];
+    for (file, text, warned) in plans {
+        std::fs::write(repo.join("bench").join(file), &text).unwrap();
+        let plan = format!("bench/{file}");
+        let o = bakeoff_in(
+            &repo,
+            &[
+                "ci",
+                "github",
+                &plan,
+                "--install",
+                "cargo install --locked --path .",
+            ],
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{file}: {err}");
+        match warned {
+            None => assert!(!err.contains("warning"), "{file}: {err}"),
+            Some(w) => assert!(err.contains(w), "{file}: {err}"),
+        }
+    }
+}
+
+/// `--install` from `--git` is pinned to the commit its branch (or `HEAD`) is at when the
+/// workflow is written, and the header repeats the pinned command (issue 70: an unpinned
+/// install moved under the user); a source that cannot be asked is refused, naming the flag.
+#[test]
+fn an_install_from_git_is_pinned_when_written() {
+    let dir = TempDir::new("workflow-pin");
+    let (repo, _, head) = users_repo(dir.path());
+    let url = repo.display().to_string();
+    for (install, given) in [
+        (
+            format!("cargo install --locked --git {url} bakeoff"),
+            "HEAD",
+        ),
+        (
+            format!("cargo install --locked --git {url} --branch main bakeoff"),
+            "--branch main",
+        ),
+    ] {
+        let w = bakeoff_in(
+            &repo,
+            &["ci", "github", "bench/plan.toml", "--install", &install],
+        );
+        let err = stderr(&w);
+        assert_eq!(w.status.code(), Some(0), "{given}: {err}");
+        assert!(
+            err.contains(&format!("pinned to --rev {head}")),
+            "{given}: {err}"
+        );
+        let text = String::from_utf8_lossy(&w.stdout).to_string();
+        let pinned = format!("cargo install --locked --git {url} --rev {head} bakeoff");
+        assert!(
+            text.contains(&format!("run: {pinned}\n")),
+            "{given}: {text}"
+        );
+        assert!(!text.contains("--branch"), "{text}");
+        assert!(
+            text.lines().next().unwrap().contains(&pinned),
+            "the header: {text}"
+        );
+    }
+    let gone = dir.path().join("no-such-repository");
+    let install = format!("cargo install --locked --git {} bakeoff", gone.display());
+    let w = bakeoff_in(
+        &repo,
+        &["ci", "github", "bench/plan.toml", "--install", &install],
+    );
+    let err = stderr(&w);
+    assert_ne!(w.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("--install") && err.contains("--rev COMMIT"),
+        "{err}"
+    );
+}
+
 /// `ci github --pull-request base,new --schedule … --history` in the user's repository: the
 /// workflow passes GitHub's schema; its steps, run in a fresh clone as a pull request would
 /// and then as two nights, install nothing they lack, set up from the repository's script,

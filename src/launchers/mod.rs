@@ -15,6 +15,8 @@ mod comment;
 pub use comment::*;
 mod github;
 pub use github::*;
+mod install;
+pub use install::*;
 mod issue;
 pub use issue::*;
 mod publish;
@@ -69,18 +71,74 @@ pub fn unset_env(plan_path: &Path) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
-/// Whether a contender (or member) of the plan is built by commands while neither the
-/// plan's `[ci] setup` nor `--setup` installs anything: a runner has gcc, make and git, and
-/// a build needing more fails on every shard.
-pub fn builds_without_setup(plan_path: &Path, setup: &[String]) -> anyhow::Result<bool> {
+/// What a GitHub runner has to build with, so a plan building with them alone needs no
+/// `[ci] setup`.
+const RUNNER_TOOLS: &[&str] = &[
+    "cc",
+    "gcc",
+    "g++",
+    "c++",
+    "clang",
+    "clang++",
+    "make",
+    "cmake",
+    "ninja",
+    "meson",
+    "git",
+    "sh",
+    "bash",
+    "env",
+    "cargo",
+    "rustc",
+    "go",
+    "python3",
+    "python",
+    "pip",
+    "pip3",
+    "node",
+    "npm",
+    "npx",
+    "yarn",
+    "java",
+    "javac",
+    "mvn",
+    "gradle",
+    "dotnet",
+    "autoreconf",
+    "true",
+    "cp",
+    "mkdir",
+    "ln",
+    "tar",
+    "install",
+];
+
+/// The programs the plan's contenders (or members) are built with that a runner does not
+/// have, while neither the plan's `[ci] setup` nor `--setup` installs anything: a build
+/// needing them fails on every shard. A program in the repository (`./configure`) is its own.
+pub fn builds_without_setup(plan_path: &Path, setup: &[String]) -> anyhow::Result<Vec<String>> {
     let plan = Plan::load(plan_path)?;
-    let builds = plan.contenders.iter().any(|c| {
+    if !plan.ci.setup.is_empty() || !setup.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut missing: Vec<String> = Vec::new();
+    let sources = plan.contenders.iter().flat_map(|c| {
         c.source
             .iter()
             .chain(c.members.iter().filter_map(|m| m.source.as_ref()))
-            .any(|s| !s.build.is_empty())
     });
-    Ok(builds && plan.ci.setup.is_empty() && setup.is_empty())
+    for s in sources {
+        for argv in &s.build {
+            let Some(program) = argv.first() else {
+                continue;
+            };
+            let own = program.contains('/');
+            if !own && !RUNNER_TOOLS.contains(&program.as_str()) && !missing.contains(program) {
+                missing.push(program.clone());
+            }
+        }
+    }
+    Ok(missing)
 }
 
 /// `bakeoff ci k8s`.

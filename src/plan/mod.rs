@@ -402,6 +402,16 @@ impl Plan {
         Ok(check::portable::check(path, &text)?)
     }
 
+    /// What a fresh CI runner would lack of the paths the plan's commands name, each a
+    /// warning at its place (`setup`: the commands that set the runner up).
+    pub fn lacking_on_runner(path: &Path, setup: &[String]) -> anyhow::Result<Vec<String>> {
+        use anyhow::Context as _;
+        let text = crate::sys::read_bounded(path, crate::sys::PLAN_LIMIT)
+            .with_context(|| format!("cannot read the plan `{}`", path.display()))?;
+        let found = check::portable::lacking(path, &text, setup)?;
+        Ok(found.iter().map(ToString::to_string).collect())
+    }
+
     /// `path` from the root of the repository it is in, as a CI runner's checkout has it;
     /// as given when it cannot be read.
     pub fn in_repository(path: &Path) -> PathBuf {

@@ -8,16 +8,34 @@ use super::*;
 pub(crate) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
     match action {
         CiAction::Github(a) => {
-            let text = crate::launchers::github(&a.launcher())?;
+            let mut launcher = a.launcher();
+            if let Some(cmd) = &launcher.install {
+                let cancel = install_handler(on_interrupt_run, 0);
+                let (pinned, commit) = crate::launchers::pinned_install(cmd, &cancel)?;
+                if let Some(c) = commit {
+                    eprintln!(
+                        "bakeoff: note: --install pinned to --rev {c}, where the repository is now: the workflow installs that commit until written again"
+                    );
+                }
+                launcher.install = Some(pinned);
+            }
+            let text = crate::launchers::github(&launcher)?;
             for v in crate::launchers::unset_env(&a.common.plan)? {
                 eprintln!(
                     "bakeoff: warning: the plan reads `{{env:{v}}}`, which the workflow does not set: add `{v} = \"…\"` to the plan's `[ci] env` (or give it a default, `{{env:{v}:-…}}`)"
                 );
             }
-            if crate::launchers::builds_without_setup(&a.common.plan, &a.setup)? {
+            let missing = crate::launchers::builds_without_setup(&a.common.plan, &a.setup)?;
+            if !missing.is_empty() {
                 eprintln!(
-                    "bakeoff: warning: the plan builds contenders from source and its `[ci] setup` is empty: the runner has gcc, make and git; install the rest in `[ci] setup` (docs/plan.md)"
+                    "bakeoff: warning: the plan builds with {}, which a GitHub runner does not have, and its `[ci] setup` is empty: install it in `[ci] setup` (docs/plan.md)",
+                    missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
                 );
+            }
+            let plan = crate::plan::Plan::load(&a.common.plan)?;
+            let setup: Vec<String> = plan.ci.setup.iter().chain(&a.setup).cloned().collect();
+            for w in crate::plan::Plan::lacking_on_runner(&a.common.plan, &setup)? {
+                eprintln!("bakeoff: warning: {w}");
             }
             if a.install.is_none() {
                 eprintln!(
@@ -28,7 +46,7 @@ pub(crate) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
             match &a.out {
                 Some(dir) => {
                     std::fs::create_dir_all(dir)?;
-                    let f = dir.join(crate::launchers::kind(&a.launcher()).file);
+                    let f = dir.join(crate::launchers::kind(&launcher).file);
                     std::fs::write(&f, text)?;
                     eprintln!("wrote {}", f.display());
                 }

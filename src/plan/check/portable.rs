@@ -72,6 +72,77 @@ pub fn check(path: &Path, text: &str) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// Folders a runner has, or that hold what a run makes (sockets, scratch files): a path
+/// under them is not warned about.
+const RUNNER_HAS: &[&str] = &[
+    "/usr/bin/",
+    "/usr/sbin/",
+    "/usr/lib/",
+    "/usr/share/",
+    "/usr/include/",
+    "/bin/",
+    "/sbin/",
+    "/lib/",
+    "/lib64/",
+    "/etc/",
+    "/dev/",
+    "/proc/",
+    "/sys/",
+    "/tmp/",
+    "/var/",
+    "/run/",
+];
+
+/// Each absolute path outside the repository that a command of the plan names and a fresh
+/// runner would lack — not under a folder every runner has ([`RUNNER_HAS`]), and named by
+/// none of the `[ci] setup` commands (`setup`, which make what the run needs) — as a
+/// warning at its place: `/opt/elsewhere/setup.sh` passes [`check`] (a system folder) but is
+/// there only on the author's machine.
+pub fn lacking(path: &Path, text: &str, setup: &[String]) -> Result<Vec<PlanError>, PlanError> {
+    let loc = Locator::new(path, text);
+    let raw: RawPlan = toml::from_str(text).map_err(|e| loc.from_toml(&e))?;
+    let root = root_of(path);
+    let mut argvs: Vec<&Spanned<Vec<String>>> = Vec::new();
+    for c in &raw.contenders {
+        let c = c.get_ref();
+        argvs.extend(
+            c.command
+                .iter()
+                .chain(&c.setup)
+                .chain(&c.cleanup)
+                .chain(&c.build),
+        );
+        for m in &c.members {
+            let m = m.get_ref();
+            argvs.extend(std::iter::once(&m.command).chain(&m.build));
+        }
+    }
+    let made = |p: &str| {
+        setup.iter().any(|s| {
+            Path::new(p)
+                .ancestors()
+                .filter(|a| a.components().count() > 2)
+                .any(|a| s.contains(a.to_string_lossy().as_ref()))
+        })
+    };
+    let mut out: Vec<PlanError> = Vec::new();
+    for argv in argvs {
+        for a in argv.get_ref() {
+            let outside = a.starts_with('/')
+                && !a.contains(char::is_whitespace)
+                && !normal(Path::new(a)).starts_with(&root)
+                && !RUNNER_HAS.iter().any(|h| a.starts_with(h));
+            if outside && !made(a) && !out.iter().any(|e| e.message.contains(&format!("`{a}`"))) {
+                out.push(loc.at(
+                    argv.span(),
+                    format!("`{a}` is outside the checkout and no `[ci] setup` command names it: a fresh runner lacks it; make it in `[ci] setup`, or keep it in the repository"),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 struct Paths<'a> {
     loc: &'a Locator<'a>,
     root: &'a Path,
@@ -262,6 +333,47 @@ mod tests {
         )
         .unwrap();
         let _ = std::fs::remove_file(outside);
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn what_a_fresh_runner_lacks_is_warned_at_its_place() {
+        let root = repo().with_extension("lacking");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let plan = root.join("bench/plan.toml");
+        let text = format!(
+            "{HEAD}command = [\"srv\", \"/tmp/srv.sock\"]\nsetup = [[\"sh\", \"/opt/elsewhere/setup.sh\"], [\"/usr/bin/env\"]]\n"
+        );
+        let said: Vec<String> = lacking(&plan, &text, &[])
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].contains("plan.toml:5:10:")
+                && said[0].contains("`/opt/elsewhere/setup.sh` is outside the checkout"),
+            "{said:?}"
+        );
+        // A `[ci] setup` command that names it (or its folder) makes it.
+        for setup in [
+            "curl -o /opt/elsewhere/setup.sh https://example.com/s",
+            "tar -C /opt/elsewhere -xf kit.tar",
+        ] {
+            assert!(
+                lacking(&plan, &text, &[setup.to_string()])
+                    .unwrap()
+                    .is_empty(),
+                "{setup}"
+            );
+        }
+        // `/opt` alone names no folder of it.
+        assert_eq!(
+            lacking(&plan, &text, &["ls /opt".to_string()])
+                .unwrap()
+                .len(),
+            1
+        );
         let _ = std::fs::remove_dir_all(root);
     }
 }
