@@ -451,3 +451,66 @@ fn shards_from_two_checkouts_of_one_commit_merge() {
     let o = bakeoff_in(d, &["merge", "shard-1", "shard-2", "--out", "merged"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// Item 16: a history in a folder the caller cannot write is still listed, shown, exported
+/// and drawn (read-only; its WAL read as immutable, as no `-shm` can be made), and a command
+/// that records in it says why it cannot, not "attempt to write a readonly database". Run as
+/// another user when the test is root, whom permissions do not stop.
+#[test]
+fn a_history_in_a_folder_the_caller_cannot_write_is_read() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = TempDir::new("ro-history");
+    let folder = dir.path().join("h");
+    std::fs::create_dir_all(&folder).unwrap();
+    let history = folder.join("history.sqlite");
+    drop(bakeoff::history::Store::open(&history).unwrap());
+    let dash = dir.path().join("dash");
+    std::fs::create_dir_all(&dash).unwrap();
+    std::fs::set_permissions(&dash, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&history, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let root = unsafe { libc::geteuid() } == 0;
+    let as_reader = |args: &[&str]| -> Output {
+        let mut c = match root {
+            true => {
+                let mut c = Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                    .arg(env!("CARGO_BIN_EXE_bakeoff"));
+                c
+            }
+            false => Command::new(env!("CARGO_BIN_EXE_bakeoff")),
+        };
+        c.args(args)
+            .args(["--history", history.to_str().unwrap()])
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &["history", "list"][..],
+        &["history", "export", "--csv"],
+        &["history", "report", "--out", dash.to_str().unwrap()],
+    ] {
+        let o = as_reader(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{args:?}: {err}");
+        assert!(!err.contains("readonly"), "{args:?}: {err}");
+    }
+    assert!(dash.join("index.html").is_file() && dash.join("badge.svg").is_file());
+    let o = as_reader(&["history", "detect"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("you cannot write history") && err.contains("`history list`"),
+        "{err}"
+    );
+    // Nothing was made beside it.
+    let names: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["history.sqlite"], "{names:?}");
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

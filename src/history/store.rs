@@ -178,21 +178,76 @@ impl Store {
         Store::open_with(path, MIGRATIONS)
     }
 
+    /// Opens the history at `path` to read it: as [`Store::open`] where the caller may write
+    /// the file and its folder, else read-only — a history in a folder the caller cannot
+    /// write (another user's, a read-only mount) is still listed, shown and drawn. A
+    /// read-only history of an older schema cannot be upgraded, and says so.
+    pub fn open_read(path: &Path) -> anyhow::Result<Store> {
+        if !path.exists() || writable(path) {
+            return Store::open(path);
+        }
+        let name = path.display();
+        foreign(path)?;
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let check = |conn: &Connection| -> rusqlite::Result<String> {
+            conn.query_row("PRAGMA quick_check", [], |r| r.get(0))
+        };
+        // A history in WAL mode needs its `-shm` file, which a folder the caller cannot
+        // write may not hold: then it is read as immutable (what a writer adds meanwhile is
+        // not seen).
+        let plain =
+            Connection::open_with_flags(path, flags).and_then(|c| check(&c).map(|ok| (c, ok)));
+        let (conn, ok) = match plain {
+            Ok(x) => x,
+            Err(_) => {
+                let uri = format!(
+                    "file:{}?immutable=1",
+                    path.to_string_lossy()
+                        .replace('%', "%25")
+                        .replace('?', "%3f")
+                        .replace('#', "%23")
+                );
+                let c = Connection::open_with_flags(&uri, flags)
+                    .with_context(|| format!("opening history `{name}` to read it"))?;
+                let ok = check(&c).map_err(|e| {
+                    anyhow!("`{name}` is not a readable SQLite database ({e}); left as it is")
+                })?;
+                (c, ok)
+            }
+        };
+        if ok != "ok" {
+            bail!("`{name}` is damaged ({ok}); left as it is");
+        }
+        conn.busy_timeout(BUSY)?;
+        let app: i64 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let latest = MIGRATIONS.len() as i64;
+        match (app, version) {
+            (APPLICATION_ID, v) if v == latest => {}
+            (APPLICATION_ID, v) if (1..latest).contains(&v) => bail!(
+                "`{name}` is a history of schema {v}, which this bakeoff reads once upgraded to {latest}, and you cannot write it or its folder: run any history command where you can"
+            ),
+            (APPLICATION_ID, v) if v > latest => bail!(
+                "`{name}` is a history of schema {v}, written by a newer bakeoff; this one reads schemas up to {latest}"
+            ),
+            (APPLICATION_ID, v) => bail!(
+                "`{name}` carries bakeoff's id but schema version {v}, which no bakeoff writes: it is damaged; left as it is"
+            ),
+            _ => bail!("`{name}` is an SQLite database, but not a bakeoff history (application id {app:#x}); left as it is"),
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
     fn open_with(path: &Path, migrations: &[&str]) -> anyhow::Result<Store> {
         let name = path.display();
         let latest = migrations.len() as i64;
         match std::fs::symlink_metadata(path) {
             Ok(m) if !m.is_file() => bail!("history `{name}` is not a regular file"),
-            Ok(m) if m.len() > 0 => {
-                use std::io::Read as _;
-                let mut head = Vec::with_capacity(16);
-                std::fs::File::open(path)
-                    .and_then(|f| f.take(16).read_to_end(&mut head))
-                    .with_context(|| format!("reading history `{name}`"))?;
-                if head != HEADER {
-                    bail!("`{name}` is not a bakeoff history: it is not an SQLite database (left as it is)");
-                }
-            }
+            Ok(m) if m.len() > 0 => foreign(path)?,
             Ok(_) => eprintln!(
                 "bakeoff: history `{name}` was an empty file: a new history is made in it"
             ),
@@ -204,6 +259,11 @@ impl Store {
                 }
             }
             Err(e) => bail!("history `{name}`: {e}"),
+        }
+        if path.exists() && !writable(path) {
+            bail!(
+                "you cannot write history `{name}` or its folder, and this command records in it; `history list`, `show`, `export` and `report` read it as it is"
+            );
         }
         let mut conn =
             Connection::open(path).with_context(|| format!("opening history `{name}`"))?;
@@ -292,6 +352,33 @@ pub fn explain(e: anyhow::Error, path: &Path) -> anyhow::Error {
 
 /// A copy of the database at schema `v` beside it (`history.sqlite.v1.bak`), before an
 /// upgrade.
+/// Whether the caller may write the file at `path` and its folder (SQLite makes its journal
+/// files there).
+fn writable(path: &Path) -> bool {
+    let can = |p: &Path| {
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else {
+            return false;
+        };
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    };
+    let folder = path.parent().filter(|d| !d.as_os_str().is_empty());
+    can(path) && can(folder.unwrap_or(Path::new(".")))
+}
+
+/// Refuses a file that is not SQLite by its first 16 bytes, before SQLite opens it.
+fn foreign(path: &Path) -> anyhow::Result<()> {
+    use std::io::Read as _;
+    let name = path.display();
+    let mut head = Vec::with_capacity(16);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(16).read_to_end(&mut head))
+        .with_context(|| format!("reading history `{name}`"))?;
+    if head != HEADER {
+        bail!("`{name}` is not a bakeoff history: it is not an SQLite database (left as it is)");
+    }
+    Ok(())
+}
+
 fn backup(conn: &Connection, path: &Path, v: i64) -> anyhow::Result<()> {
     let to = PathBuf::from(format!("{}.v{v}.bak", path.display()));
     let _ = std::fs::remove_file(&to);

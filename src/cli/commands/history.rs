@@ -77,7 +77,18 @@ fn act(flag: Option<&Path>, action: &HistoryAction) -> anyhow::Result<u8> {
             path.display()
         );
     }
-    let mut store = Store::open(&path)?;
+    // Reading a history needs no write: one in a folder the caller cannot write is read.
+    let reads = matches!(
+        action,
+        HistoryAction::List
+            | HistoryAction::Show { .. }
+            | HistoryAction::Export { .. }
+            | HistoryAction::Report { .. }
+    );
+    let mut store = match reads {
+        true => Store::open_read(&path)?,
+        false => Store::open(&path)?,
+    };
     match action {
         HistoryAction::List => list(&path, &store.series()?)?,
         HistoryAction::Show { id } => show(&path, &store.series()?, id)?,
