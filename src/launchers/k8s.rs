@@ -133,6 +133,49 @@ impl Pods<'_> {
 }
 
 impl Pods<'_> {
+    /// A pod that mounts the results claim and waits an hour, for `kubectl cp` to copy the
+    /// merged report out of it (a finished Job's pod cannot be copied from).
+    pub(super) fn fetch(&self) -> Y {
+        let a = self.a;
+        Y::map([
+            ("apiVersion", Y::str("v1")),
+            ("kind", Y::str("Pod")),
+            ("metadata", self.meta(&format!("{}-fetch", self.name))),
+            (
+                "spec",
+                Y::map([
+                    ("restartPolicy", Y::str("Never")),
+                    ("activeDeadlineSeconds", Y::Int(3600)),
+                    (
+                        "containers",
+                        Y::List(vec![Y::map([
+                            ("name", Y::str("fetch")),
+                            ("image", Y::str(a.image.clone())),
+                            ("command", Y::List(vec![Y::str("sleep"), Y::str("3600")])),
+                            (
+                                "volumeMounts",
+                                Y::List(vec![Y::map([
+                                    ("name", Y::str("results")),
+                                    ("mountPath", Y::str("/results")),
+                                ])]),
+                            ),
+                        ])]),
+                    ),
+                    (
+                        "volumes",
+                        Y::List(vec![Y::map([
+                            ("name", Y::str("results")),
+                            (
+                                "persistentVolumeClaim",
+                                Y::map([("claimName", Y::str(self.claim.clone()))]),
+                            ),
+                        ])]),
+                    ),
+                ]),
+            ),
+        ])
+    }
+
     /// Each shard's pod on a node of its own.
     pub(super) fn apart(&self) -> Y {
         one(
@@ -201,9 +244,19 @@ fn shard_script(plan: &Plan, plan_path: &str, n: u32) -> String {
     )
 }
 
-/// A Kubernetes Indexed Job running one shard per pod, and the Job that merges them:
-/// (job.yaml, merge.yaml).
-pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
+/// The files `ci k8s` writes.
+pub struct K8sFiles {
+    /// The results claim and the Indexed Job.
+    pub job: String,
+    /// The Job that merges the shards.
+    pub merge: String,
+    /// The pod the merged report is copied out of.
+    pub fetch: String,
+}
+
+/// A Kubernetes Indexed Job running one shard per pod, the Job that merges them, and the pod
+/// to copy the report from.
+pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<K8sFiles> {
     let c = &a.common;
     let plan = plan(c)?;
     let n = c.shards;
@@ -272,5 +325,13 @@ pub fn k8s(a: &CiK8sArgs) -> anyhow::Result<(String, String)> {
         "{head}# Apply once `{name}` has completed: merges /results/shard-* into /results/merged.\n{}",
         merge.to_yaml()
     );
-    Ok((job_text, merge_text))
+    let fetch_text = format!(
+        "{head}# Apply once `{name}-merge` has completed, then `kubectl cp` /results/merged out of the pod; it ends itself within the hour.\n{}",
+        pods.fetch().to_yaml()
+    );
+    Ok(K8sFiles {
+        job: job_text,
+        merge: merge_text,
+        fetch: fetch_text,
+    })
 }

@@ -121,25 +121,34 @@ pub(crate) fn run_ci(action: &CiAction) -> anyhow::Result<u8> {
             }
         }
         CiAction::K8s(a) => {
-            let (job, merge) = crate::launchers::k8s(&a.launcher())?;
+            let files = crate::launchers::k8s(&a.launcher())?;
             let Some(out) = &a.out else {
                 emit(&format!(
-                    "{job}---\n# The merge: apply it once the shards' Job has completed.\n{merge}"
+                    "{}---\n# The merge: apply it once the shards' Job has completed.\n{}---\n# The pod to copy the report from.\n{}",
+                    files.job, files.merge, files.fetch
                 ))?;
                 return Ok(0);
             };
             std::fs::create_dir_all(out)?;
-            let (jf, mf) = (out.join("job.yaml"), out.join("merge.yaml"));
-            std::fs::write(&jf, job)?;
-            std::fs::write(&mf, merge)?;
+            let (jf, mf, ff) = (
+                out.join("job.yaml"),
+                out.join("merge.yaml"),
+                out.join("fetch.yaml"),
+            );
+            std::fs::write(&jf, files.job)?;
+            std::fs::write(&mf, files.merge)?;
+            std::fs::write(&ff, files.fetch)?;
             let name = crate::launchers::k8s_name(&a.common.plan)?;
+            let ns = &a.namespace;
             eprintln!(
-                "wrote {} and {}; run them with:\n  kubectl apply -f {}\n  kubectl wait --for=condition=complete --timeout=24h -n {} job/{name}\n  kubectl apply -f {}",
+                "wrote {}, {} and {}; run them with:\n  kubectl apply -f {}\n  kubectl wait --for=condition=complete --timeout=24h -n {ns} job/{name}\n  kubectl apply -f {}\n  kubectl wait --for=condition=complete --timeout=24h -n {ns} job/{name}-merge\nand copy the report out:\n  kubectl apply -f {}\n  kubectl wait --for=condition=ready --timeout=10m -n {ns} pod/{name}-fetch\n  kubectl cp {ns}/{name}-fetch:/results/merged ./merged\n  kubectl delete -f {}",
                 jf.display(),
                 mf.display(),
+                ff.display(),
                 jf.display(),
-                a.namespace,
-                mf.display()
+                mf.display(),
+                ff.display(),
+                ff.display(),
             );
         }
     }
