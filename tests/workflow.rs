@@ -99,6 +99,7 @@ struct Step {
     uses: Option<String>,
     with: serde_json::Value,
     when: Option<String>,
+    env: serde_json::Value,
 }
 
 /// The workflow's triggers and each job's steps.
@@ -106,7 +107,7 @@ fn read_back(file: &Path) -> (serde_json::Value, Vec<Step>, Vec<Step>) {
     let script = r#"
 import json, sys, yaml
 w = yaml.safe_load(open(sys.argv[1]))
-jobs = {n: [{"name": s.get("name", ""), "run": s.get("run"), "uses": s.get("uses"), "with": s.get("with"), "if": s.get("if")} for s in j["steps"]] for n, j in w["jobs"].items()}
+jobs = {n: [{"name": s.get("name", ""), "run": s.get("run"), "uses": s.get("uses"), "with": s.get("with"), "if": s.get("if"), "env": s.get("env")} for s in j["steps"]] for n, j in w["jobs"].items()}
 print(json.dumps({"on": w["on"], "jobs": jobs, "top": w, "timeouts": {n: j.get("timeout-minutes") for n, j in w["jobs"].items()}}))
 "#;
     let o = Command::new("python3")
@@ -127,6 +128,7 @@ print(json.dumps({"on": w["on"], "jobs": jobs, "top": w, "timeouts": {n: j.get("
                 uses: s["uses"].as_str().map(str::to_string),
                 with: s["with"].clone(),
                 when: s["if"].as_str().map(str::to_string),
+                env: s["env"].clone(),
             })
             .collect::<Vec<_>>()
     };
@@ -183,6 +185,8 @@ struct Runner {
     event: std::cell::RefCell<&'static str>,
     /// Tools on the runner's PATH: the `gh` stand-in.
     tools: PathBuf,
+    /// The action's `history` input, for the `if:`s that read it.
+    history: bool,
 }
 
 /// A `gh` on the runner's PATH that plays GitHub's comments and issues API for `gh api`: it
@@ -238,19 +242,25 @@ json.dump(items, open(state, "w"))
     tools
 }
 
-/// Whether a step whose `if:` is `when` runs, on `event` with the binary's cache `hit`: the
-/// few conditions bakeoff writes, each evaluated as GitHub would; any other fails the test.
-fn runs(when: Option<&str>, event: &str, hit: Option<bool>) -> bool {
+/// Whether a step whose `if:` is `when` runs, on `event` with the binary's cache `hit` and
+/// the action's `history` input: the few terms bakeoff writes, joined by `&&`, each
+/// evaluated as GitHub would; any other fails the test.
+fn runs(when: Option<&str>, event: &str, hit: Option<bool>, history: bool) -> bool {
     let pr = event == "pull_request";
-    match when {
-        None | Some("always()") | Some("${{ !cancelled() }}") => true,
-        Some("steps.bakeoff-bin.outputs.cache-hit != 'true'") => hit != Some(true),
-        Some("github.event_name == 'pull_request'") => pr,
-        Some("github.event_name != 'pull_request'") => !pr,
-        Some("${{ !cancelled() && github.event_name != 'pull_request' }}") => !pr,
-        Some("${{ !cancelled() && github.event_name == 'pull_request' }}") => pr,
-        Some(other) => panic!("a step runs `if: {other}`, which the test does not know"),
-    }
+    let Some(when) = when else { return true };
+    let when = when.trim();
+    let when = when
+        .strip_prefix("${{")
+        .and_then(|w| w.strip_suffix("}}"))
+        .unwrap_or(when);
+    when.split("&&").all(|term| match term.trim() {
+        "always()" | "!cancelled()" => true,
+        "steps.bakeoff-bin.outputs.cache-hit != 'true'" => hit != Some(true),
+        "github.event_name == 'pull_request'" => pr,
+        "github.event_name != 'pull_request'" => !pr,
+        "inputs.history == 'true'" => history,
+        other => panic!("a step runs `if: {other}`, which the test does not know"),
+    })
 }
 
 impl Runner {
@@ -264,12 +274,19 @@ impl Runner {
         let mut said = Vec::new();
         let mut hit = None;
         for s in steps {
-            if !runs(s.when.as_deref(), &self.event.borrow(), hit) {
+            if !runs(s.when.as_deref(), &self.event.borrow(), hit, self.history) {
                 continue;
             }
             if let Some(run) = &s.run {
                 let run = self.install(run);
-                let o = self.sh(&run);
+                let env: Vec<(String, String)> = s
+                    .env
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), self.fill(v.as_str().unwrap_or_default())))
+                    .collect();
+                let o = self.sh_with(&run, &env);
                 assert!(o.status.success(), "{}: {run}\n{}", s.name, stderr(&o));
                 said.push((s.name.clone(), stderr(&o)));
             } else if s.with["path"] == "~/.cargo/bin/bakeoff" {
@@ -341,12 +358,23 @@ impl Runner {
         }
     }
 
-    fn sh(&self, step: &str) -> Output {
-        let mut text = step.to_string();
+    /// `text` with the expressions the test plays filled in; none may be left.
+    fn fill(&self, text: &str) -> String {
+        let mut text = text.replace("${{ github.event_name }}", &self.event.borrow());
         for (k, v) in &self.exprs {
             text = text.replace(k, v);
         }
         assert!(!text.contains("${{"), "an expression left: {text}");
+        text
+    }
+
+    fn sh(&self, step: &str) -> Output {
+        self.sh_with(step, &[])
+    }
+
+    /// A `run:` script with bash, the step's own `env` beside the runner's.
+    fn sh_with(&self, step: &str, step_env: &[(String, String)]) -> Output {
+        let text = self.fill(step);
         assert!(
             !text.contains("$("),
             "a command substitution (shellcheck SC2046 when unquoted): {text}"
@@ -375,6 +403,7 @@ impl Runner {
             .env("BAKEOFF_CACHE", &self.builds)
             .env_remove("BAKEOFF_HISTORY")
             .envs(env)
+            .envs(step_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .output()
             .unwrap()
@@ -632,6 +661,7 @@ fn the_workflow_runs_in_the_users_own_repository() {
         builds: dir.path().join("builds"),
         event: std::cell::RefCell::new("pull_request"),
         tools: fake_gh(dir.path()),
+        history: true,
         exprs: vec![
             ("${{ github.event.pull_request.number }}".into(), "7".into()),
             ("${{ matrix.shard }}".into(), "1".into()),
@@ -803,6 +833,236 @@ fn the_workflow_runs_in_the_users_own_repository() {
         .contains("hash every answer"));
 }
 
+/// A YAML file as JSON, read with PyYAML.
+fn yaml_json(file: &Path) -> serde_json::Value {
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn steps_of(list: &serde_json::Value) -> Vec<Step> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| Step {
+            name: s["name"].as_str().unwrap_or("").to_string(),
+            run: s["run"].as_str().map(str::to_string),
+            uses: s["uses"].as_str().map(str::to_string),
+            with: s["with"].clone(),
+            when: s["if"].as_str().map(str::to_string),
+            env: s["env"].clone(),
+        })
+        .collect()
+}
+
+/// bakeoff's own action (`action.yml`, issue 70): it is a valid action whose version is this
+/// crate's; `ci github --action` writes one job that uses it with inputs it declares; and
+/// its steps, played as a runner plays a composite action in that job, judge a pull request
+/// (one comment, the gate first) and keep a history over two nights (recorded, restored,
+/// published on `gh-pages`).
+#[test]
+fn the_action_gates_a_pull_request_and_keeps_a_nightly() {
+    let action_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml");
+    if let Some(check) = check_jsonschema() {
+        let o = Command::new(check)
+            .args(["--builtin-schema", "vendor.github-actions"])
+            .arg(&action_file)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(&o)
+        );
+    }
+    let action = yaml_json(&action_file);
+    assert_eq!(
+        action["inputs"]["version"]["default"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(action["runs"]["using"], "composite");
+    // No input reaches a script as an expression (a script injection): only through `env`.
+    for s in action["runs"]["steps"].as_array().unwrap() {
+        if let Some(run) = s["run"].as_str() {
+            assert!(!run.contains("${{"), "{run}");
+        }
+    }
+
+    let dir = TempDir::new("workflow-action");
+    let (repo, base, head) = users_repo(dir.path());
+    let o = bakeoff_in(
+        &repo,
+        &[
+            "ci",
+            "github",
+            "bench/plan.toml",
+            "--pull-request",
+            "base,new",
+            "--schedule",
+            "0 3 * * *",
+            "--history",
+            "--fail-on-regression",
+            "5%",
+            "--action",
+            "me/bakeoff@v0.1.0",
+            "--out",
+            ".github/workflows",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let file = repo.join(".github/workflows/bakeoff.yml");
+    if let Some(check) = check_jsonschema() {
+        let o = Command::new(check)
+            .args(["--builtin-schema", "vendor.github-workflows"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(&o)
+        );
+    }
+    let w = yaml_json(&file);
+    assert_eq!(w["permissions"]["issues"], "write", "{w}");
+    let job = steps_of(&w["jobs"]["bakeoff"]["steps"]);
+    let at = job
+        .iter()
+        .position(|s| s.uses.as_deref() == Some("me/bakeoff@v0.1.0"))
+        .unwrap();
+    let with = job[at].with.as_object().unwrap();
+    for k in with.keys() {
+        assert!(
+            action["inputs"].get(k).is_some(),
+            "`{k}` is no input of the action"
+        );
+    }
+    assert_eq!(
+        job[at].with,
+        serde_json::json!({"plan": "bench/plan.toml", "gate": "5%", "pull-request": "base,new", "history": "true"})
+    );
+    // --action is one machine's job.
+    let o = bakeoff_in(
+        &repo,
+        &[
+            "ci",
+            "github",
+            "bench/plan.toml",
+            "--action",
+            "me/bakeoff@v1",
+            "--shards",
+            "2",
+        ],
+    );
+    assert_ne!(o.status.code(), Some(0));
+    commit(&repo, "the workflow");
+
+    // The job as the runner plays it: its steps up to the action, then the action's steps
+    // with its inputs (the given ones over the defaults; bakeoff installed from the local
+    // package, as `install` may say).
+    let checkout = dir.path().join("runner");
+    git(
+        dir.path(),
+        &["clone", "-q", repo.to_str().unwrap(), "runner"],
+    );
+    let package = package(dir.path());
+    let local = format!(
+        "CARGO_TARGET_DIR={} cargo install --locked --offline --debug --quiet --root {} --path {}",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/target/workflow-install"),
+        dir.path().join("home/.cargo").display(),
+        package.display()
+    );
+    let mut exprs: Vec<(String, String)> = Vec::new();
+    for (k, v) in action["inputs"].as_object().unwrap() {
+        let value = match k.as_str() {
+            "install" => local.clone(),
+            _ => with
+                .get(k)
+                .or(v.get("default"))
+                .and_then(|x| x.as_str())
+                .unwrap_or("")
+                .to_string(),
+        };
+        exprs.push((format!("${{{{ inputs.{k} }}}}"), value));
+    }
+    exprs.extend([
+        ("${{ github.token }}".to_string(), "token".to_string()),
+        ("${{ github.event.pull_request.number }}".into(), "7".into()),
+        (
+            "${{ github.event.pull_request.base.sha }}".into(),
+            base.clone(),
+        ),
+        (
+            "${{ github.event.pull_request.head.sha }}".into(),
+            head.clone(),
+        ),
+    ]);
+    let runner = Runner {
+        checkout: checkout.clone(),
+        home: dir.path().join("home"),
+        package,
+        github_env: dir.path().join("github_env"),
+        summary: dir.path().join("summary.md"),
+        cache: dir.path().join("actions-cache"),
+        builds: dir.path().join("builds"),
+        event: std::cell::RefCell::new("pull_request"),
+        tools: fake_gh(dir.path()),
+        history: true,
+        exprs,
+    };
+    let mut played: Vec<Step> = job.into_iter().take(at).collect();
+    played.extend(steps_of(&action["runs"]["steps"]));
+    let mut nights = 0;
+    for event in ["pull_request", "schedule", "schedule"] {
+        *runner.event.borrow_mut() = event;
+        for gone in [
+            "bakeoff-results",
+            "bakeoff-confirm",
+            "bakeoff-history",
+            ".bakeoff",
+        ] {
+            let _ = std::fs::remove_dir_all(checkout.join(gone));
+        }
+        let _ = std::fs::remove_file(&runner.summary);
+        let said = runner.job(&played);
+        let ran = &said.iter().find(|s| s.0 == "Run the plan").unwrap().1;
+        let summary = std::fs::read_to_string(&runner.summary).unwrap();
+        assert!(
+            summary.starts_with("**gate: no regression past 5"),
+            "{summary}"
+        );
+        if event == "pull_request" {
+            assert!(!ran.contains("history:"), "{ran}");
+            let comments: Vec<serde_json::Value> =
+                serde_json::from_slice(&std::fs::read(dir.path().join("comments.json")).unwrap())
+                    .unwrap();
+            assert_eq!(comments.len(), 1, "{comments:?}");
+            assert!(comments[0]["body"]
+                .as_str()
+                .unwrap()
+                .contains("**gate: no regression past 5"));
+        } else {
+            nights += 1;
+            assert!(
+                ran.contains(&format!("history: recorded run {nights} (")),
+                "{ran}"
+            );
+            let pages = git(&repo, &["log", "--format=%s", "gh-pages"]);
+            assert_eq!(pages.lines().count(), nights, "{pages}");
+        }
+    }
+    assert!(git(&repo, &["show", "gh-pages:badge.svg"]).contains("no regression at "));
+}
+
 /// bakeoff packed as `cargo publish` would upload it, unpacked: what `cargo install bakeoff`
 /// builds from.
 fn package(dir: &Path) -> PathBuf {
@@ -889,11 +1149,25 @@ fn every_workflow_passes_actionlint() {
         let w = bakeoff_in(&repo, &args);
         assert_eq!(w.status.code(), Some(0), "{}", stderr(&w));
     }
+    // And the one job that uses bakeoff's action (beside the others, under its own name).
+    let w = bakeoff_in(
+        &repo,
+        &[
+            "ci",
+            "github",
+            "bench/plan.toml",
+            "--history",
+            "--action",
+            "me/bakeoff@v0.1.0",
+        ],
+    );
+    assert_eq!(w.status.code(), Some(0), "{}", stderr(&w));
+    std::fs::write(out.join("bakeoff-action.yml"), &w.stdout).unwrap();
     let files: Vec<PathBuf> = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(files.len(), 3, "{files:?}");
+    assert_eq!(files.len(), 4, "{files:?}");
     let o = Command::new(lint)
         .args(&files)
         .current_dir(&repo)

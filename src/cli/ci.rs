@@ -24,6 +24,7 @@ impl CiGithubArgs {
             pull_request: self.pull_request.clone(),
             schedule: self.schedule.clone(),
             history: self.history,
+            action: self.action.clone(),
         }
     }
 }
@@ -155,6 +156,10 @@ pub struct CiGithubArgs {
     /// report` is kept as an artifact (docs/history.md).
     #[arg(long = "history")]
     pub history: bool,
+    /// Write one job that runs bakeoff's own action (`uses: OWNER/bakeoff@TAG`, the
+    /// repository's action.yml) instead of the shard and merge jobs; one machine only.
+    #[arg(long = "action", value_name = "OWNER/REPO@REF")]
+    pub action: Option<String>,
 }
 
 /// Five cron fields, as GitHub's `schedule` takes them.

@@ -398,6 +398,9 @@ fn flags(a: &CiGithubArgs) -> String {
     if a.history {
         f.push_str(" --history");
     }
+    if let Some(action) = &a.action {
+        f.push_str(&format!(" --action {}", sh(action)));
+    }
     f
 }
 
@@ -443,6 +446,67 @@ fn jobs(a: &CiGithubArgs, n: u32, shard_steps: Vec<Y>, merge_steps: Vec<Y>) -> Y
     ])
 }
 
+/// `--action`'s one job: check out, what the contenders need, then bakeoff's own action with
+/// the plan, the gate, the pull request's contenders and the history as its inputs.
+fn action_job(a: &CiGithubArgs, plan: &Plan, checkout: Y, action: &str) -> anyhow::Result<Y> {
+    let c = &a.common;
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "-_./@".contains(ch))
+    };
+    match action.split_once('@') {
+        Some((repo, at)) if repo.split('/').count() == 2 && plain(repo) && plain(at) => {}
+        _ => bail!("--action {action:?}: give OWNER/REPO@REF, like owner/bakeoff@v0.1.0"),
+    }
+    if c.shards != 1 {
+        bail!("--action runs one job on one machine: drop --shards {}, or --action for the shard and merge jobs", c.shards);
+    }
+    if c.fail_on_diff || c.fail_unless_equivalent.is_some() {
+        bail!("--action gates on --fail-on-regression only: drop --fail-on-diff and --fail-unless-equivalent, or --action");
+    }
+    let mut with = vec![("plan", Y::str(plan_arg(&c.plan)))];
+    if let Some(p) = c.fail_on_regression {
+        with.push(("gate", Y::str(format!("{p}%"))));
+    }
+    if let Some((base, new)) = &a.pull_request {
+        with.push(("pull-request", Y::str(format!("{base},{new}"))));
+    }
+    if a.history || plan.history.record {
+        with.push(("history", Y::str("true")));
+    }
+    if let Some(i) = &a.install {
+        with.push(("install", Y::str(i.clone())));
+    }
+    let mut steps = vec![checkout];
+    steps.extend(contender_steps(a, plan));
+    steps.push(Y::map([
+        ("name", Y::str("bakeoff")),
+        ("uses", Y::str(action)),
+        ("with", Y::map(with)),
+    ]));
+    steps.push(Y::map([
+        ("name", Y::str("Keep the results and report")),
+        ("if", Y::str("always()")),
+        ("uses", Y::str("actions/upload-artifact@v4")),
+        (
+            "with",
+            Y::map([
+                ("name", Y::str("bakeoff-results")),
+                ("path", Y::str("bakeoff-results")),
+            ]),
+        ),
+    ]));
+    Ok(Y::map([(
+        "bakeoff",
+        Y::map([
+            ("runs-on", Y::str(a.runs_on.clone())),
+            ("timeout-minutes", Y::Int(MERGE_MINUTES)),
+            ("steps", Y::List(steps)),
+        ]),
+    )]))
+}
+
 /// A GitHub Actions workflow: a matrix job per shard, then the merge.
 pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
     let c = &a.common;
@@ -455,9 +519,15 @@ pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
         ("uses", Y::str("actions/checkout@v4")),
         ("with", Y::map([("fetch-depth", Y::Int(0))])),
     ]);
-    let install = install_steps(a);
-    let shard_steps = shard_steps(a, &plan, checkout.clone(), &install)?;
-    let merge_steps = merge_steps(a, &plan, checkout, &install);
+    let jobs = match &a.action {
+        Some(action) => action_job(a, &plan, checkout, action)?,
+        None => {
+            let install = install_steps(a);
+            let shard_steps = shard_steps(a, &plan, checkout.clone(), &install)?;
+            let merge_steps = merge_steps(a, &plan, checkout, &install);
+            jobs(a, n, shard_steps, merge_steps)
+        }
+    };
     let mut on = vec![("workflow_dispatch", Y::map::<&str>([]))];
     if a.pull_request.is_some() {
         on.push(("pull_request", Y::map::<&str>([])));
@@ -499,7 +569,7 @@ pub fn github(a: &CiGithubArgs) -> anyhow::Result<String> {
     if !env.is_empty() {
         top.push(("env", Y::map(env)));
     }
-    top.push(("jobs", jobs(a, n, shard_steps, merge_steps)));
+    top.push(("jobs", jobs));
     let doc = Y::map(top);
     Ok(header("github", c, &flags(a)) + &doc.to_yaml())
 }

@@ -52,6 +52,8 @@ pub struct CiGithubArgs {
     pub schedule: Option<String>,
     /// `--history`: keep a history between runs (also when the plan records).
     pub history: bool,
+    /// `--action OWNER/REPO@REF`: one job using bakeoff's composite action.
+    pub action: Option<String>,
 }
 
 /// Where the workflow keeps the history between runs (in the runner's checkout, restored
