@@ -103,6 +103,14 @@ fn a_run_that_cannot_decide_stops_at_its_budget_and_says_so() {
     );
     // The point still open says what would settle it.
     assert!(report.contains("**Not settled:**"), "{report}");
+    // The environment line counts what the tables used, not only the plan's (issue 71).
+    if more > 0 {
+        let most = most_repetition(&res);
+        assert!(
+            report.contains(&format!("2 repetitions planned, up to {most} where the budget went on")),
+            "{report}"
+        );
+    }
 }
 
 #[test]

@@ -80,6 +80,12 @@ impl Verdict {
                 f,
                 "? {span} {name} inconclusive (clears the noise band alone, not under the report's error control)"
             ),
+            // An interval wider than ±50 % is no reading at all: a ± of hundreds of percent
+            // beside a ratio read as a number it is not.
+            Call::Inconclusive if self.ratio.precision() > 0.5 => write!(
+                f,
+                "? {span} {name} inconclusive (no reading: the interval is wider than ±50%)"
+            ),
             Call::Inconclusive => write!(
                 f,
                 "? {span} {name} inconclusive (±{})",
@@ -479,6 +485,12 @@ mod tests {
         assert_eq!(
             v(Figure::Throughput, 1.03, 0.98, 1.08).to_string(),
             "? 1.03× (0.980×–1.08×) throughput inconclusive (±5%)"
+        );
+        // An interval of ÷15 to 3.2× is no reading: no "±601%" beside it (issue 71).
+        let wide = v(Figure::Throughput, 0.458, 0.065, 3.2).to_string();
+        assert!(
+            wide.ends_with("throughput inconclusive (no reading: the interval is wider than ±50%)"),
+            "{wide}"
         );
         assert_eq!(
             v(Figure::P50, 1.0 / 500.0, 1.0 / 520.0, 1.0 / 480.0).to_string(),

@@ -456,6 +456,56 @@ mod tests {
         h
     }
 
+    /// Issue 71: what a short window cannot read is not said as a figure, and a run of
+    /// hundreds of repetitions is not listed on one line.
+    #[test]
+    fn findings_say_only_what_was_read() {
+        let saturated = |cores| {
+            Finding::GeneratorSaturated {
+                contender: "a".into(),
+                place: "get".into(),
+                utilization: 0.99,
+                contender_cores: Some(cores),
+            }
+            .to_string()
+        };
+        assert!(!saturated(0.0).contains("of a core"), "{}", saturated(0.0));
+        assert!(saturated(0.4).contains("used 40% of a core"));
+        let contention = |others| {
+            Finding::Contention {
+                contender: "a".into(),
+                place: "get".into(),
+                waited: 0.5,
+                others: Some(others),
+                cpus: vec![1],
+                points: 1,
+                of: 1,
+            }
+            .to_string()
+        };
+        assert!(
+            contention(1.66).contains("CPU 1 for all of their time"),
+            "{}",
+            contention(1.66)
+        );
+        assert!(contention(0.3).contains("CPU 1 for 30% of their time"));
+        let odd = Finding::OddRepetition {
+            contender: "a".into(),
+            place: "get".into(),
+            repetition: 7,
+            requests_per_s: 900.0,
+            others: (0..230).map(|i| 4000.0 + f64::from(i)).collect(),
+            factor: 4.6,
+            more: 0,
+        }
+        .to_string();
+        assert!(
+            odd.contains("(230 others, 4000 to 4229, median 4115)"),
+            "{odd}"
+        );
+        assert!(odd.len() < 400, "{odd}");
+    }
+
     #[test]
     fn a_stall_band_must_stand_apart_from_the_main_mode() {
         // Nagle's tail: fast calls and a few at 44 ms, nothing between.

@@ -43,7 +43,10 @@ impl fmt::Display for Finding {
                 utilization,
                 contender_cores,
             } => {
+                // Under half a percent is a window too short to read (a `--smoke` run), not
+                // an idle server: left unsaid.
                 let server = contender_cores
+                    .filter(|c| *c >= 0.005)
                     .map(|c| format!(" while the contender used {:.0}% of a core", c * 100.0))
                     .unwrap_or_default();
                 write!(
@@ -107,10 +110,14 @@ fn contention_words(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
                 "{at}: its threads waited for a CPU {:.0}% of the time they were runnable",
                 waited * 100.0
             )?;
+            // A share past the whole is the sampling of a short window: said as "all".
+            let used = match others.unwrap_or(0.0) {
+                o if o >= 0.995 => "all of their time".to_string(),
+                o => format!("{:.0}% of their time", o * 100.0),
+            };
             write!(
                 f,
-                "; other processes used its {cpus} for {:.0}% of their time — contention: verdicts settle slowly here, if at all (stop what else runs there, or give the contenders CPUs of their own: `cores`)",
-                others.unwrap_or(0.0) * 100.0
+                "; other processes used its {cpus} for {used} — contention: verdicts settle slowly here, if at all (stop what else runs there, or give the contenders CPUs of their own: `cores`)"
             )
         }
         Finding::OddRepetition {
@@ -122,10 +129,26 @@ fn contention_words(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
             factor,
             more,
         } => {
-            let list: Vec<String> = others.iter().map(|x| format!("{x:.0}")).collect();
-            let list = match list.as_slice() {
-                [a, b] => format!("{a} and {b}"),
-                _ => list.join(", "),
+            // The others' rates, a few of them: a run of hundreds of repetitions is not
+            // listed on one line.
+            let list = match others.len() {
+                0..=6 => {
+                    let list: Vec<String> = others.iter().map(|x| format!("{x:.0}")).collect();
+                    match list.as_slice() {
+                        [a, b] => format!("{a} and {b}"),
+                        _ => list.join(", "),
+                    }
+                }
+                n => {
+                    let mut sorted = others.clone();
+                    sorted.sort_by(f64::total_cmp);
+                    format!(
+                        "{n} others, {:.0} to {:.0}, median {:.0}",
+                        sorted[0],
+                        sorted[n - 1],
+                        sorted[n / 2]
+                    )
+                }
             };
             let way = if others.iter().all(|o| requests_per_s > o) {
                 "the others"

@@ -223,14 +223,17 @@ pub(super) fn environment_line(r: &crate::results::Results) -> String {
         Some(s) => format!(" · merged from {} shards", s.of),
         None => String::new(),
     };
+    // The budget's further repetitions, where it gave some: the count the tables use.
+    let most = r.runs.iter().map(|x| x.id.repetition).max().unwrap_or(0);
+    let repetitions = match most > r.repetitions {
+        true => format!(
+            "{} planned, up to {most} where the budget went on",
+            super::count(r.repetitions, "repetition")
+        ),
+        false => super::count(r.repetitions, "repetition"),
+    };
     format!(
         "{} · {} · {} CPUs{pinned} · {} · {}, {}{method}{shards} · started {}",
-        e.cpu_model,
-        e.kernel,
-        e.cpus_online,
-        r.tool,
-        super::count(r.repetitions, "repetition"),
-        r.order,
-        r.started_at
+        e.cpu_model, e.kernel, e.cpus_online, r.tool, repetitions, r.order, r.started_at
     )
 }

@@ -24,9 +24,11 @@ pub struct ServerCost {
 }
 
 impl ServerCost {
-    /// CPU microseconds per measured call; `None` without calls.
+    /// CPU microseconds per measured call; `None` without calls, or without CPU time read: a
+    /// server that answered used some, and a window shorter than the clock's tick (a
+    /// `--smoke` slice) reads none — `0 µs` and a ratio of ÷199 would be figures it is not.
     pub fn cpu_us_per(&self, calls: u64) -> Option<f64> {
-        (calls > 0).then(|| self.cpu_s * 1e6 / calls as f64)
+        (calls > 0 && self.cpu_s > 0.0).then(|| self.cpu_s * 1e6 / calls as f64)
     }
 }
 
@@ -129,4 +131,25 @@ pub fn balanced_rounds(
         return rounds.iter().map(|r| (r.1, r.2)).collect();
     }
     out
+}
+
+#[cfg(test)]
+mod cost_tests {
+    use super::ServerCost;
+
+    #[test]
+    fn no_cpu_time_read_is_no_figure() {
+        let cost = |cpu_s| ServerCost {
+            cpu_s,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+            wait_s: 0.0,
+            others_s: None,
+        };
+        let none = cost(0.0);
+        assert_eq!(none.cpu_us_per(1385), None);
+        let some = cost(0.02);
+        assert_eq!(some.cpu_us_per(1000), Some(20.0));
+        assert_eq!(some.cpu_us_per(0), None);
+    }
 }
