@@ -107,7 +107,9 @@ fn a_run_that_cannot_decide_stops_at_its_budget_and_says_so() {
     if more > 0 {
         let most = most_repetition(&res);
         assert!(
-            report.contains(&format!("2 repetitions planned, up to {most} where the budget went on")),
+            report.contains(&format!(
+                "2 repetitions planned, up to {most} where the budget went on"
+            )),
             "{report}"
         );
     }

@@ -249,8 +249,9 @@ pub fn search(
     effect: Option<f64>,
     limit: usize,
 ) -> anyhow::Result<Option<(Option<Hunt>, Answer)>> {
+    // Numbered as the report's table numbers its runs: the endpoints are the first.
     bench.progress(&format!(
-        "endpoints: {} commits apart, measured side by side",
+        "step 1, the endpoints: {} commits apart, measured side by side",
         n
     ));
     let Some(ends) = bench.measure(Kind::Endpoints, &[0, n], None)? else {
@@ -308,8 +309,10 @@ pub fn search(
         at.extend(&cuts);
         at.push(hi);
         bench.progress(&format!(
-            "step {steps} of about {}: {} commits left between {lo} and {hi}, measuring {}",
-            steps - 1 + about(hi - lo, ways) + open.len(),
+            "step {} of about {}: {} commits left between {lo} and {hi}, measuring {}",
+            steps + 1,
+            // The endpoints, these steps, those still to come, and a confirmation.
+            steps + about(hi - lo, ways) + open.len() + 1,
             hi - lo,
             at.iter()
                 .map(|i| i.to_string())
@@ -346,8 +349,14 @@ pub fn search(
             });
         }
     }
+    // The endpoints and the steps so far.
+    let mut measured = steps + 1;
     for b in blames.iter_mut().filter(|b| b.to == b.from + 1) {
-        bench.progress(&format!("confirming commit {} against its parent", b.to));
+        measured += 1;
+        bench.progress(&format!(
+            "step {measured}: confirming commit {} against its parent",
+            b.to
+        ));
         let Some(again) = bench.measure(Kind::Confirm, &[b.from, b.to], Some(hunt))? else {
             return Ok(None);
         };

@@ -53,6 +53,14 @@ pub struct Record {
     pub steps: Vec<Step>,
     pub hunt: Option<Hunt>,
     pub answer: Option<Answer>,
+    /// The contender's `incremental = true`: each commit built in one work tree kept in
+    /// the cache (false in records from before it was kept).
+    #[serde(default)]
+    pub incremental: bool,
+    /// The contender's repository on this machine, where `bakeoff check` reads the working
+    /// tree (none in records from before it was kept).
+    #[serde(default)]
+    pub repo: Option<String>,
 }
 
 /// A commit built (or found in the cache, or not built).
@@ -202,6 +210,8 @@ mod tests {
             steps: Vec::new(),
             hunt: None,
             answer: None,
+            incremental: false,
+            repo: None,
         }
     }
 

@@ -46,9 +46,29 @@ pub fn answer_lines(r: &Record, dir: &Path) -> Vec<String> {
                 pct(h.effect)
             )],
         },
-        (Some(Answer::Undecided), _) => vec![format!(
-            "**Undecided**: {bad} against {good} is still inconclusive after the budget: {ends_text}. A larger --budget (or a quieter machine: see the endpoints' report) would settle it; no commit is blamed."
-        )],
+        (Some(Answer::Undecided), _) => {
+            // The points that stayed open, not one that settled.
+            let open: Vec<String> = ends
+                .and_then(|s| s.pairs.first())
+                .map(|p| {
+                    p.points
+                        .iter()
+                        .filter(|x| x.call == super::Call::Inconclusive)
+                        .map(|x| match p.points.len() {
+                            1 => x.text.clone(),
+                            _ => format!("{} at {}", x.text, x.point),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let open = match open.is_empty() {
+                true => ends_text,
+                false => open.join("; "),
+            };
+            vec![format!(
+                "**Undecided**: {bad} against {good} is still inconclusive after the budget: {open}. A larger --budget (or a quieter machine: see the endpoints' report) would settle it; no commit is blamed."
+            )]
+        }
         (Some(Answer::Culprits { blames }), _) => {
             blames.iter().map(|b| blame_line(r, b)).collect()
         }
@@ -119,23 +139,51 @@ fn last_pair(r: &Record, kind: Kind, from: usize, to: usize, hunt: Option<Hunt>)
         .unwrap_or_else(|| "not measured".into())
 }
 
-/// A pair's verdict at the point that decided it (the first toward the change, else the
-/// first), with the point when there are several.
+/// A pair's verdict at the point that decided it — of the points toward the change, the one
+/// that moved most (as the band is set from the endpoints' largest), else the first — with
+/// the point when there are several.
 fn decisive(p: &Pair, hunt: Option<Hunt>) -> String {
     let toward = hunt.and_then(|h| {
-        p.points.iter().find(|x| {
-            h.read(&Pair {
-                from: p.from,
-                to: p.to,
-                points: vec![(*x).clone()],
-            }) == Reading::Toward
-        })
+        p.points
+            .iter()
+            .filter(|x| {
+                h.read(&Pair {
+                    from: p.from,
+                    to: p.to,
+                    points: vec![(*x).clone()],
+                }) == Reading::Toward
+            })
+            .max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs()))
     });
     match toward.or(p.points.first()) {
         None => "no verdict (a commit did not start or stay up: see the step's report)".into(),
         Some(x) if p.points.len() == 1 => x.text.clone(),
         Some(x) => format!("{} at {}", x.text, x.point),
     }
+}
+
+/// The endpoints' point that set the band: where they differed most (as [`Hunt::of`] reads
+/// it).
+fn band_point(r: &Record) -> Option<String> {
+    let ends = r.step(Kind::Endpoints, &[0, r.commits.len() - 1])?;
+    ends.pairs
+        .first()?
+        .points
+        .iter()
+        .filter(|p| p.call.differs())
+        .max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs()))
+        .map(|p| p.point.clone())
+}
+
+/// `s` as one word for a POSIX shell: as it is when plain, else single-quoted.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// `12.5%`, `10%`.
@@ -153,16 +201,43 @@ fn blocks(r: &Record, dir: &Path) -> Vec<Block> {
     out.extend(answer_lines(r, dir).into_iter().map(Block::Text));
     if let Some(h) = r.hunt {
         out.push(Block::Text(format!(
-            "The change hunted: {} on the judged figure ({}), a culprit at least ±{} ({}). {} commits after the good one, first parents only.",
+            "The change hunted: {} on the judged figure ({}), a culprit at least ±{} ({}). A change smaller than that in these {} commits (after the good one, first parents only) is not looked for: a second, smaller regression among them would not be found.",
             if h.higher { "higher" } else { "lower" },
             r.figure.as_deref().unwrap_or("the plan's main one"),
             pct(h.effect),
             match r.effect {
-                Some(_) => "--effect",
-                None => "half of what good against bad measured",
+                Some(_) => "--effect".to_string(),
+                None => match band_point(r) {
+                    Some(at) => format!("half of what good against bad measured at {at}, where they differed most"),
+                    None => "half of what good against bad measured".into(),
+                },
             },
             n
         )));
+    }
+    if let Some(ends) = r
+        .step(Kind::Endpoints, &[0, n])
+        .and_then(|s| s.pairs.first())
+    {
+        if ends.points.len() > 1 {
+            out.push(Block::Heading("The endpoints, every point".into()));
+            let set = band_point(r).filter(|_| r.effect.is_none());
+            let rows = ends
+                .points
+                .iter()
+                .map(|x| {
+                    vec![
+                        x.point.clone(),
+                        x.text.clone(),
+                        match set.as_deref() == Some(x.point.as_str()) {
+                            true => "set the band".into(),
+                            false => String::new(),
+                        },
+                    ]
+                })
+                .collect();
+            out.push(Block::Table(vec!["point", "bad against good", ""], rows));
+        }
     }
     out.push(Block::Heading("Steps".into()));
     out.push(steps(r));
@@ -171,8 +246,12 @@ fn blocks(r: &Record, dir: &Path) -> Vec<Block> {
     let built = r.builds.iter().filter(|b| b.built && !b.cached).count();
     let failed = r.builds.iter().filter(|b| !b.built).count();
     let cached = r.builds.iter().filter(|b| b.cached).count();
+    let how = match r.incremental {
+        true => "; incremental: one work tree, each build starting from what the last left",
+        false => "",
+    };
     out.push(Block::Text(format!(
-        "{} ({built} compiled, {cached} from the cache, {failed} did not build), {:.0} s of building; {} measured, {:.0} s.",
+        "{} ({built} compiled, {cached} from the cache, {failed} did not build{how}), {:.0} s of building; {} measured, {:.0} s.",
         crate::units::count(r.builds.len() as u64, "build"),
         r.builds.iter().map(|b| b.seconds).sum::<f64>(),
         crate::units::count(r.steps.len() as u64, "run"),
@@ -182,15 +261,19 @@ fn blocks(r: &Record, dir: &Path) -> Vec<Block> {
         out.push(Block::Heading("Again".into()));
         let (from, to) = (last.at[0], *last.at.last().expect("two commits a run"));
         out.push(Block::Text(
-            "The last comparison, read again, and measured again from the contender's repository:"
+            "The last comparison, read again; and measured again in the contender's repository, whose working tree `check` builds — `git switch -` goes back to where it was, and the results go outside the checkout:"
                 .into(),
         ));
+        let repo = match &r.repo {
+            Some(p) => format!("cd {} && ", shell_word(p)),
+            None => String::new(),
+        };
         out.push(Block::Code(format!(
-            "bakeoff report {}\ngit checkout {} && bakeoff check {} --contender {} --against {}",
-            dir.join(&last.dir).display(),
+            "bakeoff report {}\n{repo}git switch --detach {} && bakeoff check {} --contender {} --against {}; git switch -",
+            shell_word(&dir.join(&last.dir).display().to_string()),
             r.commits[to].id,
-            r.plan,
-            r.contender,
+            shell_word(&r.plan),
+            shell_word(&r.contender),
             r.commits[from].id
         )));
     }
@@ -359,4 +442,138 @@ pub fn write(r: &Record, dir: &Path) -> anyhow::Result<()> {
     crate::results::write_atomic(&dir.join("report.md"), markdown(r, dir).as_bytes())?;
     crate::results::write_atomic(&dir.join("report.html"), html(r, dir).as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bisect::record::Step;
+    use crate::bisect::{Call, PointRead};
+    use crate::build::history::Commit;
+
+    fn point(at: &str, call: Call, ratio: f64) -> PointRead {
+        PointRead {
+            point: at.into(),
+            call,
+            ratio,
+            lo: ratio * 0.98,
+            hi: ratio * 1.02,
+            text: format!("{ratio}× at {at}"),
+        }
+    }
+
+    fn step(kind: Kind, from: usize, to: usize, points: Vec<PointRead>) -> Step {
+        Step {
+            kind,
+            at: vec![from, to],
+            dir: format!("steps/{}", kind.word()),
+            seconds: 1.0,
+            pairs: vec![Pair { from, to, points }],
+        }
+    }
+
+    fn record(steps: Vec<Step>, hunt: Option<Hunt>, answer: Answer) -> Record {
+        Record {
+            schema: crate::bisect::record::SCHEMA,
+            bakeoff: "0".into(),
+            started_at: "2026-12-07T00:00:00Z".into(),
+            status: Status::Done,
+            plan: "/r/bench/plan.toml".into(),
+            plan_name: "p".into(),
+            contender: "srv".into(),
+            good: "v1".into(),
+            bad: "main".into(),
+            figure: None,
+            scenarios: Vec::new(),
+            effect: None,
+            ways: 2,
+            budget: None,
+            commits: (0..5)
+                .map(|k| Commit {
+                    id: format!("{k:040x}"),
+                    subject: format!("commit {k}"),
+                })
+                .collect(),
+            builds: Vec::new(),
+            steps,
+            hunt,
+            answer: Some(answer),
+            incremental: true,
+            repo: Some("/r".into()),
+        }
+    }
+
+    /// Issue 71 items 2 and 3: the band is explained where it is used — every endpoint
+    /// point, which set it, that smaller steps are not looked for — the culprit quotes the
+    /// point that moved most (the band's), the builds say they were incremental, and the
+    /// command to measure again runs in the repository and goes back.
+    #[test]
+    fn the_band_and_the_culprit_quote_the_same_point() {
+        let ends = vec![
+            point("get [clients=1]", Call::Higher, 1.71),
+            point("get [clients=16]", Call::Higher, 2.9),
+        ];
+        let confirm = vec![
+            point("get [clients=1]", Call::Higher, 1.7),
+            point("get [clients=16]", Call::Higher, 2.8),
+        ];
+        let hunt = Hunt {
+            higher: true,
+            effect: 2.9f64.sqrt() - 1.0,
+        };
+        let r = record(
+            vec![
+                step(Kind::Endpoints, 0, 4, ends),
+                step(Kind::Confirm, 2, 3, confirm),
+            ],
+            Some(hunt),
+            Answer::Culprits {
+                blames: vec![Blame {
+                    from: 2,
+                    to: 3,
+                    why: Why::Confirmed,
+                }],
+            },
+        );
+        let md = markdown(&r, Path::new("/r/out"));
+        assert!(
+            md.contains(
+                "measured again against its parent, 2.8× at get [clients=16] at get [clients=16]"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("half of what good against bad measured at get [clients=16]"),
+            "{md}"
+        );
+        assert!(md.contains("is not looked for"), "{md}");
+        assert!(
+            md.contains("| get [clients=16] | 2.9× at get [clients=16] | set the band |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| get [clients=1] | 1.71× at get [clients=1] |  |"),
+            "{md}"
+        );
+        assert!(md.contains("incremental: one work tree"), "{md}");
+        assert!(md.contains("cd /r && git switch --detach "), "{md}");
+        assert!(md.contains("; git switch -\n"), "{md}");
+    }
+
+    /// An undecided bisection names the point that stayed open, not one that settled.
+    #[test]
+    fn undecided_names_the_point_left_open() {
+        let ends = vec![
+            point("small file [clients=1]", Call::Equivalent, 0.999),
+            point("small file [clients=16]", Call::Inconclusive, 1.01),
+        ];
+        let r = record(
+            vec![step(Kind::Endpoints, 0, 4, ends)],
+            None,
+            Answer::Undecided,
+        );
+        let line = answer_lines(&r, Path::new("/r/out")).join("\n");
+        assert!(line.contains("inconclusive after the budget: 1.01× at small file [clients=16] at small file [clients=16]"), "{line}");
+        assert!(!line.contains("clients=1]"), "{line}");
+    }
 }

@@ -173,6 +173,14 @@ fn start(args: &Request, cancel: &Cancel) -> anyhow::Result<(Record, PathBuf)> {
         steps: vec![],
         hunt: None,
         answer: None,
+        incremental: source.incremental,
+        repo: match &source.from {
+            SourceKind::Git {
+                at: crate::plan::Location::Local(p),
+                ..
+            } => Some(p.to_string_lossy().into_owned()),
+            _ => None,
+        },
     };
     record.save(&dir)?;
     eprintln!(
