@@ -90,7 +90,16 @@ fn render(
         esc(&crate::results::now_utc())
     );
     steps_table(&mut out, changes, urls);
-    for s in series {
+    // The series a step is read in first: ratios to a reference, then the contenders'
+    // absolute figures, the reference's own last.
+    let mut ordered: Vec<&Series> = series.iter().collect();
+    ordered.sort_by_key(|s| {
+        let reference = series
+            .iter()
+            .any(|r| r.key.against.as_deref() == Some(s.key.contender.as_str()));
+        (s.key.against.is_none(), reference)
+    });
+    for s in ordered {
         let url = urls.get(&s.key.plan).and_then(Option::as_ref);
         let mine: Vec<&Change> = changes.iter().filter(|c| c.found.key == s.key).collect();
         let _ = write!(
@@ -147,6 +156,8 @@ fn steps_table(out: &mut String, changes: &[Change], urls: &BTreeMap<String, Opt
 struct Scale {
     n: usize,
     top_value: f64,
+    /// The axis' lowest value: 0 for a figure, near the data for a ratio series.
+    bottom_value: f64,
 }
 
 impl Scale {
@@ -162,8 +173,28 @@ impl Scale {
     }
 
     fn y(&self, v: f64) -> f64 {
-        Self::TOP + (Self::H - Self::TOP - Self::BOTTOM) * (1.0 - v / self.top_value)
+        let span = (self.top_value - self.bottom_value).max(f64::MIN_POSITIVE);
+        Self::TOP + (Self::H - Self::TOP - Self::BOTTOM) * (1.0 - (v - self.bottom_value) / span)
     }
+}
+
+/// A ratio axis over `lo`..`hi`, padded: its ticks at a round step (at most about five), its
+/// bottom and top.
+fn ratio_axis(lo: f64, hi: f64) -> (Vec<f64>, f64, f64) {
+    let pad = ((hi - lo) * 0.1).max(0.01);
+    let (lo, hi) = (lo - pad, hi + pad);
+    let step = [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+        .into_iter()
+        .find(|st| (hi - lo) / st <= 5.0)
+        .unwrap_or(10.0);
+    let bottom = (lo / step).floor() * step;
+    let top = (hi / step).ceil() * step;
+    let ticks = (0..)
+        .map(|k| bottom + step * f64::from(k))
+        .take_while(|t| *t <= top + step / 2.0)
+        .filter(|t| *t > 0.0)
+        .collect();
+    (ticks, bottom.max(0.0), top)
 }
 
 /// The figure over the series' commits: each point with its interval, each step a dashed
@@ -174,15 +205,37 @@ fn chart(s: &Series, steps: &[&Change]) -> String {
         .iter()
         .map(|p| p.hi.unwrap_or(p.value).max(p.value))
         .fold(0.0, f64::max);
-    let ticks = y_ticks(max);
-    let sc = Scale {
-        n: s.points.len().max(1),
-        top_value: ticks
-            .last()
-            .copied()
-            .unwrap_or(1.0)
-            .max(max)
-            .max(f64::MIN_POSITIVE),
+    let (ticks, sc) = match s.key.against.is_some() {
+        // A ratio series moves by percents around 1: its axis spans its intervals, or a
+        // 4 % step would be a pixel's rise on an axis from 0.
+        true => {
+            let min = s
+                .points
+                .iter()
+                .map(|p| p.lo.unwrap_or(p.value).min(p.value))
+                .fold(f64::INFINITY, f64::min);
+            let (ticks, bottom, top) = ratio_axis(min.min(1.0), max.max(1.0));
+            let sc = Scale {
+                n: s.points.len().max(1),
+                top_value: top,
+                bottom_value: bottom,
+            };
+            (ticks, sc)
+        }
+        false => {
+            let ticks = y_ticks(max);
+            let sc = Scale {
+                n: s.points.len().max(1),
+                top_value: ticks
+                    .last()
+                    .copied()
+                    .unwrap_or(1.0)
+                    .max(max)
+                    .max(f64::MIN_POSITIVE),
+                bottom_value: 0.0,
+            };
+            (ticks, sc)
+        }
     };
     let (w, h, left, right) = (Scale::W, Scale::H, Scale::LEFT, Scale::RIGHT);
     let mut svg = format!(
@@ -339,6 +392,19 @@ fn points_table(out: &mut String, s: &Series, url: Option<&String>) {
 
 #[cfg(test)]
 mod tests {
+    /// A ratio series' axis spans its data (a 4 % step is a quarter of the chart, not a
+    /// pixel over an axis from 0), with 1× on it and a handful of round ticks.
+    #[test]
+    fn a_ratio_axis_spans_its_data() {
+        let (ticks, bottom, top) = super::ratio_axis(0.985, 1.085);
+        assert!(bottom < 0.985 && bottom > 0.9, "{bottom}");
+        assert!(top > 1.085 && top < 1.2, "{top}");
+        assert!(ticks.len() >= 3 && ticks.len() <= 7, "{ticks:?}");
+        assert!(ticks.iter().any(|t| (t - 1.0).abs() < 1e-9), "{ticks:?}");
+        let (wide, _, _) = super::ratio_axis(0.5, 3.0);
+        assert!(wide.len() <= 7, "{wide:?}");
+    }
+
     use super::commit;
 
     /// Issue 68: only `http:` and `https:` links are written, after `{commit}` is filled in.

@@ -15,7 +15,16 @@ pub fn title(r: &Results) -> String {
         .filter(|c| c.variant.is_none())
         .filter_map(|c| {
             let s = c.source.as_ref()?;
-            Some(format!("{} @ {}", c.name, s.reference.as_deref()?))
+            // A commit id named as the ref (a pull request's, a bisection's) is shortened:
+            // the contenders table below has it whole.
+            let at = s.reference.as_deref()?;
+            let hex = at.len() > 12 && at.chars().all(|ch| ch.is_ascii_hexdigit());
+            let at = if hex {
+                crate::units::prefix(at, 10)
+            } else {
+                at
+            };
+            Some(format!("{} @ {}", c.name, at))
         })
         .collect();
     match refs.is_empty() {
