@@ -360,7 +360,11 @@ impl Runner {
 
     /// `text` with the expressions the test plays filled in; none may be left.
     fn fill(&self, text: &str) -> String {
-        let mut text = text.replace("${{ github.event_name }}", &self.event.borrow());
+        // What every runner sets: the event, and the job's token (the `gh` stand-in takes
+        // any).
+        let mut text = text
+            .replace("${{ github.event_name }}", &self.event.borrow())
+            .replace("${{ github.token }}", "token");
         for (k, v) in &self.exprs {
             text = text.replace(k, v);
         }
@@ -995,8 +999,10 @@ fn the_action_gates_a_pull_request_and_keeps_a_nightly() {
         exprs.push((format!("${{{{ inputs.{k} }}}}"), value));
     }
     exprs.extend([
-        ("${{ github.token }}".to_string(), "token".to_string()),
-        ("${{ github.event.pull_request.number }}".into(), "7".into()),
+        (
+            "${{ github.event.pull_request.number }}".to_string(),
+            "7".to_string(),
+        ),
         (
             "${{ github.event.pull_request.base.sha }}".into(),
             base.clone(),
