@@ -199,6 +199,52 @@ fn blocks(r: &Record, dir: &Path) -> Vec<Block> {
         r.contender, r.plan_name, r.good, r.bad
     ))];
     out.extend(answer_lines(r, dir).into_iter().map(Block::Text));
+    out.extend(band_blocks(r, n));
+    out.push(Block::Heading("Steps".into()));
+    out.push(steps(r));
+    out.push(Block::Heading("Commits tried".into()));
+    out.push(commits(r));
+    let built = r.builds.iter().filter(|b| b.built && !b.cached).count();
+    let failed = r.builds.iter().filter(|b| !b.built).count();
+    let cached = r.builds.iter().filter(|b| b.cached).count();
+    let how = match r.incremental {
+        true => "; incremental: one work tree, each build starting from what the last left",
+        false => "",
+    };
+    out.push(Block::Text(format!(
+        "{} ({built} compiled, {cached} from the cache, {failed} did not build{how}), {:.0} s of building; {} measured, {:.0} s.",
+        crate::units::count(r.builds.len() as u64, "build"),
+        r.builds.iter().map(|b| b.seconds).sum::<f64>(),
+        crate::units::count(r.steps.len() as u64, "run"),
+        r.steps.iter().map(|s| s.seconds).sum::<f64>(),
+    )));
+    if let Some(last) = r.steps.last() {
+        out.push(Block::Heading("Again".into()));
+        let (from, to) = (last.at[0], *last.at.last().expect("two commits a run"));
+        out.push(Block::Text(
+            "The last comparison, read again; and measured again in the contender's repository, whose working tree `check` builds — `git switch -` goes back to where it was, and the results go outside the checkout:"
+                .into(),
+        ));
+        let repo = match &r.repo {
+            Some(p) => format!("cd {} && ", shell_word(p)),
+            None => String::new(),
+        };
+        out.push(Block::Code(format!(
+            "bakeoff report {}\n{repo}git switch --detach {} && bakeoff check {} --contender {} --against {}; git switch -",
+            shell_word(&dir.join(&last.dir).display().to_string()),
+            r.commits[to].id,
+            shell_word(&r.plan),
+            shell_word(&r.contender),
+            r.commits[from].id
+        )));
+    }
+    out
+}
+
+/// The change hunted and its band — where the band came from, that a smaller change is not
+/// looked for — and every point of the endpoints when there are several.
+fn band_blocks(r: &Record, n: usize) -> Vec<Block> {
+    let mut out = Vec::new();
     if let Some(h) = r.hunt {
         out.push(Block::Text(format!(
             "The change hunted: {} on the judged figure ({}), a culprit at least ±{} ({}). A change smaller than that in these {} commits (after the good one, first parents only) is not looked for: a second, smaller regression among them would not be found.",
@@ -238,44 +284,6 @@ fn blocks(r: &Record, dir: &Path) -> Vec<Block> {
                 .collect();
             out.push(Block::Table(vec!["point", "bad against good", ""], rows));
         }
-    }
-    out.push(Block::Heading("Steps".into()));
-    out.push(steps(r));
-    out.push(Block::Heading("Commits tried".into()));
-    out.push(commits(r));
-    let built = r.builds.iter().filter(|b| b.built && !b.cached).count();
-    let failed = r.builds.iter().filter(|b| !b.built).count();
-    let cached = r.builds.iter().filter(|b| b.cached).count();
-    let how = match r.incremental {
-        true => "; incremental: one work tree, each build starting from what the last left",
-        false => "",
-    };
-    out.push(Block::Text(format!(
-        "{} ({built} compiled, {cached} from the cache, {failed} did not build{how}), {:.0} s of building; {} measured, {:.0} s.",
-        crate::units::count(r.builds.len() as u64, "build"),
-        r.builds.iter().map(|b| b.seconds).sum::<f64>(),
-        crate::units::count(r.steps.len() as u64, "run"),
-        r.steps.iter().map(|s| s.seconds).sum::<f64>(),
-    )));
-    if let Some(last) = r.steps.last() {
-        out.push(Block::Heading("Again".into()));
-        let (from, to) = (last.at[0], *last.at.last().expect("two commits a run"));
-        out.push(Block::Text(
-            "The last comparison, read again; and measured again in the contender's repository, whose working tree `check` builds — `git switch -` goes back to where it was, and the results go outside the checkout:"
-                .into(),
-        ));
-        let repo = match &r.repo {
-            Some(p) => format!("cd {} && ", shell_word(p)),
-            None => String::new(),
-        };
-        out.push(Block::Code(format!(
-            "bakeoff report {}\n{repo}git switch --detach {} && bakeoff check {} --contender {} --against {}; git switch -",
-            shell_word(&dir.join(&last.dir).display().to_string()),
-            r.commits[to].id,
-            shell_word(&r.plan),
-            shell_word(&r.contender),
-            r.commits[from].id
-        )));
     }
     out
 }

@@ -120,52 +120,59 @@ fn contention_words(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
                 "; other processes used its {cpus} for {used} — contention: verdicts settle slowly here, if at all (stop what else runs there, or give the contenders CPUs of their own: `cores`)"
             )
         }
-        Finding::OddRepetition {
-            contender,
-            place,
-            repetition,
-            requests_per_s,
-            others,
-            factor,
-            more,
-        } => {
-            // The others' rates, a few of them: a run of hundreds of repetitions is not
-            // listed on one line.
-            let list = match others.len() {
-                0..=6 => {
-                    let list: Vec<String> = others.iter().map(|x| format!("{x:.0}")).collect();
-                    match list.as_slice() {
-                        [a, b] => format!("{a} and {b}"),
-                        _ => list.join(", "),
-                    }
-                }
-                n => {
-                    let mut sorted = others.clone();
-                    sorted.sort_by(f64::total_cmp);
-                    format!(
-                        "{n} others, {:.0} to {:.0}, median {:.0}",
-                        sorted[0],
-                        sorted[n - 1],
-                        sorted[n / 2]
-                    )
-                }
-            };
-            let way = if others.iter().all(|o| requests_per_s > o) {
-                "the others"
-            } else {
-                "less than the others"
-            };
-            write!(
+        Finding::OddRepetition { .. } => odd_words(f, x),
+        _ => Ok(()),
+    }
+}
+
+/// The words of [`Finding::OddRepetition`].
+fn odd_words(f: &mut fmt::Formatter<'_>, x: &Finding) -> fmt::Result {
+    let Finding::OddRepetition {
+        contender,
+        place,
+        repetition,
+        requests_per_s,
+        others,
+        factor,
+        more,
+    } = x
+    else {
+        return Ok(());
+    };
+    // The others' rates, a few of them: a run of hundreds of repetitions is not
+    // listed on one line.
+    let list = match others.len() {
+        0..=6 => {
+            let list: Vec<String> = others.iter().map(|x| format!("{x:.0}")).collect();
+            match list.as_slice() {
+                [a, b] => format!("{a} and {b}"),
+                _ => list.join(", "),
+            }
+        }
+        n => {
+            let mut sorted = others.clone();
+            sorted.sort_by(f64::total_cmp);
+            format!(
+                "{n} others, {:.0} to {:.0}, median {:.0}",
+                sorted[0],
+                sorted[n - 1],
+                sorted[n / 2]
+            )
+        }
+    };
+    let way = if others.iter().all(|o| requests_per_s > o) {
+        "the others"
+    } else {
+        "less than the others"
+    };
+    write!(
                 f,
                 "{contender}, {place}: repetition {repetition} served {requests_per_s:.0} requests/s, {factor:.1}× {way} ({list}) — something happened to that one (a neighbour, a hiccup), and its figures weigh in every verdict"
             )?;
-            if *more > 0 {
-                write!(f, "; {more} more such")?;
-            }
-            Ok(())
-        }
-        _ => Ok(()),
+    if *more > 0 {
+        write!(f, "; {more} more such")?;
     }
+    Ok(())
 }
 
 /// Where repetitions ran on different machines, or one machine disagrees.

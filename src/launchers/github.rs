@@ -1,6 +1,8 @@
 //! `bakeoff ci github` (docs/scale-out.md): a GitHub Actions workflow — a matrix job per
 //! shard, then the merge, with the history's steps when the plan keeps one.
 
+use super::action::action_job;
+use super::install::install_steps;
 use super::*;
 
 /// The condition of a step for pull requests only, and for every other event.
@@ -21,79 +23,6 @@ fn when(condition: &str, step: Y) -> Y {
 /// A workflow step that runs a command.
 fn step(name: &str, run: String) -> Y {
     Y::map([("name", Y::str(name)), ("run", Y::str(run))])
-}
-
-/// Installing bakeoff: `--install`'s command, else this version from crates.io with the
-/// binary kept in the Actions cache under its version, so only a version's first job
-/// compiles it.
-fn install_steps(a: &CiGithubArgs) -> Vec<Y> {
-    // The binary is kept under what identifies it: this version, or the install command
-    // (which, for `--git`, names its `--rev`).
-    let (version, command) = match &a.install {
-        Some(cmd) => (
-            format!("install-{}", &crate::history::fnv(cmd.bytes())[..12]),
-            cmd.clone(),
-        ),
-        None => {
-            let v = env!("CARGO_PKG_VERSION").to_string();
-            let cmd = format!("cargo install --locked bakeoff --version {v}");
-            (v, cmd)
-        }
-    };
-    vec![
-        Y::map([
-            ("name", Y::str("Keep bakeoff's binary")),
-            ("id", Y::str("bakeoff-bin")),
-            ("uses", Y::str("actions/cache@v4")),
-            (
-                "with",
-                Y::map([
-                    ("path", Y::str("~/.cargo/bin/bakeoff")),
-                    (
-                        "key",
-                        Y::str(format!("bakeoff-bin-${{{{ runner.os }}}}-{version}")),
-                    ),
-                ]),
-            ),
-        ]),
-        Y::map([
-            ("name", Y::str("Install bakeoff")),
-            (
-                "if",
-                Y::str("steps.bakeoff-bin.outputs.cache-hit != 'true'"),
-            ),
-            ("run", Y::str(command)),
-        ]),
-    ]
-}
-
-/// What the contenders need on a fresh runner: the plan's `[ci] setup` and `--setup`
-/// commands, and the cache of builds from source.
-fn contender_steps(a: &CiGithubArgs, plan: &Plan) -> Vec<Y> {
-    let mut steps = Vec::new();
-    for s in plan.ci.setup.iter().chain(&a.setup) {
-        steps.push(step("Set up the contenders", s.clone()));
-    }
-    if plan.contenders.iter().any(|c| c.source.is_some()) {
-        // Builds of the same commits are kept between runs (bakeoff's cache key decides
-        // what is reused; a stale entry is only a miss).
-        steps.push(Y::map([
-            ("name", Y::str("Keep the contenders' builds")),
-            ("uses", Y::str("actions/cache@v4")),
-            (
-                "with",
-                Y::map([
-                    ("path", Y::str("~/.cache/bakeoff/builds")),
-                    (
-                        "key",
-                        Y::str("bakeoff-builds-${{ runner.os }}-${{ github.event.pull_request.base.sha }}-${{ github.sha }}"),
-                    ),
-                    ("restore-keys", Y::str("bakeoff-builds-${{ runner.os }}-")),
-                ]),
-            ),
-        ]));
-    }
-    steps
 }
 
 /// A shard job's steps: check out, install, what the contenders need, the shard's run (at a
@@ -334,11 +263,6 @@ fn history_steps(c: &CiCommon, pull_requests: bool) -> Vec<Y> {
     ]
 }
 
-/// How long a shard job may run, and the merge (which, with a history, may confirm and
-/// bisect a step): past it GitHub cancels the job, rather than after its 6 hours.
-const SHARD_MINUTES: i64 = 120;
-const MERGE_MINUTES: i64 = 240;
-
 /// What a workflow is for, by its triggers: its file and its title.
 pub struct Kind {
     pub file: &'static str,
@@ -444,67 +368,6 @@ fn jobs(a: &CiGithubArgs, n: u32, shard_steps: Vec<Y>, merge_steps: Vec<Y>) -> Y
             ]),
         ),
     ])
-}
-
-/// `--action`'s one job: check out, what the contenders need, then bakeoff's own action with
-/// the plan, the gate, the pull request's contenders and the history as its inputs.
-fn action_job(a: &CiGithubArgs, plan: &Plan, checkout: Y, action: &str) -> anyhow::Result<Y> {
-    let c = &a.common;
-    let plain = |s: &str| {
-        !s.is_empty()
-            && s.chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || "-_./@".contains(ch))
-    };
-    match action.split_once('@') {
-        Some((repo, at)) if repo.split('/').count() == 2 && plain(repo) && plain(at) => {}
-        _ => bail!("--action {action:?}: give OWNER/REPO@REF, like owner/bakeoff@v0.1.0"),
-    }
-    if c.shards != 1 {
-        bail!("--action runs one job on one machine: drop --shards {}, or --action for the shard and merge jobs", c.shards);
-    }
-    if c.fail_on_diff || c.fail_unless_equivalent.is_some() {
-        bail!("--action gates on --fail-on-regression only: drop --fail-on-diff and --fail-unless-equivalent, or --action");
-    }
-    let mut with = vec![("plan", Y::str(plan_arg(&c.plan)))];
-    if let Some(p) = c.fail_on_regression {
-        with.push(("gate", Y::str(format!("{p}%"))));
-    }
-    if let Some((base, new)) = &a.pull_request {
-        with.push(("pull-request", Y::str(format!("{base},{new}"))));
-    }
-    if a.history || plan.history.record {
-        with.push(("history", Y::str("true")));
-    }
-    if let Some(i) = &a.install {
-        with.push(("install", Y::str(i.clone())));
-    }
-    let mut steps = vec![checkout];
-    steps.extend(contender_steps(a, plan));
-    steps.push(Y::map([
-        ("name", Y::str("bakeoff")),
-        ("uses", Y::str(action)),
-        ("with", Y::map(with)),
-    ]));
-    steps.push(Y::map([
-        ("name", Y::str("Keep the results and report")),
-        ("if", Y::str("always()")),
-        ("uses", Y::str("actions/upload-artifact@v4")),
-        (
-            "with",
-            Y::map([
-                ("name", Y::str("bakeoff-results")),
-                ("path", Y::str("bakeoff-results")),
-            ]),
-        ),
-    ]));
-    Ok(Y::map([(
-        "bakeoff",
-        Y::map([
-            ("runs-on", Y::str(a.runs_on.clone())),
-            ("timeout-minutes", Y::Int(MERGE_MINUTES)),
-            ("steps", Y::List(steps)),
-        ]),
-    )]))
 }
 
 /// A GitHub Actions workflow: a matrix job per shard, then the merge.

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 
+use super::yaml::Y;
+use super::CiGithubArgs;
 use crate::cancel::Cancel;
 
 /// How long resolving the ref may take.
@@ -89,6 +91,50 @@ pub fn pinned_install(cmd: &str, cancel: &Cancel) -> anyhow::Result<(String, Opt
         }
     }
     Ok((out.join(" "), Some(commit)))
+}
+
+/// Installing bakeoff: `--install`'s command, else this version from crates.io with the
+/// binary kept in the Actions cache under its version, so only a version's first job
+/// compiles it.
+pub(super) fn install_steps(a: &CiGithubArgs) -> Vec<Y> {
+    // The binary is kept under what identifies it: this version, or the install command
+    // (which, for `--git`, names its `--rev`).
+    let (version, command) = match &a.install {
+        Some(cmd) => (
+            format!("install-{}", &crate::history::fnv(cmd.bytes())[..12]),
+            cmd.clone(),
+        ),
+        None => {
+            let v = env!("CARGO_PKG_VERSION").to_string();
+            let cmd = format!("cargo install --locked bakeoff --version {v}");
+            (v, cmd)
+        }
+    };
+    vec![
+        Y::map([
+            ("name", Y::str("Keep bakeoff's binary")),
+            ("id", Y::str("bakeoff-bin")),
+            ("uses", Y::str("actions/cache@v4")),
+            (
+                "with",
+                Y::map([
+                    ("path", Y::str("~/.cargo/bin/bakeoff")),
+                    (
+                        "key",
+                        Y::str(format!("bakeoff-bin-${{{{ runner.os }}}}-{version}")),
+                    ),
+                ]),
+            ),
+        ]),
+        Y::map([
+            ("name", Y::str("Install bakeoff")),
+            (
+                "if",
+                Y::str("steps.bakeoff-bin.outputs.cache-hit != 'true'"),
+            ),
+            ("run", Y::str(command)),
+        ]),
+    ]
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use anyhow::bail;
 
 use crate::plan::Plan;
 use yaml::Y;
+mod action;
 mod comment;
 pub use comment::*;
 mod github;
@@ -59,6 +60,43 @@ pub struct CiGithubArgs {
 /// Where the workflow keeps the history between runs (in the runner's checkout, restored
 /// from and saved to the Actions cache).
 const HISTORY: &str = ".bakeoff/history.sqlite";
+
+/// How long a shard job may run, and the merge (which, with a history, may confirm and
+/// bisect a step): past it GitHub cancels the job, rather than after its 6 hours.
+const SHARD_MINUTES: i64 = 120;
+const MERGE_MINUTES: i64 = 240;
+
+/// What the contenders need on a fresh runner: the plan's `[ci] setup` and `--setup`
+/// commands, and the cache of builds from source.
+fn contender_steps(a: &CiGithubArgs, plan: &Plan) -> Vec<Y> {
+    let mut steps = Vec::new();
+    for s in plan.ci.setup.iter().chain(&a.setup) {
+        steps.push(Y::map([
+            ("name", Y::str("Set up the contenders")),
+            ("run", Y::str(s.clone())),
+        ]));
+    }
+    if plan.contenders.iter().any(|c| c.source.is_some()) {
+        // Builds of the same commits are kept between runs (bakeoff's cache key decides
+        // what is reused; a stale entry is only a miss).
+        steps.push(Y::map([
+            ("name", Y::str("Keep the contenders' builds")),
+            ("uses", Y::str("actions/cache@v4")),
+            (
+                "with",
+                Y::map([
+                    ("path", Y::str("~/.cache/bakeoff/builds")),
+                    (
+                        "key",
+                        Y::str("bakeoff-builds-${{ runner.os }}-${{ github.event.pull_request.base.sha }}-${{ github.sha }}"),
+                    ),
+                    ("restore-keys", Y::str("bakeoff-builds-${{ runner.os }}-")),
+                ]),
+            ),
+        ]));
+    }
+    steps
+}
 
 /// The `{env:NAME}` a plan reads that its `[ci] env` does not set: a workflow would fail at
 /// the plan check without them.

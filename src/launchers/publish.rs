@@ -56,60 +56,8 @@ pub fn publish(
     let dir = std::fs::canonicalize(dir)?;
     let git_dir = git(cancel, None, &[], &["rev-parse", "--absolute-git-dir"])
         .context("ci publish runs in a git checkout (the workflow's)")?;
-    let git_dir = git_dir.trim().to_string();
-    // The branch as the remote has it now; none when it does not have it yet.
-    let tracking = format!("refs/bakeoff-publish/{branch}");
-    let fetched = git(
-        cancel,
-        None,
-        &[],
-        &[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            remote,
-            &format!("+refs/heads/{branch}:{tracking}"),
-        ],
-    );
-    let parent = match fetched {
-        Ok(_) => Some(
-            git(
-                cancel,
-                None,
-                &[],
-                &[
-                    "rev-parse",
-                    "--verify",
-                    "--end-of-options",
-                    &format!("{tracking}^{{commit}}"),
-                ],
-            )?
-            .trim()
-            .to_string(),
-        ),
-        Err(e) if e.to_string().contains("couldn't find remote ref") => None,
-        Err(e) => return Err(e.context(format!("fetching `{branch}` from `{remote}`"))),
-    };
-    let scratch = std::env::temp_dir().join(format!(
-        "bakeoff-publish-{}-{}",
-        std::process::id(),
-        crate::results::now_utc().replace(':', "")
-    ));
-    std::fs::create_dir_all(&scratch)?;
-    let index = scratch.join("index");
-    let index_s = index.to_string_lossy().into_owned();
-    let work = format!("--work-tree={}", dir.display());
-    let gd = format!("--git-dir={git_dir}");
-    let env = [("GIT_INDEX_FILE", index_s.as_str())];
-    let tree = git(
-        cancel,
-        Some(&dir),
-        &env,
-        &[&gd, &work, "add", "--all", "--force", "."],
-    )
-    .and_then(|_| git(cancel, Some(&dir), &env, &[&gd, &work, "write-tree"]));
-    let _ = std::fs::remove_dir_all(&scratch);
-    let tree = tree?.trim().to_string();
+    let parent = fetched(branch, remote, cancel)?;
+    let tree = tree_of(&dir, git_dir.trim(), cancel)?;
     if let Some(p) = &parent {
         let old = git(
             cancel,
@@ -156,6 +104,61 @@ pub fn publish(
         format!("pushing `{branch}` to `{remote}` (the workflow needs `contents: write`)")
     })?;
     Ok(Published::Pushed(commit))
+}
+
+/// The commit `branch` is at on `remote` now; none when the remote does not have it yet.
+fn fetched(branch: &str, remote: &str, cancel: &Cancel) -> anyhow::Result<Option<String>> {
+    let tracking = format!("refs/bakeoff-publish/{branch}");
+    let fetched = git(
+        cancel,
+        None,
+        &[],
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            remote,
+            &format!("+refs/heads/{branch}:{tracking}"),
+        ],
+    );
+    match fetched {
+        Ok(_) => {
+            let at = format!("{tracking}^{{commit}}");
+            let id = git(
+                cancel,
+                None,
+                &[],
+                &["rev-parse", "--verify", "--end-of-options", &at],
+            )?;
+            Ok(Some(id.trim().to_string()))
+        }
+        Err(e) if e.to_string().contains("couldn't find remote ref") => Ok(None),
+        Err(e) => Err(e.context(format!("fetching `{branch}` from `{remote}`"))),
+    }
+}
+
+/// The tree of `dir`'s files, written into the repository at `git_dir` through an index of
+/// its own (the checkout's index and files untouched).
+fn tree_of(dir: &Path, git_dir: &str, cancel: &Cancel) -> anyhow::Result<String> {
+    let scratch = std::env::temp_dir().join(format!(
+        "bakeoff-publish-{}-{}",
+        std::process::id(),
+        crate::results::now_utc().replace(':', "")
+    ));
+    std::fs::create_dir_all(&scratch)?;
+    let index = scratch.join("index").to_string_lossy().into_owned();
+    let work = format!("--work-tree={}", dir.display());
+    let gd = format!("--git-dir={git_dir}");
+    let env = [("GIT_INDEX_FILE", index.as_str())];
+    let tree = git(
+        cancel,
+        Some(dir),
+        &env,
+        &[&gd, &work, "add", "--all", "--force", "."],
+    )
+    .and_then(|_| git(cancel, Some(dir), &env, &[&gd, &work, "write-tree"]));
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(tree?.trim().to_string())
 }
 
 /// `git ARGS` in `dir` (the current folder when `None`), under a guard and the command's
