@@ -49,6 +49,17 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     }
 }
 
+/// `s` as one word for a POSIX shell: as it is when plain, else single-quoted.
+pub fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:%".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
 /// At most the first `n` characters of `s`, never cut inside a character: how a commit id
 /// (which a file may make anything) is shortened.
 pub fn prefix(s: &str, n: usize) -> &str {

@@ -264,6 +264,24 @@ fn runs(when: Option<&str>, event: &str, hit: Option<bool>, history: bool) -> bo
 }
 
 impl Runner {
+    /// A runner whose checkout is `dir/runner` (cloned by the caller), its files beside it,
+    /// bakeoff's package unpacked there, and `exprs` the expressions it fills.
+    fn new(dir: &Path, exprs: Vec<(String, String)>) -> Runner {
+        Runner {
+            checkout: dir.join("runner"),
+            home: dir.join("home"),
+            package: package(dir),
+            github_env: dir.join("github_env"),
+            summary: dir.join("summary.md"),
+            cache: dir.join("actions-cache"),
+            builds: dir.join("builds"),
+            event: std::cell::RefCell::new("pull_request"),
+            tools: fake_gh(dir),
+            history: true,
+            exprs,
+        }
+    }
+
     /// Runs a job's steps in order; the stderr of each `run` step, by its name.
     /// Each job starts on a fresh machine: nothing in `~/.cargo/bin` but what the cache
     /// restores.
@@ -317,6 +335,11 @@ impl Runner {
         if run != from_registry {
             return run.to_string();
         }
+        self.local_install()
+    }
+
+    /// `cargo install` of the local package into the runner's home.
+    fn local_install(&self) -> String {
         format!(
             "CARGO_TARGET_DIR={} cargo install --locked --offline --debug --quiet --root {} --path {}",
             concat!(env!("CARGO_MANIFEST_DIR"), "/target/workflow-install"),
@@ -616,19 +639,7 @@ fn the_workflow_runs_in_the_users_own_repository() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(!err.contains("warning"), "{err}");
     let file = repo.join(".github/workflows/bakeoff.yml");
-    if let Some(check) = check_jsonschema() {
-        let o = Command::new(check)
-            .args(["--builtin-schema", "vendor.github-workflows"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            stderr(&o)
-        );
-    }
+    valid_by_schema("vendor.github-workflows", &file);
     let (on, shard, merge) = read_back(&file);
     assert_eq!(on["schedule"], serde_json::json!([{"cron": "0 3 * * *"}]));
     assert!(on["pull_request"].is_object() && on["workflow_dispatch"].is_object());
@@ -655,18 +666,9 @@ fn the_workflow_runs_in_the_users_own_repository() {
         dir.path(),
         &["clone", "-q", repo.to_str().unwrap(), "runner"],
     );
-    let runner = Runner {
-        checkout: checkout.clone(),
-        home: dir.path().join("home"),
-        package: package(dir.path()),
-        github_env: dir.path().join("github_env"),
-        summary: dir.path().join("summary.md"),
-        cache: dir.path().join("actions-cache"),
-        builds: dir.path().join("builds"),
-        event: std::cell::RefCell::new("pull_request"),
-        tools: fake_gh(dir.path()),
-        history: true,
-        exprs: vec![
+    let runner = Runner::new(
+        dir.path(),
+        vec![
             ("${{ github.event.pull_request.number }}".into(), "7".into()),
             ("${{ matrix.shard }}".into(), "1".into()),
             (
@@ -678,7 +680,7 @@ fn the_workflow_runs_in_the_users_own_repository() {
                 head.clone(),
             ),
         ],
-    };
+    );
     // A pull request (its verdict posted as a comment), two nights, the pull request again
     // (the comment updated in place), and again from a fork (no comment, no failure): a pull
     // request's run is at its base and head and records nothing; each night records its run
@@ -874,19 +876,7 @@ fn steps_of(list: &serde_json::Value) -> Vec<Step> {
 #[test]
 fn the_action_gates_a_pull_request_and_keeps_a_nightly() {
     let action_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml");
-    if let Some(check) = check_jsonschema() {
-        let o = Command::new(check)
-            .args(["--builtin-schema", "vendor.github-actions"])
-            .arg(&action_file)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            stderr(&o)
-        );
-    }
+    valid_by_schema("vendor.github-actions", &action_file);
     let action = yaml_json(&action_file);
     assert_eq!(
         action["inputs"]["version"]["default"],
@@ -923,19 +913,7 @@ fn the_action_gates_a_pull_request_and_keeps_a_nightly() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let file = repo.join(".github/workflows/bakeoff.yml");
-    if let Some(check) = check_jsonschema() {
-        let o = Command::new(check)
-            .args(["--builtin-schema", "vendor.github-workflows"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            stderr(&o)
-        );
-    }
+    valid_by_schema("vendor.github-workflows", &file);
     let w = yaml_json(&file);
     assert_eq!(w["permissions"]["issues"], "write", "{w}");
     let job = steps_of(&w["jobs"]["bakeoff"]["steps"]);
@@ -978,13 +956,8 @@ fn the_action_gates_a_pull_request_and_keeps_a_nightly() {
         dir.path(),
         &["clone", "-q", repo.to_str().unwrap(), "runner"],
     );
-    let package = package(dir.path());
-    let local = format!(
-        "CARGO_TARGET_DIR={} cargo install --locked --offline --debug --quiet --root {} --path {}",
-        concat!(env!("CARGO_MANIFEST_DIR"), "/target/workflow-install"),
-        dir.path().join("home/.cargo").display(),
-        package.display()
-    );
+    let mut runner = Runner::new(dir.path(), Vec::new());
+    let local = runner.local_install();
     let mut exprs: Vec<(String, String)> = Vec::new();
     for (k, v) in action["inputs"].as_object().unwrap() {
         let value = match k.as_str() {
@@ -1012,19 +985,7 @@ fn the_action_gates_a_pull_request_and_keeps_a_nightly() {
             head.clone(),
         ),
     ]);
-    let runner = Runner {
-        checkout: checkout.clone(),
-        home: dir.path().join("home"),
-        package,
-        github_env: dir.path().join("github_env"),
-        summary: dir.path().join("summary.md"),
-        cache: dir.path().join("actions-cache"),
-        builds: dir.path().join("builds"),
-        event: std::cell::RefCell::new("pull_request"),
-        tools: fake_gh(dir.path()),
-        history: true,
-        exprs,
-    };
+    runner.exprs = exprs;
     let mut played: Vec<Step> = job.into_iter().take(at).collect();
     played.extend(steps_of(&action["runs"]["steps"]));
     let mut nights = 0;
@@ -1185,6 +1146,23 @@ fn every_workflow_passes_actionlint() {
         String::from_utf8_lossy(&o.stdout),
         stderr(&o)
     );
+}
+
+/// `file` passes `check-jsonschema`'s built-in `schema` (when the tool is here).
+fn valid_by_schema(schema: &str, file: &Path) {
+    if let Some(check) = check_jsonschema() {
+        let o = Command::new(check)
+            .args(["--builtin-schema", schema])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(&o)
+        );
+    }
 }
 
 fn check_jsonschema() -> Option<PathBuf> {

@@ -175,17 +175,6 @@ fn band_point(r: &Record) -> Option<String> {
         .map(|p| p.point.clone())
 }
 
-/// `s` as one word for a POSIX shell: as it is when plain, else single-quoted.
-fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+".contains(c))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 /// `12.5%`, `10%`.
 fn pct(share: f64) -> String {
     let s = format!("{:.1}", share * 100.0);
@@ -226,15 +215,15 @@ fn blocks(r: &Record, dir: &Path) -> Vec<Block> {
                 .into(),
         ));
         let repo = match &r.repo {
-            Some(p) => format!("cd {} && ", shell_word(p)),
+            Some(p) => format!("cd {} && ", crate::units::shell_word(p)),
             None => String::new(),
         };
         out.push(Block::Code(format!(
             "bakeoff report {}\n{repo}git switch --detach {} && bakeoff check {} --contender {} --against {}; git switch -",
-            shell_word(&dir.join(&last.dir).display().to_string()),
+            crate::units::shell_word(&dir.join(&last.dir).display().to_string()),
             r.commits[to].id,
-            shell_word(&r.plan),
-            shell_word(&r.contender),
+            crate::units::shell_word(&r.plan),
+            crate::units::shell_word(&r.contender),
             r.commits[from].id
         )));
     }

@@ -92,11 +92,13 @@ fn render(
     steps_table(&mut out, changes, urls);
     // The series a step is read in first: ratios to a reference, then the contenders'
     // absolute figures, the reference's own last.
+    let references: std::collections::BTreeSet<&str> = series
+        .iter()
+        .filter_map(|s| s.key.against.as_deref())
+        .collect();
     let mut ordered: Vec<&Series> = series.iter().collect();
     ordered.sort_by_key(|s| {
-        let reference = series
-            .iter()
-            .any(|r| r.key.against.as_deref() == Some(s.key.contender.as_str()));
+        let reference = references.contains(s.key.contender.as_str());
         (s.key.against.is_none(), reference)
     });
     for s in ordered {

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 
 use crate::plan::Plan;
+// Single-quoted for a POSIX shell where needed.
+use crate::units::shell_word as sh;
 use yaml::Y;
 mod action;
 mod comment;
@@ -266,17 +268,6 @@ fn merge_flags(c: &CiCommon) -> String {
         f.push_str(&format!(" --fail-unless-equivalent {p}%"));
     }
     f
-}
-
-/// Single-quoted for a POSIX shell.
-fn sh(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:%".contains(c))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The comment a launcher's file starts with: the whole command that wrote it (`flags`, the
