@@ -19,6 +19,9 @@ on the same machine, night by night in turn:
   (`[history] reference`), `run --ref server=<night> --record`, then `history detect
   --confirm --bisect`: the band rule on the ratio series, E-divisive, a confirmation against
   --min-magnitude 2 %, a bisection of a confirmed step across the skipped commits;
+- **screen**: as paired, each night a screen (`[history] night = "screen"`: each build
+  measured for the plan's durations only, no second stage; a candidate is measured in full
+  by its confirmation);
 - **absolute**: the same plan without a reference (one build a night, absolute series), the
   same `detect --confirm --bisect` — what a history had before issue 69, with today's
   confirmation;
@@ -37,7 +40,7 @@ commit), and machine seconds per night and per alert.
 
 N is the histories a row (default: 10 for A/A and +5 %, 5 for the others); SEED the first
 seed; NIGHT_BUDGET the paired night's `run --budget` (`off`: the plan's repetitions only);
-METHODS which of `paired,absolute` to run (Otava reads the absolute history). Every history's line is printed as it ends, so a run cut short keeps what it measured.
+METHODS which of `paired,screen,absolute` to run (default `paired,absolute`) (Otava reads the absolute history). Every history's line is printed as it ends, so a run cut short keeps what it measured.
 """
 import json
 import os
@@ -113,7 +116,7 @@ def night(root, method, ids, k):
     plan = os.path.join(root, f"{method}.toml")
     start = time.time()
     quiet = dict(cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    budget = ["--budget", NIGHT_BUDGET] if NIGHT_BUDGET and method == "paired" else []
+    budget = ["--budget", NIGHT_BUDGET] if NIGHT_BUDGET and method != "absolute" else []
     subprocess.run([B, "run", plan, "--ref", f"server={ids[k]}", "--record", "--history", hist,
                     "--out", os.path.join(root, f"{method}-run-{k}")] + budget, **quiet)
     out = os.path.join(root, f"{method}-confirm-{k}")
@@ -184,7 +187,9 @@ def one(row, seed, condition):
     at = rng.randint(12, 24)
     root = tempfile.mkdtemp(prefix="nightly-")
     ids = history(root, row, at)
-    for method, head in [("paired", f'[history]\nreference = "{ids[0]}"\n'), ("absolute", "")]:
+    reference = f'[history]\nreference = "{ids[0]}"\n'
+    heads = [("paired", reference), ("screen", reference + 'night = "screen"\n'), ("absolute", "")]
+    for method, head in heads:
         with open(os.path.join(root, f"{method}.toml"), "w") as f:
             f.write(PLAN.replace("HEAD", head))
     landed = next(n for n in NIGHTS if n >= at)

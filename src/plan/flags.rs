@@ -249,6 +249,17 @@ impl Plan {
         Ok(self)
     }
 
+    /// A night beside `[history] reference` as a screen (docs/history.md, "What a night
+    /// costs"): each contender measured for its scenarios' durations only — the rounds
+    /// they hold, the plan's repetitions, no second stage — as long as it would be measured
+    /// alone. A night it marks a candidate is measured in full by its confirmation.
+    pub fn screened(mut self) -> Plan {
+        self.paired.rounds = super::Rounds::Duration;
+        self.paired.max_repetitions = None;
+        self.budget = None;
+        self
+    }
+
     /// The plan cut down to check it in seconds: one repetition, and every point of every
     /// scenario (every target, key size and file it names is tried) at one request per
     /// client — an open-loop point at a rate that sends them within its second.

@@ -182,6 +182,11 @@ pub struct History {
     /// The ref of the plan's contender that every run measures beside it, paired, as the
     /// contender [`REFERENCE`] (docs/history.md, "Over time, side by side").
     pub reference: Option<String>,
+    /// `night = "screen"` (with a `reference`): each run is a screen — every contender
+    /// measured for the scenario's duration only, no second stage — and a candidate it
+    /// raises is measured in full by its confirmation; `false` (`"full"`, the default): as
+    /// any paired run.
+    pub screen: bool,
 }
 
 /// The name of the contender `[history] reference` adds.

@@ -113,6 +113,9 @@ pub enum Rounds {
     /// run. `max: None` is as many rounds as [`ROUNDS_TIME`] of slices holds, and at least
     /// [`ROUNDS_MIN_LIMIT`].
     Auto { max: Option<u32>, precision: f64 },
+    /// As many rounds as the scenario's `duration` holds (and 2), no more: each contender
+    /// is measured as long as it would be alone — a nightly's screen (docs/history.md).
+    Duration,
 }
 
 /// The probe slice an auto-sliced point's first round runs, which its rates are read off.

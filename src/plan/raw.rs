@@ -50,6 +50,8 @@ pub struct RawHistory {
     pub commit_url: Option<Spanned<String>>,
     /// A ref every run measures beside the plan's one contender, paired: e.g. `"v1.4.0"`.
     pub reference: Option<Spanned<String>>,
+    /// How a run beside the reference measures: `"full"` (the default) or `"screen"`.
+    pub night: Option<Spanned<String>>,
 }
 
 /// `[ci]`: commands that install what the contenders need, and environment variables.

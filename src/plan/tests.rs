@@ -295,6 +295,11 @@ fn paired_is_the_default_order_when_there_is_something_to_compare() {
     assert_eq!(p.paired.slice, Some(Duration::from_millis(250)));
     assert_eq!(p.paired.rounds, Rounds::Fixed(8));
     assert!((p.paired.noise - 0.02).abs() < 1e-12);
+    let p = two("baseline = \"a\"\npaired = { rounds = \"duration\" }").unwrap();
+    assert_eq!(p.paired.rounds, Rounds::Duration);
+    let e = two("baseline = \"a\"\npaired = { rounds = \"duration\", precision = \"1%\" }")
+        .unwrap_err();
+    assert!(e.contains("are for `rounds = \"auto\"`"), "{e}");
     let p = two("baseline = \"a\"\npaired = { max_rounds = 12, precision = \"1%\" }").unwrap();
     assert_eq!(
         p.paired.rounds,
@@ -1155,6 +1160,29 @@ fn a_history_reference_adds_a_paired_partner_at_its_ref() {
     assert!(e.contains("built from a git `source`"), "{e}");
     let e = err(&plan("").replace("v1.4.0", "--output=x"));
     assert!(e.contains("`reference` must be a tag"), "{e}");
+}
+
+/// Issue 69: `night = "screen"` makes a night beside the reference a screen: its rounds
+/// are the duration's, with no second stage; `night` needs a reference.
+#[test]
+fn a_night_beside_the_reference_is_a_screen_when_asked() {
+    let plan = |history: &str| {
+        format!("name = \"t\"\nbudget = \"5m\"\n[[contender]]\nname = \"srv\"\nsource = {{ git = \"repo\", ref = \"main\" }}\nbuild = [[\"make\"]]\ncommand = [\"{{source}}/s\", \"{{port}}\"]\n[[scenario]]\nname = \"get\"\nhttp = \"/\"\n[history]\n{history}")
+    };
+    assert!(!parse(&plan("reference = \"v1\"\n")).unwrap().history.screen);
+    let p = parse(&plan("reference = \"v1\"\nnight = \"screen\"\n")).unwrap();
+    assert!(p.history.screen);
+    let night = p.clone().screened();
+    assert_eq!(night.paired.rounds, Rounds::Duration);
+    assert_eq!((night.budget, night.paired.max_repetitions), (None, None));
+    assert!(p.budget.is_some(), "the plan itself keeps its budget");
+    let full = parse(&plan("reference = \"v1\"\nnight = \"full\"\n")).unwrap();
+    assert!(!full.history.screen);
+    assert!(!parse(&plan("record = true\n")).unwrap().history.screen);
+    let e = err(&plan("night = \"screen\"\n"));
+    assert!(e.contains("names no `reference`"), "{e}");
+    let e = err(&plan("reference = \"v1\"\nnight = \"cheap\"\n"));
+    assert!(e.contains("`night` is \"screen\" or \"full\""), "{e}");
 }
 
 #[test]

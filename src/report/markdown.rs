@@ -185,6 +185,9 @@ pub(super) fn environment_line(r: &crate::results::Results) -> String {
                     "rounds until ±{} and decided (at most as many as 3 s of slices hold, and 4)",
                     crate::analysis::verdicts::pct(x)
                 ),
+                _ if p.rounds == "duration" => {
+                    "as many rounds as each scenario's duration holds".to_string()
+                }
                 _ => format!("{} rounds", p.rounds),
             };
             let slices = match p.slice_s {

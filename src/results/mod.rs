@@ -238,6 +238,7 @@ impl From<&crate::plan::Paired> for PairedSettings {
         let (rounds, max_rounds, precision) = match p.rounds {
             crate::plan::Rounds::Fixed(n) => (n.to_string(), None, None),
             crate::plan::Rounds::Auto { max, precision } => ("auto".into(), max, Some(precision)),
+            crate::plan::Rounds::Duration => ("duration".into(), None, None),
         };
         PairedSettings {
             slice_s: p.slice.map(|d| d.as_secs_f64()),

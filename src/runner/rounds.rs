@@ -106,6 +106,11 @@ fn limits(stop: Stop, rounds: Rounds, slice: Duration) -> (u32, u32, Option<f64>
             let min = (wanted.max(2).div_ceil(2) * 2).min(max);
             (min, max, Some(precision))
         }
+        (Stop::Duration(d), Rounds::Duration) => {
+            let wanted = (d.as_secs_f64() / slice.as_secs_f64()).ceil() as u32;
+            let n = wanted.max(2).div_ceil(2) * 2;
+            (n, n, None)
+        }
     }
 }
 

@@ -407,6 +407,15 @@ fn rounds_cover_the_duration_in_pairs() {
     );
     assert_eq!(of(Stop::Count(100), auto), (1, 1, None));
     assert_eq!(of(Stop::Duration(s), Rounds::Fixed(7)), (7, 7, None));
+    // A night's screen: the duration's rounds, no more, no precision chased.
+    assert_eq!(
+        of(Stop::Duration(Duration::from_secs(5)), Rounds::Duration),
+        (6, 6, None)
+    );
+    assert_eq!(
+        of(Stop::Duration(Duration::from_millis(300)), Rounds::Duration),
+        (2, 2, None)
+    );
     let few = Rounds::Auto {
         max: Some(4),
         precision: 0.02,

@@ -75,6 +75,9 @@ fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
     if opts.smoke {
         plan = plan.smoke();
     }
+    if plan.history.screen && opts.cut.is_none() {
+        plan = plan.screened();
+    }
     if let (Some(b), false) = (opts.budget, opts.smoke) {
         plan.budget = b;
     }

@@ -90,9 +90,24 @@ pub(super) fn history(c: &Checker, raw: &RawPlan) -> Res<crate::plan::History> {
             Some(s.clone())
         }
     };
+    let screen = match (&h.night, &h.reference) {
+        (None, _) => false,
+        (Some(n), None) => {
+            return Err(c.at(
+                n,
+                "`night` says how a run beside the `reference` measures, and this plan names no `reference`",
+            ))
+        }
+        (Some(n), Some(_)) => match n.get_ref().as_str() {
+            "screen" => true,
+            "full" => false,
+            _ => return Err(c.at(n, "`night` is \"screen\" or \"full\"")),
+        },
+    };
     Ok(crate::plan::History {
         record: h.record.unwrap_or(false),
         commit_url,
         reference: h.reference.as_ref().map(|r| r.get_ref().clone()),
+        screen,
     })
 }

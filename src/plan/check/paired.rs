@@ -73,7 +73,7 @@ impl Checker<'_> {
         };
         let (max_default, precision_default) = match d.rounds {
             Rounds::Auto { max, precision } => (max, precision),
-            Rounds::Fixed(_) => unreachable!("the default is auto"),
+            Rounds::Fixed(_) | Rounds::Duration => unreachable!("the default is auto"),
         };
         let max = match &r.max_rounds {
             None => max_default,
@@ -84,6 +84,12 @@ impl Checker<'_> {
         let rounds = match r.rounds.as_ref().map(|v| (v, v.get_ref())) {
             None => Rounds::Auto { max, precision },
             Some((_, toml::Value::String(a))) if a == "auto" => Rounds::Auto { max, precision },
+            Some((_, toml::Value::String(a))) if a == "duration" => {
+                if r.max_rounds.is_some() || r.precision.is_some() {
+                    return Err(self.at(s, "`max_rounds` and `precision` are for `rounds = \"auto\"`; `rounds = \"duration\"` runs as many as the duration holds"));
+                }
+                Rounds::Duration
+            }
             Some((_, toml::Value::Integer(n))) if (1..=10_000).contains(n) => {
                 if r.max_rounds.is_some() || r.precision.is_some() {
                     return Err(self.at(s, "`max_rounds` and `precision` are for `rounds = \"auto\"`; a fixed `rounds` runs exactly that many"));
@@ -93,7 +99,7 @@ impl Checker<'_> {
             Some((v, _)) => {
                 return Err(self.at(
                     v,
-                    "`paired.rounds` is \"auto\" or a number of rounds from 1 to 10000",
+                    "`paired.rounds` is \"auto\", \"duration\" or a number of rounds from 1 to 10000",
                 ))
             }
         };
