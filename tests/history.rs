@@ -596,7 +596,8 @@ fn results_without_a_commit_take_the_one_given_on_import() {
 /// --confirm --bisect`. Nights 2, 4 and 6 raise nothing. The reference moves before night 6 —
 /// to commit 11, a slow build, so night 6's ratio falls four times — and no step is found
 /// across the move. Night 8 lands after the step: it is a candidate that night, confirmed
-/// side by side, bisected between 6 and 8, and the alert names commit 7; exit 4.
+/// side by side, bisected between 6 and 8, and the alert names commit 7; exit 4. The nights
+/// are screens (`night = "screen"`); the confirmation measures in full.
 #[test]
 fn a_step_is_caught_the_night_it_lands_and_its_culprit_named() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
@@ -613,7 +614,7 @@ fn a_step_is_caught_the_night_it_lands_and_its_culprit_named() {
         setup_plan_with(
             d,
             3000,
-            &format!("[history]\nreference = \"{reference}\"\n"),
+            &format!("[history]\nreference = \"{reference}\"\nnight = \"screen\"\n"),
             "",
         );
         let p = d.join("plan.toml");
@@ -688,6 +689,20 @@ fn a_step_is_caught_the_night_it_lands_and_its_culprit_named() {
     assert_eq!(first["culprit"]["id"], ids[7].as_str(), "{json}");
     assert_eq!(first["regression"], true);
     assert!(first["ratio"].as_f64().unwrap() > 1.5, "{json}");
+    // The night was a screen (the duration's rounds, no second stage); its confirmation
+    // was not.
+    let rounds = |results: &Path| {
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(results.join("results.json")).unwrap()).unwrap();
+        r["paired"]["rounds"].as_str().map(str::to_string)
+    };
+    assert_eq!(rounds(&d.join("out-8")).as_deref(), Some("duration"));
+    let confirmation = std::fs::read_dir(d.join("confirm-8"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("results.json").is_file())
+        .expect("the confirmation's results");
+    assert_eq!(rounds(&confirmation).as_deref(), Some("auto"));
     let html = dashboard(d);
     assert!(
         html.contains("class=\"moved\""),

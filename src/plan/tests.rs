@@ -299,7 +299,7 @@ fn paired_is_the_default_order_when_there_is_something_to_compare() {
     assert_eq!(p.paired.rounds, Rounds::Duration);
     let e = two("baseline = \"a\"\npaired = { rounds = \"duration\", precision = \"1%\" }")
         .unwrap_err();
-    assert!(e.contains("are for `rounds = \"auto\"`"), "{e}");
+    assert!(e.to_string().contains("are for `rounds = \"auto\"`"), "{e}");
     let p = two("baseline = \"a\"\npaired = { max_rounds = 12, precision = \"1%\" }").unwrap();
     assert_eq!(
         p.paired.rounds,
@@ -345,7 +345,8 @@ fn paired_settings_that_make_no_sense_are_errors_at_their_place() {
             "name = \"t\"\npaired = {paired}\n[[contender]]\nname = \"a\"\ncommand = [\"srv\"]\n"
         ))
     };
-    assert!(e("{ rounds = \"lots\" }").contains("`paired.rounds` is \"auto\" or a number"));
+    assert!(e("{ rounds = \"lots\" }")
+        .contains("`paired.rounds` is \"auto\", \"duration\" or a number"));
     assert!(e("{ rounds = 0 }").contains("`paired.rounds`"));
     assert!(e("{ noise = \"1\" }").contains("`paired.noise` is a percentage"));
     assert!(e("{ noise = \"150%\" }").contains("`paired.noise`"));
@@ -1214,7 +1215,7 @@ fn a_bisect_step_is_judged_and_its_rounds_stopped_at_the_effect() {
     ];
     let precision = |p: &Plan| match p.paired.rounds {
         Rounds::Auto { precision, .. } => precision,
-        Rounds::Fixed(_) => panic!("{:?}", p.paired.rounds),
+        Rounds::Fixed(_) | Rounds::Duration => panic!("{:?}", p.paired.rounds),
     };
     let p = plan("")
         .for_commits("a", &commits, &[], Some(0.05))

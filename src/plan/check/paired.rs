@@ -96,12 +96,10 @@ impl Checker<'_> {
                 }
                 Rounds::Fixed(*n as u32)
             }
-            Some((v, _)) => {
-                return Err(self.at(
-                    v,
-                    "`paired.rounds` is \"auto\", \"duration\" or a number of rounds from 1 to 10000",
-                ))
-            }
+            Some((v, _)) => return Err(self.at(
+                v,
+                "`paired.rounds` is \"auto\", \"duration\" or a number of rounds from 1 to 10000",
+            )),
         };
         let fdr = share(r.fdr.as_ref(), "fdr", d.fdr)?;
         // A verdict reads different only when its 95 % interval clears the noise band too,
