@@ -71,36 +71,7 @@ impl Checker<'_> {
             Some(v) => Some(self.duration(Some(v), "paired.slice", Duration::ZERO)?),
             None => d.slice,
         };
-        let (max_default, precision_default) = match d.rounds {
-            Rounds::Auto { max, precision } => (max, precision),
-            Rounds::Fixed(_) | Rounds::Duration => unreachable!("the default is auto"),
-        };
-        let max = match &r.max_rounds {
-            None => max_default,
-            Some(m) if (2..=10_000).contains(m.get_ref()) => Some(*m.get_ref() as u32),
-            Some(m) => return Err(self.at(m, "`paired.max_rounds` must be between 2 and 10000")),
-        };
-        let precision = share(r.precision.as_ref(), "precision", precision_default)?;
-        let rounds = match r.rounds.as_ref().map(|v| (v, v.get_ref())) {
-            None => Rounds::Auto { max, precision },
-            Some((_, toml::Value::String(a))) if a == "auto" => Rounds::Auto { max, precision },
-            Some((_, toml::Value::String(a))) if a == "duration" => {
-                if r.max_rounds.is_some() || r.precision.is_some() {
-                    return Err(self.at(s, "`max_rounds` and `precision` are for `rounds = \"auto\"`; `rounds = \"duration\"` runs as many as the duration holds"));
-                }
-                Rounds::Duration
-            }
-            Some((_, toml::Value::Integer(n))) if (1..=10_000).contains(n) => {
-                if r.max_rounds.is_some() || r.precision.is_some() {
-                    return Err(self.at(s, "`max_rounds` and `precision` are for `rounds = \"auto\"`; a fixed `rounds` runs exactly that many"));
-                }
-                Rounds::Fixed(*n as u32)
-            }
-            Some((v, _)) => return Err(self.at(
-                v,
-                "`paired.rounds` is \"auto\", \"duration\" or a number of rounds from 1 to 10000",
-            )),
-        };
+        let rounds = self.rounds(s, share(r.precision.as_ref(), "precision", 0.0)?)?;
         let fdr = share(r.fdr.as_ref(), "fdr", d.fdr)?;
         // A verdict reads different only when its 95 % interval clears the noise band too,
         // so a rate above 5 % would promise more than the intervals allow.
@@ -132,6 +103,51 @@ impl Checker<'_> {
                     return Err(self.at(m, "`paired.max_repetitions` must be between 2 and 1000"))
                 }
             },
+        })
+    }
+
+    /// `paired.rounds` with `max_rounds` and `precision` (already read: 0 when not given),
+    /// which only `"auto"` takes.
+    fn rounds(&self, s: &Spanned<raw::RawPaired>, precision: f64) -> Res<Rounds> {
+        let r = s.get_ref();
+        let (max, default) = match Paired::default().rounds {
+            Rounds::Auto { max, precision } => (max, precision),
+            Rounds::Fixed(_) | Rounds::Duration => unreachable!("the default is auto"),
+        };
+        let max = match &r.max_rounds {
+            None => max,
+            Some(m) if (2..=10_000).contains(m.get_ref()) => Some(*m.get_ref() as u32),
+            Some(m) => return Err(self.at(m, "`paired.max_rounds` must be between 2 and 10000")),
+        };
+        let precision = if r.precision.is_some() {
+            precision
+        } else {
+            default
+        };
+        let not_auto = |what: &str| {
+            if r.max_rounds.is_some() || r.precision.is_some() {
+                return Err(self.at(
+                    s,
+                    format!("`max_rounds` and `precision` are for `rounds = \"auto\"`; {what}"),
+                ));
+            }
+            Ok(())
+        };
+        Ok(match r.rounds.as_ref().map(|v| (v, v.get_ref())) {
+            None => Rounds::Auto { max, precision },
+            Some((_, toml::Value::String(a))) if a == "auto" => Rounds::Auto { max, precision },
+            Some((_, toml::Value::String(a))) if a == "duration" => {
+                not_auto("`rounds = \"duration\"` runs as many as the duration holds")?;
+                Rounds::Duration
+            }
+            Some((_, toml::Value::Integer(n))) if (1..=10_000).contains(n) => {
+                not_auto("a fixed `rounds` runs exactly that many")?;
+                Rounds::Fixed(*n as u32)
+            }
+            Some((v, _)) => return Err(self.at(
+                v,
+                "`paired.rounds` is \"auto\", \"duration\" or a number of rounds from 1 to 10000",
+            )),
         })
     }
 
