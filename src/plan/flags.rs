@@ -249,8 +249,8 @@ impl Plan {
         Ok(self)
     }
 
-    /// A night beside `[history] reference` as a screen (docs/history.md, "What a night
-    /// costs"): each contender measured for its scenarios' durations only — the rounds
+    /// A night beside `[history] reference` as a screen (docs/history.md, "A screen
+    /// instead"): each contender measured for its scenarios' durations only — the rounds
     /// they hold, the plan's repetitions, no second stage — as long as it would be measured
     /// alone. A night it marks a candidate is measured in full by its confirmation.
     pub fn screened(mut self) -> Plan {

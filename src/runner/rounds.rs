@@ -97,20 +97,19 @@ impl Course {
 /// The least and most rounds, and the precision to stop at, of a point stopped by `stop`
 /// whose slices last `slice`.
 fn limits(stop: Stop, rounds: Rounds, slice: Duration) -> (u32, u32, Option<f64>) {
+    // Enough rounds for the duration, and at least two, in pairs: A B is followed by B A.
+    let cover = |d: Duration| {
+        let wanted = (d.as_secs_f64() / slice.as_secs_f64()).ceil() as u32;
+        wanted.max(2).div_ceil(2) * 2
+    };
     match (stop, rounds) {
         (Stop::Count(_), _) => (1, 1, None),
         (Stop::Duration(_), Rounds::Fixed(n)) => (n, n, None),
         (Stop::Duration(d), Rounds::Auto { max, precision }) => {
             let max = Paired::round_limit(max, slice);
-            let wanted = (d.as_secs_f64() / slice.as_secs_f64()).ceil() as u32;
-            let min = (wanted.max(2).div_ceil(2) * 2).min(max);
-            (min, max, Some(precision))
+            (cover(d).min(max), max, Some(precision))
         }
-        (Stop::Duration(d), Rounds::Duration) => {
-            let wanted = (d.as_secs_f64() / slice.as_secs_f64()).ceil() as u32;
-            let n = wanted.max(2).div_ceil(2) * 2;
-            (n, n, None)
-        }
+        (Stop::Duration(d), Rounds::Duration) => (cover(d), cover(d), None),
     }
 }
 

@@ -67,8 +67,9 @@ pub(super) struct Opened {
     pub(super) protos: Descriptors,
 }
 
-/// The plan file as this run runs it: `--smoke`, `--profile`, `--ref`, `--what-if`,
-/// `--repetitions`, `--only`, `--scenario` and `--shard` applied.
+/// The plan file as this run runs it: `--smoke`, a screened night (`[history] night`),
+/// `--budget`, `--profile`, `--ref`, `--what-if`, `--repetitions`, `--only`, `--scenario`
+/// and `--shard` applied.
 fn as_run(path: &Path, opts: &RunOptions) -> anyhow::Result<Plan> {
     let mut plan = Plan::load(path)?;
     let spread = matches!(opts.cut, Some(Cut::Commits { spread: true, .. }));

@@ -71,7 +71,11 @@ impl Checker<'_> {
             Some(v) => Some(self.duration(Some(v), "paired.slice", Duration::ZERO)?),
             None => d.slice,
         };
-        let rounds = self.rounds(s, share(r.precision.as_ref(), "precision", 0.0)?)?;
+        let precision = match &r.precision {
+            Some(v) => Some(share(Some(v), "precision", 0.0)?),
+            None => None,
+        };
+        let rounds = self.rounds(s, precision)?;
         let fdr = share(r.fdr.as_ref(), "fdr", d.fdr)?;
         // A verdict reads different only when its 95 % interval clears the noise band too,
         // so a rate above 5 % would promise more than the intervals allow.
@@ -106,9 +110,9 @@ impl Checker<'_> {
         })
     }
 
-    /// `paired.rounds` with `max_rounds` and `precision` (already read: 0 when not given),
-    /// which only `"auto"` takes.
-    fn rounds(&self, s: &Spanned<raw::RawPaired>, precision: f64) -> Res<Rounds> {
+    /// `paired.rounds` with `max_rounds` and `precision` (read already, as a share), which
+    /// only `"auto"` takes.
+    fn rounds(&self, s: &Spanned<raw::RawPaired>, precision: Option<f64>) -> Res<Rounds> {
         let r = s.get_ref();
         let (max, default) = match Paired::default().rounds {
             Rounds::Auto { max, precision } => (max, precision),
@@ -119,11 +123,7 @@ impl Checker<'_> {
             Some(m) if (2..=10_000).contains(m.get_ref()) => Some(*m.get_ref() as u32),
             Some(m) => return Err(self.at(m, "`paired.max_rounds` must be between 2 and 10000")),
         };
-        let precision = if r.precision.is_some() {
-            precision
-        } else {
-            default
-        };
+        let precision = precision.unwrap_or(default);
         let not_auto = |what: &str| {
             if r.max_rounds.is_some() || r.precision.is_some() {
                 return Err(self.at(
