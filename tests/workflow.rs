@@ -95,6 +95,7 @@ fn stderr(o: &Output) -> String {
 #[derive(Debug)]
 struct Step {
     name: String,
+    id: Option<String>,
     run: Option<String>,
     uses: Option<String>,
     with: serde_json::Value,
@@ -117,21 +118,7 @@ print(json.dumps({"on": w["on"], "jobs": jobs, "top": w, "timeouts": {n: j.get("
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let w: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let steps = |job: &str| {
-        w["jobs"][job]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| Step {
-                name: s["name"].as_str().unwrap_or("").to_string(),
-                run: s["run"].as_str().map(str::to_string),
-                uses: s["uses"].as_str().map(str::to_string),
-                with: s["with"].clone(),
-                when: s["if"].as_str().map(str::to_string),
-                env: s["env"].clone(),
-            })
-            .collect::<Vec<_>>()
-    };
+    let steps = |job: &str| steps_of(&w["jobs"][job]);
     // Hygiene (issue 70): read-only permissions, a pull request's older run cancelled, every
     // job bounded in time, no empty `env`.
     let top = &w["top"];
@@ -177,6 +164,10 @@ struct Runner {
     /// bakeoff as a crate package, unpacked: what crates.io would give `cargo install`.
     package: PathBuf,
     github_env: PathBuf,
+    /// `$GITHUB_OUTPUT` of the step being run, and the outputs of the job's steps so far,
+    /// as the expressions that read them.
+    github_output: PathBuf,
+    outputs: std::cell::RefCell<Vec<(String, String)>>,
     summary: PathBuf,
     cache: PathBuf,
     builds: PathBuf,
@@ -272,6 +263,8 @@ impl Runner {
             home: dir.join("home"),
             package: package(dir),
             github_env: dir.join("github_env"),
+            github_output: dir.join("github_output"),
+            outputs: Default::default(),
             summary: dir.join("summary.md"),
             cache: dir.join("actions-cache"),
             builds: dir.join("builds"),
@@ -291,6 +284,8 @@ impl Runner {
         std::fs::create_dir_all(&bin).unwrap();
         let mut said = Vec::new();
         let mut hit = None;
+        let mut kept = None;
+        self.outputs.borrow_mut().clear();
         for s in steps {
             if !runs(s.when.as_deref(), &self.event.borrow(), hit, self.history) {
                 continue;
@@ -307,22 +302,44 @@ impl Runner {
                 let o = self.sh_with(&run, &env);
                 assert!(o.status.success(), "{}: {run}\n{}", s.name, stderr(&o));
                 said.push((s.name.clone(), stderr(&o)));
+                if let Some(id) = &s.id {
+                    self.keep_outputs(id);
+                }
             } else if s.with["path"] == "~/.cargo/bin/bakeoff" {
-                // The binary's cache: restored when saved before, saved at the job's end.
-                let saved = self.cache.join("bakeoff-bin");
+                // The binary's cache, under its key (which actions/cache refuses with a
+                // comma or past 512 characters): restored when saved before, saved at the
+                // job's end.
+                let key = self.fill(s.with["key"].as_str().unwrap());
+                assert!(
+                    !key.contains(',') && key.len() <= 512 && !key.contains('/'),
+                    "not a cache key: {key}"
+                );
+                let saved = self.cache.join(&key);
                 hit = Some(saved.is_file());
                 if saved.is_file() {
                     std::fs::copy(&saved, bin.join("bakeoff")).unwrap();
                 }
+                kept = Some(saved);
             } else {
                 self.action(s);
             }
         }
-        if hit == Some(false) {
+        if let (Some(false), Some(to)) = (hit, kept) {
             std::fs::create_dir_all(&self.cache).unwrap();
-            std::fs::copy(bin.join("bakeoff"), self.cache.join("bakeoff-bin")).unwrap();
+            std::fs::copy(bin.join("bakeoff"), to).unwrap();
         }
         said
+    }
+
+    /// The outputs step `id` wrote to `$GITHUB_OUTPUT` (`name=value` lines), for the
+    /// expressions of the steps after it.
+    fn keep_outputs(&self, id: &str) {
+        let text = std::fs::read_to_string(&self.github_output).unwrap_or_default();
+        for (k, v) in text.lines().filter_map(|l| l.split_once('=')) {
+            self.outputs
+                .borrow_mut()
+                .push((format!("${{{{ steps.{id}.outputs.{k} }}}}"), v.to_string()));
+        }
     }
 
     /// The install from crates.io, from the local package instead (no registry here): the
@@ -387,8 +404,9 @@ impl Runner {
         // any).
         let mut text = text
             .replace("${{ github.event_name }}", &self.event.borrow())
-            .replace("${{ github.token }}", "token");
-        for (k, v) in &self.exprs {
+            .replace("${{ github.token }}", "token")
+            .replace("${{ runner.os }}", "Linux");
+        for (k, v) in self.exprs.iter().chain(self.outputs.borrow().iter()) {
             text = text.replace(k, v);
         }
         assert!(!text.contains("${{"), "an expression left: {text}");
@@ -418,11 +436,15 @@ impl Runner {
             self.tools.display(),
             std::env::var("PATH").unwrap()
         );
+        // Each step writes its outputs to a file of its own.
+        std::fs::write(&self.github_output, "").unwrap();
         Command::new("bash")
             .args(["-e", "-c", &text])
             .current_dir(&self.checkout)
             .env("PATH", path)
             .env("GITHUB_ENV", &self.github_env)
+            .env("GITHUB_OUTPUT", &self.github_output)
+            .env("RUNNER_OS", "Linux")
             .env("GITHUB_STEP_SUMMARY", &self.summary)
             .env("GITHUB_REPOSITORY", "them/theirs")
             .env("GITHUB_SERVER_URL", "https://github.example")
@@ -859,6 +881,7 @@ fn steps_of(list: &serde_json::Value) -> Vec<Step> {
         .iter()
         .map(|s| Step {
             name: s["name"].as_str().unwrap_or("").to_string(),
+            id: s["id"].as_str().map(str::to_string),
             run: s["run"].as_str().map(str::to_string),
             uses: s["uses"].as_str().map(str::to_string),
             with: s["with"].clone(),
