@@ -805,6 +805,9 @@ fn the_workflow_runs_in_the_users_own_repository() {
     assert!(badge.contains("no regression at "), "{badge}");
     assert!(git(&repo, &["show", "gh-pages:index.html"]).contains("<html"));
     assert_eq!(git(&repo, &["branch", "--show-current"]).trim(), "main");
+    // The runner's checkout keeps no ref of bakeoff's from publishing.
+    let refs = git(&checkout, &["for-each-ref", "refs/bakeoff-publish"]);
+    assert!(refs.trim().is_empty(), "{refs}");
 
     // A night that confirms a regression opens one issue for its culprit, and a later
     // night's alert for the same culprit updates it; no nights so far had one.

@@ -57,7 +57,27 @@ pub fn publish(
     let git_dir = git(cancel, None, &[], &["rev-parse", "--absolute-git-dir"])
         .context("ci publish runs in a git checkout (the workflow's)")?;
     let parent = fetched(branch, remote, cancel)?;
-    let tree = tree_of(&dir, git_dir.trim(), cancel)?;
+    let done = commit_and_push(&dir, git_dir.trim(), parent, branch, remote, cancel);
+    // The fetched branch was held by a ref of bakeoff's only while it was in use.
+    let _ = git(cancel, None, &[], &["update-ref", "-d", &tracking(branch)]);
+    done
+}
+
+/// The ref the remote's `branch` is fetched into while it is published on.
+fn tracking(branch: &str) -> String {
+    format!("refs/bakeoff-publish/{branch}")
+}
+
+/// `dir` committed as `branch`'s tree on top of `parent` (when it differs) and pushed.
+fn commit_and_push(
+    dir: &Path,
+    git_dir: &str,
+    parent: Option<String>,
+    branch: &str,
+    remote: &str,
+    cancel: &Cancel,
+) -> anyhow::Result<Published> {
+    let tree = tree_of(dir, git_dir, cancel)?;
     if let Some(p) = &parent {
         let old = git(
             cancel,
@@ -108,7 +128,7 @@ pub fn publish(
 
 /// The commit `branch` is at on `remote` now; none when the remote does not have it yet.
 fn fetched(branch: &str, remote: &str, cancel: &Cancel) -> anyhow::Result<Option<String>> {
-    let tracking = format!("refs/bakeoff-publish/{branch}");
+    let tracking = tracking(branch);
     let fetched = git(
         cancel,
         None,
