@@ -39,7 +39,7 @@ commit), and machine seconds per night and per alert.
     KEEP=/tmp/nightly ...                               # keep each history's folder
 
 N is the histories a row (default: 10 for A/A and +5 %, 5 for the others); SEED the first
-seed; NIGHT_BUDGET the paired night's `run --budget` (`off`: the plan's repetitions only);
+seed; NIGHT_BUDGET the paired and screened nights' `run --budget` (`off`: the plan's repetitions only);
 METHODS which of `paired,screen,absolute` to run (default `paired,absolute`) (Otava reads the absolute history). Every history's line is printed as it ends, so a run cut short keeps what it measured.
 """
 import json
@@ -73,7 +73,7 @@ ROWS = os.environ.get("ROWS", "A/A,+2 %,+5 %,+10 %,creep").split(",")
 CONDITIONS = os.environ.get("CONDITIONS", "quiet,neighbours").split(",")
 NEIGHBOURS = int(os.environ.get("NEIGHBOURS", "2"))
 SEED = int(os.environ.get("SEED", "1"))
-# The paired night's `run --budget` (unset: the plan's, 10 min here).
+# The paired and screened nights' `run --budget` (unset: the plan's, 10 min here; a screen none).
 NIGHT_BUDGET = os.environ.get("NIGHT_BUDGET")
 METHODS = os.environ.get("METHODS", "paired,absolute").split(",")
 OTAVA = os.path.expanduser(os.environ.get("OTAVA", "~/.cache/bakeoff-otava/bin/otava"))
