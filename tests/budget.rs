@@ -82,27 +82,37 @@ fn a_run_that_cannot_decide_stops_at_its_budget_and_says_so() {
     let (res, all) = run(dir.path(), &p, &[]);
     let b = &res["budget"];
     assert_eq!(b["budget_s"], 15.0, "{res}");
-    // More repetitions could settle it (a great many); the budget bought what fitted.
-    assert!(b["left"].as_u64().unwrap() >= 1, "{b}");
+    let report = std::fs::read_to_string(dir.path().join("out/report/report.md")).unwrap();
+    // The point still open says what would settle it.
+    assert!(report.contains("**Not settled:**"), "{report}");
+    // More repetitions could settle it (a great many); the budget bought what fitted. On a
+    // machine that turns busy mid-run the further repetitions can spread so far that no
+    // count would: the stage then stops at the count it planned, and says the point is out
+    // of reach (docs/verdicts.md, "The count re-read as the repetitions come").
+    let out_of_reach = report.contains("more than a hundred times the data it has")
+        || report.contains("more than 1000 repetitions");
+    assert!(
+        b["left"].as_u64().unwrap() >= 1 || out_of_reach,
+        "{b}\n{report}"
+    );
     let more = b["more_repetitions"].as_u64().unwrap();
     assert_eq!(most_repetition(&res), 2 + more, "{b}");
-    // It spent its budget: a further repetition is not started only when it would not fit,
-    // so the run stops within about one repetition of the end. (That the price follows what
+    // Where the budget ran out, it spent it: a further repetition is not started only when
+    // it would not fit, so the run stops within about one repetition of the end. (That the price follows what
     // the further repetitions cost is `runner::more`'s unit test: here every repetition runs
     // to `max_rounds`, so the plan's price was right already.)
     let spent = b["first_s"].as_f64().unwrap() + b["more_s"].as_f64().unwrap();
-    assert!(spent >= 7.5, "half of the budget left unspent: {b}");
-    let report = std::fs::read_to_string(dir.path().join("out/report/report.md")).unwrap();
+    if b["left"].as_u64().unwrap() >= 1 {
+        assert!(spent >= 7.5, "half of the budget left unspent: {b}");
+    }
     let line = report
         .lines()
         .find(|l| l.contains("**Budget:**"))
         .unwrap_or_else(|| panic!("no Budget line in\n{report}\n{all}"));
-    assert!(
-        line.contains("15 s budget") && line.contains("the budget ran out with 1 point"),
-        "{line}"
-    );
-    // The point still open says what would settle it.
-    assert!(report.contains("**Not settled:**"), "{report}");
+    assert!(line.contains("15 s budget"), "{line}");
+    if b["left"].as_u64().unwrap() >= 1 {
+        assert!(line.contains("the budget ran out with 1 point"), "{line}");
+    }
     // The environment line counts what the tables used, not only the plan's (issue 71).
     if more > 0 {
         let most = most_repetition(&res);

@@ -7,17 +7,37 @@ use crate::results::{PointId, Results};
 use crate::stats::paired::{self, knows_its_error, Call};
 
 impl Verdict {
-    /// The log half-width an inconclusive verdict needs: to clear the noise band or to fit
-    /// inside the equivalence band, whichever is nearer its estimate. `None` when it sits on
-    /// a band's edge, where more data may never settle it.
-    fn needs(&self) -> Option<f64> {
+    /// The interval's log half-width as its spread alone makes it: where the interval rests
+    /// on Student's t over few repetitions, 1.96 standard errors instead of t's. t(1) = 12.7
+    /// widens two repetitions' interval 6.5-fold, and the next repetitions undo that first,
+    /// so measured against the interval itself an estimate 4 % past the noise band read as
+    /// one on its edge (`tests/budget.rs`, 2026-12-07: ±768 % over two repetitions).
+    fn spread_half_width(&self) -> f64 {
         let r = &self.ratio;
-        let e = r.ratio.ln().abs();
         let now = (r.hi / r.lo).ln() / 2.0;
+        match r.student {
+            Some((se, df)) if paired::t975(df) * se >= 0.99 * now => 1.959_964 * se,
+            _ => now,
+        }
+    }
+
+    /// The log half-width that would settle a verdict at its estimate: to clear the noise
+    /// band or to fit inside the equivalence band, whichever edge is farther. Between two
+    /// distinct bands it is at least half the gap between them; it nears 0 only where the
+    /// bands coincide and the estimate sits on them.
+    fn distance(&self) -> f64 {
+        let e = self.ratio.ratio.ln().abs();
         let to_equal = (1.0 + self.bands.equivalence).ln() - e;
         let to_differ = e - (1.0 + self.bands.noise).ln();
-        let need = to_equal.max(to_differ);
-        (need >= 0.1 * now && need >= 0.0005).then_some(need)
+        to_equal.max(to_differ)
+    }
+
+    /// The log half-width an inconclusive verdict needs ([`Verdict::distance`]). `None` when
+    /// it is out of reach: on a band's edge, or narrower than a tenth of the half-width its
+    /// spread makes ([`Verdict::spread_half_width`]) — a hundred times the data it has.
+    fn needs(&self) -> Option<f64> {
+        let need = self.distance();
+        (need >= 0.1 * self.spread_half_width() && need >= 0.0005).then_some(need)
     }
 
     /// The log half-width a second stage aims an inconclusive verdict's interval at, to
@@ -90,7 +110,15 @@ impl Verdict {
             );
         }
         let Some(need) = self.needs() else {
-            return Some("its estimate sits on a band's edge: more data may not settle it".into());
+            let need = self.distance();
+            return Some(if need >= 0.0005 {
+                format!(
+                    "needs ±{}: more than a hundred times the data it has",
+                    pct(need.exp() - 1.0)
+                )
+            } else {
+                "its estimate sits on a band's edge: more data may not settle it".into()
+            });
         };
         let now = (r.hi / r.lo).ln() / 2.0;
         let factor = (now / need).powi(2);
@@ -154,7 +182,7 @@ impl Verdict {
     /// little, and one that wandered between the bands would ask hundreds. Otherwise, in
     /// reach at even odds if its estimate is the truth: as many as that would take four
     /// times in five, at most `max`. One repetition says nothing of the spread between
-    /// starts: `max`.
+    /// starts: `max`; nor do two that would put it out of reach.
     pub fn second_stage(&self, have: u32, max: u32) -> Option<u32> {
         self.second_stage_sized(have, max).map(|(n, _)| n)
     }
@@ -176,7 +204,11 @@ impl Verdict {
             let equal = EQUAL_AIM_SURELY * (1.0 + self.bands.equivalence).ln();
             return Some((surely.clamp(n, max), Some(equal)));
         }
-        let n = within(at_estimate)?;
+        // Two starts read the spread between starts on one degree of freedom — its root
+        // anywhere from half to thirty times the truth — too little to give a point up on.
+        let Some(n) = within(at_estimate) else {
+            return (have == 2).then_some((max, None));
+        };
         let surely = self.repetitions_to_settle_surely().unwrap_or(max);
         // Held back, it wants as many again: no half-width.
         let aim = (!self.held_back).then(|| self.aimed(POWER_AIM)).flatten();

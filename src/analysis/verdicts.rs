@@ -592,6 +592,35 @@ mod tests {
         edge.bands.equivalence = 0.01;
         assert!(edge.settle(None).unwrap().contains("edge"), "{edge}");
         assert_eq!(v(Figure::CpuPerRequest, 1.3, 1.2, 1.4).settle(None), None);
+        // Two repetitions far apart (tests/budget.rs on CI, 2026-12-07): 1.05× over t(1) =
+        // 12.7 is 0.12×–9.1×. The estimate is 3.9 % past the noise band, not on its edge:
+        // the spread alone (1.96 standard errors) is ±0.33 in logs, not ±2.2.
+        let se: f64 = 0.17;
+        let mut two = v(
+            Figure::CpuPerRequest,
+            1.05,
+            1.05 * (-12.706 * se).exp(),
+            1.05 * (12.706 * se).exp(),
+        );
+        two.ratio.repetitions = 2;
+        two.ratio.student = Some((se, 1));
+        two.between = Some(0.9);
+        let s = two.settle(None).unwrap();
+        assert!(s.starts_with("needs ±4%: about 1"), "{s}");
+        assert!(s.ends_with(" repetitions of 18 rounds"), "{s}");
+        assert!(two.second_stage(2, 1000).is_some_and(|n| n > 100), "{s}");
+        // Twice the spread: past a hundred times the data. Read off two starts that is not
+        // worth giving up on — a second stage gives it what it may; from three, it would.
+        two.ratio.student = Some((2.0 * se, 1));
+        let s = two.settle(None).unwrap();
+        assert!(
+            s.ends_with("more than a hundred times the data it has"),
+            "{s}"
+        );
+        assert_eq!(two.second_stage(2, 1000), Some(1000));
+        two.ratio.repetitions = 3;
+        two.ratio.student = Some((2.0 * se, 2));
+        assert_eq!(two.second_stage(3, 1000), None);
     }
 
     #[test]
