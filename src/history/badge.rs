@@ -126,6 +126,7 @@ mod tests {
             lo: None,
             hi: None,
             runs: 1,
+            spread: None,
             first_run: run.into(),
             last_run: run.into(),
         }

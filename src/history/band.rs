@@ -4,12 +4,41 @@
 //! step) is a step at once, without waiting for the nights after it that a change-point
 //! test needs.
 
-/// One night of a ratio series: the ratio and its interval.
+/// One night of a ratio series: the ratio, its interval, and the spread of its repetitions
+/// where it was recorded.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Night {
     pub ratio: f64,
     pub lo: f64,
     pub hi: f64,
+    pub spread: Option<Spread>,
+}
+
+/// How far apart a night's repetitions were: the standard deviation of their log ratios
+/// (each repetition's figure over the reference's in the same repetition), and how many.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub sd: f64,
+    pub n: usize,
+}
+
+impl Spread {
+    /// The spread of the ratios of `of` to `to`, repetition by repetition: `None` unless both
+    /// have the same two or more positive, finite figures.
+    pub fn of(of: &[f64], to: &[f64]) -> Option<Spread> {
+        let ok = |x: &f64| x.is_finite() && *x > 0.0;
+        if of.len() != to.len() || of.len() < 2 || !of.iter().chain(to).all(ok) {
+            return None;
+        }
+        let logs: Vec<f64> = of.iter().zip(to).map(|(a, b)| (a / b).ln()).collect();
+        let n = logs.len();
+        let mean = logs.iter().sum::<f64>() / n as f64;
+        let ss: f64 = logs.iter().map(|x| (x - mean).powi(2)).sum();
+        Some(Spread {
+            sd: (ss / (n - 1) as f64).sqrt(),
+            n,
+        })
+    }
 }
 
 /// A step the band found: `index` is its first night.
@@ -30,19 +59,35 @@ pub struct Step {
 /// lies wholly above or below it is a step, and the band starts again from it. A night needs
 /// at least one night before it. An interval that is not finite and positive counts as the
 /// ratio alone.
+///
+/// Where every night of the stretch (since the last step, up to the night judged) has its
+/// repetitions' spread, each interval is read again with the spread pooled over them
+/// ([`pooled`]): a night of three repetitions reads its interval on Student's t at 2
+/// degrees of freedom (4.3), a stretch of eight nights on 16 (2.1).
 pub fn steps(nights: &[Night]) -> Vec<Step> {
     let mut out = Vec::new();
     let mut start = 0;
     for i in 1..nights.len() {
-        let before = &nights[start..i];
-        let (band_lo, band_hi) = before
+        let stretch = &nights[start..=i];
+        let read: Vec<(f64, f64)> = match pooled(stretch) {
+            Some((sd, df)) => stretch
+                .iter()
+                .map(|n| {
+                    let half = crate::stats::paired::t975(df) * sd
+                        / (n.spread.map_or(1, |s| s.n) as f64).sqrt();
+                    (n.ratio * (-half).exp(), n.ratio * half.exp())
+                })
+                .collect(),
+            None => stretch.iter().map(bounds).collect(),
+        };
+        let (band_lo, band_hi) = read[..read.len() - 1]
             .iter()
-            .map(bounds)
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (l, h)| {
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &(l, h)| {
                 (lo.min(l), hi.max(h))
             });
-        let (lo, hi) = bounds(&nights[i]);
+        let (lo, hi) = read[read.len() - 1];
         if lo > band_hi || hi < band_lo {
+            let before = &nights[start..i];
             let mut ratios: Vec<f64> = before.iter().map(|n| n.ratio).collect();
             ratios.sort_by(f64::total_cmp);
             let mid = ratios.len() / 2;
@@ -63,6 +108,28 @@ pub fn steps(nights: &[Night]) -> Vec<Step> {
     out
 }
 
+/// The spread of `nights`' repetitions pooled — the root of their squared deviations from
+/// each night's own mean over their degrees of freedom — and those degrees: `None` unless
+/// every night has a usable spread (a positive ratio too) and they are [`POOLED_DF`] or
+/// more.
+fn pooled(nights: &[Night]) -> Option<(f64, usize)> {
+    let mut ss = 0.0;
+    let mut df = 0;
+    for n in nights {
+        let s = n.spread.filter(|s| s.sd.is_finite() && s.n >= 2)?;
+        if !(n.ratio.is_finite() && n.ratio > 0.0) {
+            return None;
+        }
+        ss += s.sd * s.sd * (s.n - 1) as f64;
+        df += s.n - 1;
+    }
+    (df >= POOLED_DF).then(|| ((ss / df as f64).sqrt(), df))
+}
+
+/// The fewest degrees of freedom a pooled spread is read on — three nights of three
+/// repetitions: two nights' four leave the spread itself uncertain by half.
+const POOLED_DF: usize = 6;
+
 /// A night's interval, or its ratio alone where the interval is not usable.
 fn bounds(n: &Night) -> (f64, f64) {
     let ok = |x: f64| x.is_finite() && x > 0.0;
@@ -81,6 +148,7 @@ mod tests {
             ratio,
             lo: ratio * (1.0 - half),
             hi: ratio * (1.0 + half),
+            spread: None,
         }
     }
 
@@ -128,6 +196,91 @@ mod tests {
         assert!(steps(&wide).is_empty(), "{:?}", steps(&wide));
     }
 
+    /// Screened nights: three repetitions each, their log ratios spread `sd` around the
+    /// night's level (1, times `step` from night `at`), each night's own interval on t(2) —
+    /// and their spread recorded. A normal deviate from twelve uniforms.
+    fn screened(seed: u64, sd: f64, at: Option<(usize, f64)>) -> Vec<Night> {
+        let mut rng = crate::rng::SplitMix64(seed);
+        (0..8)
+            .map(|i| {
+                let level = at.filter(|(k, _)| i >= *k).map_or(1.0, |(_, x)| x);
+                let reps: Vec<f64> = (0..3)
+                    .map(|_| {
+                        let z: f64 = (0..12).map(|_| rng.float()).sum::<f64>() - 6.0;
+                        level * (sd * z).exp()
+                    })
+                    .collect();
+                let spread = Spread::of(&reps, &[1.0; 3]).unwrap();
+                let mean = reps.iter().map(|x| x.ln()).sum::<f64>() / 3.0;
+                let half = 4.303 * spread.sd / 3f64.sqrt();
+                Night {
+                    ratio: mean.exp(),
+                    lo: (mean - half).exp(),
+                    hi: (mean + half).exp(),
+                    spread: Some(spread),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_spread_pooled_over_the_nights_finds_a_step_their_own_intervals_hide() {
+        // Repetitions 1.5 % apart: a night's own interval is about ±3.7 %, wider than a 5 %
+        // step can clear; pooled over the stretch, t(2) = 4.3 falls to about 2.1.
+        let (mut own, mut pooled) = (0, 0);
+        for seed in 1..=20 {
+            let xs = screened(seed, 0.015, Some((4, 1.05)));
+            let alone: Vec<Night> = xs.iter().map(|n| Night { spread: None, ..*n }).collect();
+            own += usize::from(steps(&alone).first().is_some_and(|s| s.index == 4));
+            let got = steps(&xs);
+            pooled += usize::from(got.first().is_some_and(|s| s.index == 4));
+            assert!(got.iter().all(|s| s.index >= 4), "seed {seed}: {got:?}");
+        }
+        // 11 of 20 against 2 of 20 (these seeds): the band spans the nights' own spread
+        // besides each interval, so a step of 3.3 × the spread is still a coin's toss.
+        assert!(
+            pooled >= 10,
+            "pooled found {pooled} of 20 the night it landed"
+        );
+        assert!(own <= 4, "own intervals found {own} of 20");
+    }
+
+    #[test]
+    fn pooled_nights_with_no_step_raise_no_more_than_their_own_intervals() {
+        let (mut own, mut pooled) = (0, 0);
+        for seed in 1..=200 {
+            let xs = screened(seed, 0.015, None);
+            let alone: Vec<Night> = xs.iter().map(|n| Night { spread: None, ..*n }).collect();
+            own += steps(&alone).len();
+            pooled += steps(&xs).len();
+        }
+        // No more than the nights' own intervals raise (one in 1,600 nights: a second night
+        // whose three repetitions happened to agree, read on its own interval).
+        assert!(
+            pooled <= own && own <= 2,
+            "own {own}, pooled {pooled} in 1,600 nights"
+        );
+        // A night without its spread (recorded before it was kept) reads every night of its
+        // stretch on its own interval.
+        let mut xs = screened(7, 0.015, Some((4, 1.05)));
+        xs[2].spread = None;
+        let alone: Vec<Night> = xs.iter().map(|n| Night { spread: None, ..*n }).collect();
+        assert_eq!(steps(&xs[..5]), steps(&alone[..5]));
+    }
+
+    #[test]
+    fn a_spread_needs_two_paired_repetitions() {
+        let s = Spread::of(&[2.0, 2.2, 1.8], &[1.0, 1.1, 0.9]).unwrap();
+        assert_eq!(s.n, 3);
+        assert!(s.sd < 1e-12, "{s:?}");
+        let s = Spread::of(&[1.0, 1.1], &[1.0, 1.0]).unwrap();
+        assert!((s.sd - (1.1f64.ln() / 2f64.sqrt())).abs() < 1e-12, "{s:?}");
+        assert_eq!(Spread::of(&[1.0], &[1.0]), None);
+        assert_eq!(Spread::of(&[1.0, 2.0], &[1.0]), None);
+        assert_eq!(Spread::of(&[1.0, 0.0], &[1.0, 1.0]), None);
+        assert_eq!(Spread::of(&[1.0, f64::NAN], &[1.0, 1.0]), None);
+    }
+
     #[test]
     fn a_step_down_and_back_up_is_two_steps() {
         let xs = [
@@ -150,6 +303,7 @@ mod tests {
                 ratio: 1.0,
                 lo: f64::NAN,
                 hi: -3.0,
+                spread: None,
             },
             night(1.0, 0.01),
         ];

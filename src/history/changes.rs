@@ -199,6 +199,7 @@ fn band(key: &SeriesKey, points: &[&super::SeriesPoint]) -> Vec<Found> {
             ratio: p.value,
             lo: p.lo.unwrap_or(f64::NAN),
             hi: p.hi.unwrap_or(f64::NAN),
+            spread: p.spread,
         })
         .collect();
     super::band::steps(&nights)

@@ -115,6 +115,9 @@ pub struct SeriesPoint {
     pub lo: Option<f64>,
     pub hi: Option<f64>,
     pub runs: usize,
+    /// For a ratio series: how far apart the repetitions of the run nearest the median were
+    /// (the interval's run), where both figures were recorded repetition by repetition.
+    pub spread: Option<band::Spread>,
     /// When its first and last runs started.
     pub first_run: String,
     pub last_run: String,
@@ -141,6 +144,7 @@ struct Row {
     hi: Option<f64>,
     started: String,
     reference: Option<String>,
+    spread: Option<band::Spread>,
 }
 
 impl Store {
@@ -150,17 +154,21 @@ impl Store {
     pub fn series(&self) -> anyhow::Result<Vec<Series>> {
         let absolute = "SELECT r.plan_name, f.contender, f.point, f.figure, r.env_key, r.env,
                     c.commit_id, c.commit_time, c.subject, f.estimate, f.lo, f.hi, r.started_at,
-                    c.depth, NULL, NULL
+                    c.depth, NULL, NULL, NULL, NULL
              FROM figures f
              JOIN runs r ON r.id = f.run_id
              LEFT JOIN contenders c ON c.run_id = f.run_id AND c.name = f.contender";
         let ratios = "SELECT r.plan_name, v.contender, v.point, v.figure, r.env_key, r.env,
                     c.commit_id, c.commit_time, c.subject, v.ratio, v.lo, v.hi, r.started_at,
-                    c.depth, v.baseline, b.commit_id
+                    c.depth, v.baseline, b.commit_id, fc.per_repetition, fb.per_repetition
              FROM verdicts v
              JOIN runs r ON r.id = v.run_id
              LEFT JOIN contenders c ON c.run_id = v.run_id AND c.name = v.contender
-             LEFT JOIN contenders b ON b.run_id = v.run_id AND b.name = v.baseline";
+             LEFT JOIN contenders b ON b.run_id = v.run_id AND b.name = v.baseline
+             LEFT JOIN figures fc ON fc.run_id = v.run_id AND fc.contender = v.contender
+                 AND fc.point = v.point AND fc.figure = v.figure
+             LEFT JOIN figures fb ON fb.run_id = v.run_id AND fb.contender = v.baseline
+                 AND fb.point = v.point AND fb.figure = v.figure";
         let mut by: BTreeMap<SeriesKey, (String, Vec<Row>)> = BTreeMap::new();
         for sql in [absolute, ratios] {
             let mut q = self.conn.prepare(sql)?;
@@ -184,6 +192,7 @@ impl Store {
                     started: r.get(12)?,
                     depth: r.get(13)?,
                     reference: r.get(15)?,
+                    spread: spread(r.get(16)?, r.get(17)?),
                 })
             })?;
             for row in rows {
@@ -207,8 +216,15 @@ impl Store {
     }
 }
 
-/// A run's estimate and interval.
-type Estimate = (f64, Option<f64>, Option<f64>);
+/// The spread of a ratio's repetitions from the two figures' recorded values (JSON lists,
+/// in repetition order); none where either is missing or unreadable.
+fn spread(of: Option<String>, to: Option<String>) -> Option<band::Spread> {
+    let read = |x: Option<String>| serde_json::from_str::<Vec<f64>>(&x?).ok();
+    band::Spread::of(&read(of)?, &read(to)?)
+}
+
+/// A run's estimate, interval and spread.
+type Estimate = (f64, Option<f64>, Option<f64>, Option<band::Spread>);
 
 /// Commit order, first parent: by each commit's place on its first-parent line when every
 /// commit has one (a merge is one step, however old the commits it brings), else by commit
@@ -239,7 +255,7 @@ fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
         if let (None, Some(k)) = (at, key) {
             seen.insert(k, out.len());
         }
-        let est = (r.estimate, r.lo, r.hi);
+        let est = (r.estimate, r.lo, r.hi, r.spread);
         match at {
             Some(i) => {
                 out[i].1.push(est);
@@ -256,6 +272,7 @@ fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
                     lo: None,
                     hi: None,
                     runs: 0,
+                    spread: None,
                     first_run: r.started.clone(),
                     last_run: r.started,
                 },
@@ -278,6 +295,7 @@ fn points(mut rows: Vec<Row>) -> Vec<SeriesPoint> {
                 Some(lo) if lo <= 0.0 && median > 0.0 => (None, None),
                 _ => (mid.1, mid.2),
             };
+            p.spread = mid.3;
             p.runs = ests.len();
             p
         })
@@ -426,6 +444,7 @@ mod tests {
             lo: None,
             hi: None,
             runs: 1,
+            spread: None,
             first_run: "r".into(),
             last_run: "r".into(),
         };
@@ -480,5 +499,47 @@ mod tests {
         assert_eq!(super::iso(0), "1970-01-01 00:00:00 +0000");
         assert_eq!(super::iso(1_796_425_992), "2026-12-04 23:13:12 +0000");
         assert_eq!(super::iso(951_782_400), "2000-02-29 00:00:00 +0000");
+    }
+
+    /// A ratio series' point carries the spread of its run's repetitions, read from the two
+    /// figures recorded repetition by repetition; the absolute series none.
+    #[test]
+    fn a_ratio_point_keeps_the_spread_of_its_repetitions() {
+        let d = std::env::temp_dir().join(format!("bakeoff-spread-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let store = super::Store::open(&d.join("h.sqlite")).unwrap();
+        store
+            .conn
+            .execute_batch(
+                "INSERT INTO runs (id, plan_name, plan_hash, started_at, recorded_at, results_dir,
+                     bakeoff, env_key, env, fingerprint)
+                 VALUES (1, 'p', 'h', '2026-12-07T00:00:00Z', 'x', 'r', 'b', 'e', 'e', 'f');
+                 INSERT INTO contenders (run_id, name, commit_id) VALUES (1, 'srv', 'aaaa'),
+                     (1, 'reference', 'bbbb');
+                 INSERT INTO figures VALUES (1, 'srv', 'get', 'cpu_per_request', 22, NULL, NULL,
+                     '[20.0, 22.0, 24.2]');
+                 INSERT INTO figures VALUES (1, 'reference', 'get', 'cpu_per_request', 20, NULL,
+                     NULL, '[20.0, 20.0, 22.0]');
+                 INSERT INTO verdicts VALUES (1, 'srv', 'reference', 'get', 'cpu_per_request',
+                     'higher', 1.07, 1.0, 1.14, 0.01, 0.02);",
+            )
+            .unwrap();
+        let all = store.series().unwrap();
+        let ratio = all
+            .iter()
+            .find(|s| s.key.against.is_some())
+            .expect("a ratio series");
+        let spread = ratio.points[0].spread.expect("its spread");
+        // Log ratios 0, l, l (l = ln 1.1): deviations −2l/3, l/3, l/3 from their mean, so
+        // the standard deviation is √((6l²/9) / 2) = l / √3.
+        let want = 1.1f64.ln() / 3f64.sqrt();
+        assert_eq!(spread.n, 3);
+        assert!((spread.sd - want).abs() < 1e-9, "{spread:?} against {want}");
+        assert!(all
+            .iter()
+            .filter(|s| s.key.against.is_none())
+            .all(|s| s.points.iter().all(|p| p.spread.is_none())));
+        drop(store);
+        let _ = std::fs::remove_dir_all(d);
     }
 }
