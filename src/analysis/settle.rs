@@ -205,9 +205,11 @@ impl Verdict {
             return Some((surely.clamp(n, max), Some(equal)));
         }
         // Two starts read the spread between starts on one degree of freedom — its root
-        // anywhere from half to thirty times the truth — too little to give a point up on.
+        // anywhere from half to thirty times the truth — too little to give a point up on,
+        // unless no interval could settle it (its estimate on a band's edge, or between bands
+        // that leave no room: `tests/verdicts.rs`).
         let Some(n) = within(at_estimate) else {
-            return (have == 2).then_some((max, None));
+            return (have == 2 && self.distance() >= 0.0005).then_some((max, None));
         };
         let surely = self.repetitions_to_settle_surely().unwrap_or(max);
         // Held back, it wants as many again: no half-width.

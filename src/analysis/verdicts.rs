@@ -618,6 +618,11 @@ mod tests {
             "{s}"
         );
         assert_eq!(two.second_stage(2, 1000), Some(1000));
+        // Unless no interval could settle it: between bands that leave no room.
+        let mut stuck = two.clone();
+        stuck.bands.noise = 0.99;
+        stuck.bands.equivalence = 0.0001;
+        assert_eq!(stuck.second_stage(2, 4), None);
         two.ratio.repetitions = 3;
         two.ratio.student = Some((2.0 * se, 2));
         assert_eq!(two.second_stage(3, 1000), None);
