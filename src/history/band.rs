@@ -243,6 +243,14 @@ mod tests {
             "pooled found {pooled} of 20 the night it landed"
         );
         assert!(own <= 4, "own intervals found {own} of 20");
+        // Repetitions 1 % apart: nearly always.
+        let tight = (1..=20)
+            .filter(|&seed| {
+                let got = steps(&screened(seed, 0.01, Some((4, 1.05))));
+                got.first().is_some_and(|s| s.index == 4)
+            })
+            .count();
+        assert!(tight >= 18, "pooled found {tight} of 20 at 1 %");
     }
 
     #[test]
