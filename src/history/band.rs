@@ -69,17 +69,7 @@ pub fn steps(nights: &[Night]) -> Vec<Step> {
     let mut start = 0;
     for i in 1..nights.len() {
         let stretch = &nights[start..=i];
-        let read: Vec<(f64, f64)> = match pooled(stretch) {
-            Some((sd, df)) => stretch
-                .iter()
-                .map(|n| {
-                    let half = crate::stats::paired::t975(df) * sd
-                        / (n.spread.map_or(1, |s| s.n) as f64).sqrt();
-                    (n.ratio * (-half).exp(), n.ratio * half.exp())
-                })
-                .collect(),
-            None => stretch.iter().map(bounds).collect(),
-        };
+        let read = pooled(stretch).unwrap_or_else(|| stretch.iter().map(bounds).collect());
         let (band_lo, band_hi) = read[..read.len() - 1]
             .iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &(l, h)| {
@@ -108,13 +98,14 @@ pub fn steps(nights: &[Night]) -> Vec<Step> {
     out
 }
 
-/// The spread of `nights`' repetitions pooled — the root of their squared deviations from
-/// each night's own mean over their degrees of freedom — and those degrees: `None` unless
-/// every night has a usable spread (a positive ratio too) and they are [`POOLED_DF`] or
-/// more.
-fn pooled(nights: &[Night]) -> Option<(f64, usize)> {
+/// `nights`' intervals read with the spread of their repetitions pooled — the root of their
+/// squared deviations from each night's own mean over their degrees of freedom, Student's t
+/// on all of those — around each night's ratio: `None` unless every night has a usable
+/// spread (and a positive ratio) and they are [`POOLED_DF`] degrees or more.
+fn pooled(nights: &[Night]) -> Option<Vec<(f64, f64)>> {
     let mut ss = 0.0;
     let mut df = 0;
+    let mut read = Vec::with_capacity(nights.len());
     for n in nights {
         let s = n.spread.filter(|s| s.sd.is_finite() && s.n >= 2)?;
         if !(n.ratio.is_finite() && n.ratio > 0.0) {
@@ -122,8 +113,20 @@ fn pooled(nights: &[Night]) -> Option<(f64, usize)> {
         }
         ss += s.sd * s.sd * (s.n - 1) as f64;
         df += s.n - 1;
+        read.push((n.ratio, s.n));
     }
-    (df >= POOLED_DF).then(|| ((ss / df as f64).sqrt(), df))
+    if df < POOLED_DF {
+        return None;
+    }
+    let t_sd = crate::stats::paired::t975(df) * (ss / df as f64).sqrt();
+    Some(
+        read.into_iter()
+            .map(|(ratio, n)| {
+                let half = t_sd / (n as f64).sqrt();
+                (ratio * (-half).exp(), ratio * half.exp())
+            })
+            .collect(),
+    )
 }
 
 /// The fewest degrees of freedom a pooled spread is read on — three nights of three
@@ -243,6 +246,8 @@ mod tests {
             "pooled found {pooled} of 20 the night it landed"
         );
         assert!(own <= 4, "own intervals found {own} of 20");
+        // The counts docs/history.md gives.
+        assert_eq!((pooled, own), (11, 2));
         // Repetitions 1 % apart: nearly always.
         let tight = (1..=20)
             .filter(|&seed| {
@@ -268,6 +273,7 @@ mod tests {
             pooled <= own && own <= 2,
             "own {own}, pooled {pooled} in 1,600 nights"
         );
+        assert_eq!((pooled, own), (1, 1), "the counts docs/history.md gives");
         // A night without its spread (recorded before it was kept) reads every night of its
         // stretch on its own interval.
         let mut xs = screened(7, 0.015, Some((4, 1.05)));
