@@ -113,8 +113,10 @@ pub enum Rounds {
     /// run. `max: None` is as many rounds as [`ROUNDS_TIME`] of slices holds, and at least
     /// [`ROUNDS_MIN_LIMIT`].
     Auto { max: Option<u32>, precision: f64 },
-    /// As many rounds as the scenario's `duration` holds (and 2), no more: each contender
-    /// is measured as long as it would be alone — a nightly's screen (docs/history.md).
+    /// As many rounds as the scenario's `duration` holds (and 2), no more, and stopped
+    /// within each contender's share of the wall-clock (the duration, its slices' edges
+    /// included): each contender is measured as long as it would be alone — a nightly's
+    /// screen (docs/history.md).
     Duration,
 }
 

@@ -37,6 +37,10 @@ pub(super) struct Course {
     /// An auto slice: the scenario's duration and the plan's rounds, from which the slice
     /// and the limits are set again after the first round.
     pub(super) auto: Option<(Duration, Rounds)>,
+    /// `rounds = "duration"`: each contender's share of the repetition's wall-clock — the
+    /// scenario's duration, its slices' edges and the probe round included — which the
+    /// rounds stop within, so a screen costs what each build alone would (docs/history.md).
+    pub(super) wall: Option<Duration>,
 }
 
 impl Course {
@@ -71,6 +75,10 @@ impl Course {
                 Stop::Duration(_) => Stop::Duration(slice),
             },
             auto,
+            wall: match (stop, paired.rounds) {
+                (Stop::Duration(d), Rounds::Duration) => Some(d),
+                _ => None,
+            },
         }
     }
 
@@ -167,6 +175,7 @@ pub(super) fn run(
     // many rounds again as `max`, so a stormy host cannot hold a point forever.
     let (mut round, mut clean) = (0, 0);
     let mut reached = None;
+    let began = std::time::Instant::now();
     while clean < course.max
         && round < course.max + course.max / 2
         && !cancel.is_cancelled()
@@ -206,6 +215,9 @@ pub(super) fn run(
             clean += 1;
         }
         rep.round_done(round);
+        if out_of_time(&course, n, began.elapsed(), round, clean) {
+            break;
+        }
         if clean >= course.min && round % 2 == 0 {
             if let Some(target) = course.precision {
                 reached = worst_precision(&outs, baselines, &course);
@@ -232,6 +244,17 @@ pub(super) fn run(
         rounds: round,
         reached,
     }
+}
+
+/// Whether a `rounds = "duration"` point stops here: after an even number of rounds (A B
+/// is followed by B A) and two clean ones, when two more rounds at the pace so far would
+/// carry the repetition past every contender's share of its wall-clock.
+fn out_of_time(c: &Course, contenders: usize, spent: Duration, round: u32, clean: u32) -> bool {
+    let Some(share) = c.wall else {
+        return false;
+    };
+    let pace = spent / round.max(1);
+    round % 2 == 0 && clean >= 2 && spent + pace * 2 > share * contenders as u32
 }
 
 fn slice_of(

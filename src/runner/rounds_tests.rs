@@ -26,6 +26,8 @@ struct Fake {
     served: Vec<u64>,
     clock: std::rc::Rc<std::cell::Cell<u64>>,
     connect_error: Option<String>,
+    /// Each slice takes its length and this much more of the wall-clock (its edges).
+    edges: Option<Duration>,
 }
 
 impl Fake {
@@ -41,6 +43,7 @@ impl Fake {
             served: Vec::new(),
             clock: clock.clone(),
             connect_error: None,
+            edges: None,
         }
     }
 }
@@ -54,6 +57,9 @@ impl Serving for Fake {
     }
     fn slice(&mut self, stop: Stop, _: &mut dyn Reporter) -> Sliced {
         self.stops.push(stop);
+        if let (Some(edges), Stop::Duration(d)) = (self.edges, stop) {
+            std::thread::sleep(d + edges);
+        }
         let i = self.served.len();
         let t = self.clock.get();
         self.clock.set(t + 1);
@@ -116,6 +122,7 @@ fn course(min: u32, max: u32, precision: Option<f64>) -> Course {
         repetitions: 1,
         stop: Stop::Duration(Duration::from_millis(100)),
         auto: None,
+        wall: None,
     }
 }
 
@@ -431,6 +438,54 @@ fn rounds_cover_the_duration_in_pairs() {
         of(Stop::Duration(Duration::from_secs(9)), few),
         (4, 4, Some(0.02))
     );
+}
+
+/// A screen (`rounds = "duration"`) measures each contender as long as it would be alone,
+/// wall-clock: its rounds stop within every contender's share of the repetition, the
+/// slices' edges included — here slices of 10 ms that take at least 15 ms, so 400 ms hold
+/// 12 rounds at most where the duration's slices alone would be 20.
+#[test]
+fn a_screen_stops_within_its_share_of_the_wall_clock() {
+    let paired = crate::plan::Paired {
+        slice: Some(Duration::from_millis(10)),
+        rounds: Rounds::Duration,
+        ..Default::default()
+    };
+    let screen = Course::of(Stop::Duration(Duration::from_millis(200)), &paired, 1, 3);
+    assert_eq!(
+        (screen.max, screen.wall),
+        (20, Some(Duration::from_millis(200)))
+    );
+    let full = crate::plan::Paired {
+        rounds: Rounds::Fixed(20),
+        ..paired
+    };
+    let fixed = Course::of(Stop::Duration(Duration::from_millis(200)), &full, 1, 3);
+    assert_eq!(
+        fixed.wall, None,
+        "only a screen's rounds are held to the clock"
+    );
+    let run = |edges| {
+        let clock = Default::default();
+        let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+        for x in &mut f {
+            x.edges = edges;
+        }
+        go(&mut f, Course { min: 20, ..screen }).rounds
+    };
+    // A busy machine only makes the slices slower, so fewer rounds: never more.
+    let timed = run(Some(Duration::from_millis(5)));
+    assert!(
+        (2..=12).contains(&timed) && timed % 2 == 0,
+        "{timed} rounds within 400 ms of slices taking 15 ms"
+    );
+    let fake_time = Course {
+        wall: None,
+        ..screen
+    };
+    let clock = Default::default();
+    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+    assert_eq!(go(&mut f, fake_time).rounds, 20, "the duration's rounds");
 }
 
 #[test]
