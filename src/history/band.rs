@@ -14,10 +14,11 @@ pub struct Night {
     pub spread: Option<Spread>,
 }
 
-/// How far apart a night's repetitions were: the standard deviation of their log ratios
-/// (each repetition's figure over the reference's in the same repetition), and how many.
+/// A night's repetitions: the mean and standard deviation of their log ratios (each
+/// repetition's figure over the reference's in the same repetition), and how many.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spread {
+    pub mean: f64,
     pub sd: f64,
     pub n: usize,
 }
@@ -35,6 +36,7 @@ impl Spread {
         let mean = logs.iter().sum::<f64>() / n as f64;
         let ss: f64 = logs.iter().map(|x| (x - mean).powi(2)).sum();
         Some(Spread {
+            mean,
             sd: (ss / (n - 1) as f64).sqrt(),
             n,
         })
@@ -61,24 +63,22 @@ pub struct Step {
 /// ratio alone.
 ///
 /// Where every night of the stretch (since the last step, up to the night judged) has its
-/// repetitions' spread, each interval is read again with the spread pooled over them
-/// ([`pooled`]): a night of three repetitions reads its interval on Student's t at 2
-/// degrees of freedom (4.3), a stretch of eight nights on 16 (2.1).
+/// repetitions' spread, each night is read again from its repetitions, with the spread
+/// pooled over them ([`pooled`]): a night of three repetitions reads its interval on
+/// Student's t at 2 degrees of freedom (4.3), a stretch of eight nights on 16 (2.1).
 pub fn steps(nights: &[Night]) -> Vec<Step> {
     let mut out = Vec::new();
     let mut start = 0;
     for i in 1..nights.len() {
         let stretch = &nights[start..=i];
         let read = pooled(stretch).unwrap_or_else(|| stretch.iter().map(bounds).collect());
-        let (band_lo, band_hi) = read[..read.len() - 1]
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &(l, h)| {
-                (lo.min(l), hi.max(h))
-            });
-        let (lo, hi) = read[read.len() - 1];
+        let (before, (_, lo, hi)) = (&read[..read.len() - 1], read[read.len() - 1]);
+        let (band_lo, band_hi) = before.iter().fold(
+            (f64::INFINITY, f64::NEG_INFINITY),
+            |(lo, hi), &(_, l, h)| (lo.min(l), hi.max(h)),
+        );
         if lo > band_hi || hi < band_lo {
-            let before = &nights[start..i];
-            let mut ratios: Vec<f64> = before.iter().map(|n| n.ratio).collect();
+            let mut ratios: Vec<f64> = before.iter().map(|r| r.0).collect();
             ratios.sort_by(f64::total_cmp);
             let mid = ratios.len() / 2;
             let median = match ratios.len() % 2 {
@@ -87,7 +87,7 @@ pub fn steps(nights: &[Night]) -> Vec<Step> {
             };
             out.push(Step {
                 index: i,
-                ratio: nights[i].ratio / median,
+                ratio: read[read.len() - 1].0 / median,
                 lo: lo / median,
                 hi: hi / median,
                 nights: before.len(),
@@ -98,22 +98,24 @@ pub fn steps(nights: &[Night]) -> Vec<Step> {
     out
 }
 
-/// `nights`' intervals read with the spread of their repetitions pooled — the root of their
-/// squared deviations from each night's own mean over their degrees of freedom, Student's t
-/// on all of those — around each night's ratio: `None` unless every night has a usable
-/// spread (and a positive ratio) and they are [`POOLED_DF`] degrees or more.
-fn pooled(nights: &[Night]) -> Option<Vec<(f64, f64)>> {
+/// `nights` read from their repetitions — each night's ratio the geometric mean of its
+/// repetitions' ratios, its interval from the spread of their log ratios pooled (the root of
+/// their squared deviations from each night's own mean over their degrees of freedom,
+/// Student's t on all of those): `None` unless every night has a usable spread and they are
+/// [`POOLED_DF`] degrees or more. The centre is the repetitions' own, not the run's ratio:
+/// a tail's run ratio (p99 over slices) is a noisier figure than the repetitions'
+/// spread measures.
+fn pooled(nights: &[Night]) -> Option<Vec<(f64, f64, f64)>> {
     let mut ss = 0.0;
     let mut df = 0;
     let mut read = Vec::with_capacity(nights.len());
     for n in nights {
-        let s = n.spread.filter(|s| s.sd.is_finite() && s.n >= 2)?;
-        if !(n.ratio.is_finite() && n.ratio > 0.0) {
-            return None;
-        }
+        let s = n
+            .spread
+            .filter(|s| s.sd.is_finite() && s.mean.is_finite() && s.n >= 2)?;
         ss += s.sd * s.sd * (s.n - 1) as f64;
         df += s.n - 1;
-        read.push((n.ratio, s.n));
+        read.push((s.mean.exp(), s.n));
     }
     if df < POOLED_DF {
         return None;
@@ -123,7 +125,7 @@ fn pooled(nights: &[Night]) -> Option<Vec<(f64, f64)>> {
         read.into_iter()
             .map(|(ratio, n)| {
                 let half = t_sd / (n as f64).sqrt();
-                (ratio * (-half).exp(), ratio * half.exp())
+                (ratio, ratio * (-half).exp(), ratio * half.exp())
             })
             .collect(),
     )
@@ -133,12 +135,12 @@ fn pooled(nights: &[Night]) -> Option<Vec<(f64, f64)>> {
 /// repetitions: two nights' four leave the spread itself uncertain by half.
 const POOLED_DF: usize = 6;
 
-/// A night's interval, or its ratio alone where the interval is not usable.
-fn bounds(n: &Night) -> (f64, f64) {
+/// A night's ratio and interval, or its ratio alone where the interval is not usable.
+fn bounds(n: &Night) -> (f64, f64, f64) {
     let ok = |x: f64| x.is_finite() && x > 0.0;
     match ok(n.lo) && ok(n.hi) && n.lo <= n.hi {
-        true => (n.lo, n.hi),
-        false => (n.ratio, n.ratio),
+        true => (n.ratio, n.lo, n.hi),
+        false => (n.ratio, n.ratio, n.ratio),
     }
 }
 
@@ -280,6 +282,40 @@ mod tests {
         xs[2].spread = None;
         let alone: Vec<Night> = xs.iter().map(|n| Night { spread: None, ..*n }).collect();
         assert_eq!(steps(&xs[..5]), steps(&alone[..5]));
+    }
+
+    /// A run's ratio of a tail (p99 over slices) can sit far from its repetitions' (p99 over
+    /// each repetition): a night is read from its repetitions, as its spread is — here an A/A
+    /// history whose fifth night's run read p99 1.25× while its repetitions read 1.05×, as
+    /// one did live (BENCHMARKS.md).
+    #[test]
+    fn a_pooled_night_is_centred_on_its_repetitions_not_the_runs_ratio() {
+        let reps = [
+            [1.035, 0.971, 1.024],
+            [1.056, 0.977, 1.030],
+            [0.975, 0.968, 1.000],
+            [1.047, 0.920, 1.057],
+            [1.030, 1.038, 1.077],
+        ];
+        let mut xs: Vec<Night> = reps
+            .iter()
+            .map(|r| {
+                let spread = Spread::of(r, &[1.0; 3]).unwrap();
+                Night {
+                    ratio: spread.mean.exp(),
+                    lo: 0.6,
+                    hi: 1.8,
+                    spread: Some(spread),
+                }
+            })
+            .collect();
+        xs[4].ratio = 1.2476;
+        assert!(steps(&xs).is_empty(), "{:?}", steps(&xs));
+        // A real step is still found, and sized from the repetitions.
+        xs[4].spread = Spread::of(&[1.15, 1.16, 1.14], &[1.0; 3]);
+        let got = steps(&xs);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!((got[0].ratio - 1.15 / 1.009).abs() < 0.03, "{got:?}");
     }
 
     #[test]
