@@ -287,7 +287,7 @@ mod tests {
     /// A run's ratio of a tail (p99 over slices) can sit far from its repetitions' (p99 over
     /// each repetition): a night is read from its repetitions, as its spread is — here an A/A
     /// history whose fifth night's run read p99 1.25× while its repetitions read 1.05×, as
-    /// one did live (BENCHMARKS.md).
+    /// one did live (docs/history.md, "The spread pooled").
     #[test]
     fn a_pooled_night_is_centred_on_its_repetitions_not_the_runs_ratio() {
         let reps = [
