@@ -72,7 +72,9 @@ pub fn steps(nights: &[Night]) -> Vec<Step> {
     for i in 1..nights.len() {
         let stretch = &nights[start..=i];
         let read = pooled(stretch).unwrap_or_else(|| stretch.iter().map(bounds).collect());
-        let (before, (_, lo, hi)) = (&read[..read.len() - 1], read[read.len() - 1]);
+        let Some((&(ratio, lo, hi), before)) = read.split_last() else {
+            continue;
+        };
         let (band_lo, band_hi) = before.iter().fold(
             (f64::INFINITY, f64::NEG_INFINITY),
             |(lo, hi), &(_, l, h)| (lo.min(l), hi.max(h)),
@@ -87,7 +89,7 @@ pub fn steps(nights: &[Night]) -> Vec<Step> {
             };
             out.push(Step {
                 index: i,
-                ratio: read[read.len() - 1].0 / median,
+                ratio: ratio / median,
                 lo: lo / median,
                 hi: hi / median,
                 nights: before.len(),

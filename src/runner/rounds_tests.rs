@@ -465,27 +465,25 @@ fn a_screen_stops_within_its_share_of_the_wall_clock() {
         fixed.wall, None,
         "only a screen's rounds are held to the clock"
     );
-    let run = |edges| {
+    let run = |edges, c| {
         let clock = Default::default();
         let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
         for x in &mut f {
             x.edges = edges;
         }
-        go(&mut f, Course { min: 20, ..screen }).rounds
+        go(&mut f, c).rounds
     };
     // A busy machine only makes the slices slower, so fewer rounds: never more.
-    let timed = run(Some(Duration::from_millis(5)));
+    let timed = run(Some(Duration::from_millis(5)), screen);
     assert!(
         (2..=12).contains(&timed) && timed % 2 == 0,
         "{timed} rounds within 400 ms of slices taking 15 ms"
     );
-    let fake_time = Course {
+    let unclocked = Course {
         wall: None,
         ..screen
     };
-    let clock = Default::default();
-    let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
-    assert_eq!(go(&mut f, fake_time).rounds, 20, "the duration's rounds");
+    assert_eq!(run(None, unclocked), 20, "the duration's rounds");
 }
 
 #[test]
