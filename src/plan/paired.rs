@@ -127,6 +127,11 @@ pub const SLICE_CALLS: f64 = 250.0;
 /// The shortest auto slice: a slice's edges (stopping the load, reading each thread's
 /// CPU) take a few milliseconds.
 pub const SLICE_MIN: Duration = Duration::from_millis(25);
+/// The shortest auto slice of rounds held to the clock (`rounds = "duration"`, a screen):
+/// their count is what the wall-clock holds, and twice the rounds of half the length read
+/// a repetition's ratio closer, the host's drift within it shared by shorter pairs
+/// (docs/history.md, "A screen instead").
+pub const SLICE_MIN_CLOCKED: Duration = Duration::from_millis(12);
 /// The longest auto slice.
 pub const SLICE_MAX: Duration = Duration::from_secs(1);
 /// The default limit of auto rounds: as many rounds as this much of one contender's
@@ -138,13 +143,14 @@ pub const ROUNDS_MIN_LIMIT: u32 = 4;
 
 impl Paired {
     /// The slice an auto-sliced point runs after its probe round, from the slowest
-    /// contender's calls per second in it (`None`: none answered).
-    pub fn auto_slice(slowest_per_s: Option<f64>) -> Duration {
+    /// contender's calls per second in it (`None`: none answered), no shorter than
+    /// `shortest` ([`SLICE_MIN`], or [`SLICE_MIN_CLOCKED`] for rounds held to the clock).
+    pub fn auto_slice(slowest_per_s: Option<f64>, shortest: Duration) -> Duration {
         match slowest_per_s {
             Some(r) if r > 0.0 && r.is_finite() => {
                 let ms = (SLICE_CALLS / r * 1000.0).ceil();
                 Duration::from_millis(
-                    ms.clamp(SLICE_MIN.as_millis() as f64, SLICE_MAX.as_millis() as f64) as u64,
+                    ms.clamp(shortest.as_millis() as f64, SLICE_MAX.as_millis() as f64) as u64,
                 )
             }
             _ => SLICE_MAX,

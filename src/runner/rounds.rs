@@ -8,7 +8,7 @@
 use super::events::Reporter;
 use super::seam::Serving;
 use crate::load::{LoadResult, Stop};
-use crate::plan::{Paired, Rounds, SLICE_PROBE};
+use crate::plan::{Paired, Rounds, SLICE_MIN, SLICE_MIN_CLOCKED, SLICE_PROBE};
 use crate::results::{balanced_rounds, PointId, PointRun, ServerCost, Slice};
 use crate::stats::paired::{across, round_precision, rounds_decide, williams, Bands};
 use std::time::Duration;
@@ -84,12 +84,17 @@ impl Course {
 
     /// After an auto-sliced point's first round: its slices become the shortest that hold
     /// [`crate::plan::SLICE_CALLS`] calls of the slowest contender at the rate it served
-    /// the probe with, and its limits follow.
+    /// the probe with — down to [`SLICE_MIN_CLOCKED`] where the rounds are held to the
+    /// clock, else [`SLICE_MIN`] — and its limits follow.
     fn sliced(self, slowest_per_s: Option<f64>) -> Course {
         let Some((duration, rounds)) = self.auto else {
             return self;
         };
-        let slice = Paired::auto_slice(slowest_per_s);
+        let shortest = match self.wall {
+            Some(_) => SLICE_MIN_CLOCKED,
+            None => SLICE_MIN,
+        };
+        let slice = Paired::auto_slice(slowest_per_s, shortest);
         let (min, max, precision) = limits(Stop::Duration(duration), rounds, slice);
         Course {
             min,

@@ -256,6 +256,31 @@ fn an_auto_slice_holds_enough_calls_of_the_slowest_contender() {
     let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
     go(&mut f, c);
     assert!(f[0].stops.iter().all(|s| ms(s) == 40));
+    // 40,000 calls a second: 250 take 6.25 ms, so the shortest slice — 12 ms where the
+    // rounds are held to the clock (a screen), 25 ms where they are not.
+    let shortest = |rounds| {
+        let paired = crate::plan::Paired {
+            rounds,
+            ..Default::default()
+        };
+        let c = Course::of(Stop::Duration(Duration::from_millis(300)), &paired, 1, 1);
+        let clock = Default::default();
+        let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
+        for x in &mut f {
+            x.calls = 4000;
+        }
+        go(&mut f, c);
+        f[0].stops[1..].iter().map(ms).collect::<Vec<_>>()
+    };
+    let clocked = shortest(Rounds::Duration);
+    assert!(clocked.iter().all(|&s| s == 12), "{clocked:?}");
+    assert_eq!(
+        clocked.len() + 1,
+        26,
+        "the probe, then 300 ms of 12 ms slices in pairs"
+    );
+    let full = shortest(Rounds::Fixed(6));
+    assert!(full.iter().all(|&s| s == 25), "{full:?}");
 }
 
 #[test]
