@@ -7,6 +7,15 @@ the rounds' log ratios over the root of their count).
     python3 benches/slice_noise.py /tmp/nightly/*/screen-run-*
 
 Where the two agree, the repetitions differ by what their slices read, not by their starts.
+
+Then, over every run read: the medians, and the nights as a history reads them — the spread
+of the repetitions within a night against the spread of the nights' own ratios (runs in one
+folder are one history's nights, as KEEP lays them out: where the second is no more than the
+first over the root of the repetitions, the nights differ by their repetitions alone), and
+what that allows: the share of +5 % steps any rule could find the night they land against
+four nights before them, holding false candidates to 1 in 100 nights (a two-sided normal
+test on the night's mean against theirs), and how much longer a night would have to measure
+for 9 in 10 at that rate. Read that line over histories with no step (an A/A row).
 """
 import glob
 import json
@@ -34,9 +43,39 @@ def one(folder):
         within.append(st.stdev(logs) / math.sqrt(len(logs)))
     print(f"{folder}: repetitions {' '.join(f'{math.exp(x):.3f}' for x in ratios)}; "
           f"between {st.stdev(ratios):.3f}, within {st.mean(within):.3f} ({len(logs)} rounds)")
+    return ratios, st.mean(within), len(logs)
+
+
+def normal_cdf(z):
+    return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+
+
+def summary(read):
+    """`read`: (folder, repetitions' log ratios, within, rounds) of every run."""
+    med = lambda f: st.median(f(r) for r in read)  # noqa: E731
+    print(f"{len(read)} runs: repetitions {med(lambda r: st.stdev(r[1])):.3f} apart (median), "
+          f"a repetition ±{med(lambda r: r[2]):.3f} from {med(lambda r: r[3]):.0f} pairs, "
+          f"a pair ±{med(lambda r: r[2] * math.sqrt(r[3])):.3f}")
+    histories = {}
+    for folder, ratios, _, _ in read:
+        histories.setdefault(folder.rstrip("/").rsplit("/", 1)[0], []).append(ratios)
+    histories = {h: n for h, n in histories.items() if len(n) >= 3}
+    if not histories:
+        return
+    reps = st.median(len(r) for n in histories.values() for r in n)
+    within = math.sqrt(st.mean(st.variance(r) for n in histories.values() for r in n))
+    nights = math.sqrt(st.mean(st.variance([st.mean(r) for r in n]) for n in histories.values()))
+    z = math.log(1.05) / (nights * math.sqrt(1 + 1 / 4))
+    print(f"{len(histories)} histories: within a night ±{within:.3f} (root mean square), so a "
+          f"night's ratio ±{within / math.sqrt(reps):.3f}; the nights' ratios ±{nights:.3f}; "
+          f"+5 % found the night it lands at most {normal_cdf(z - 2.576):.0%} of the time; "
+          f"9 in 10 would take {((2.576 + 1.282) / z) ** 2:.1f}× the measuring")
 
 
 if __name__ == "__main__":
+    read = []
     for pattern in sys.argv[1:]:
         for folder in sorted(glob.glob(pattern)):
-            one(folder)
+            read.append((folder, *one(folder)))
+    if read:
+        summary(read)
