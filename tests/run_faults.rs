@@ -172,3 +172,65 @@ endpoint = "http://127.0.0.1:{port}"
     assert_eq!(run.run("good", 1)["status"], "complete");
     drop(squatter);
 }
+
+/// A port bakeoff picked free can be taken by another process before the member binds it
+/// (on a busy machine running tests side by side it was): the member exits before it is
+/// ready, the port is in a stranger's hands, and the contender is started once more on fresh
+/// ports — here the first start waits, holding no port, until the test has taken its port.
+#[test]
+fn a_port_taken_before_the_member_binds_it_is_left_for_fresh_ports() {
+    let dir = TempDir::new("fault-port-race");
+    let d = dir.path().to_path_buf();
+    let exe = env!("CARGO_BIN_EXE_bakeoff");
+    let script = format!(
+        "if [ -e {d}/again ]; then exec {exe} demo-server v2 \"$0\" \"$1\"; fi; touch {d}/again; \
+         echo \"$0\" > {d}/port.tmp && mv {d}/port.tmp {d}/port; \
+         i=0; while [ ! -e {d}/taken ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done; exit 1",
+        d = d.display()
+    );
+    let plan = format!(
+        r#"name = "port race"
+repetitions = 1
+[[contender]]
+name = "raced"
+command = ["sh", "-c", {script:?}, "{{port}}", "{{state}}"]
+ready = {{ http = "http://127.0.0.1:{{port}}/health", status = 200, timeout = "60s" }}
+
+[[scenario]]
+name = "health"
+http = "GET /health"
+clients = 1
+requests = 20
+"#
+    );
+    let stranger = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let port: u16 = loop {
+            if let Ok(s) = std::fs::read_to_string(d.join("port")) {
+                break s.trim().parse().unwrap();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the first start never wrote its port"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let held = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        std::fs::write(d.join("taken"), "").unwrap();
+        (port, held)
+    });
+    let run = run_plan(dir.path(), &plan, &[]);
+    let (port, held) = stranger.join().unwrap();
+    let r = run.run("raced", 1);
+    assert_eq!(r["status"], "complete", "{r}\n{}", run.stderr());
+    assert_eq!(r["points"][0]["load"]["successes"], 20, "{r}");
+    let warned = run.results["warnings"].to_string();
+    assert!(
+        warned.contains(&format!(
+            "port {port} was taken by another process before the contender bound it"
+        )),
+        "{warned}"
+    );
+    assert!(run.output.status.success(), "{}", run.stderr());
+    drop(held);
+}

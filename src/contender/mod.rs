@@ -252,6 +252,20 @@ impl Running {
         None
     }
 
+    /// A port of this contender that another process holds once every member it spawned has
+    /// exited on its own: taken between bakeoff picking it free and the member binding it
+    /// (the race every tool that picks ports for another has). `None` while a member runs.
+    pub fn port_taken(&mut self) -> Option<u16> {
+        let _ = self.exited();
+        if self.members.iter().any(|m| m.exit.is_none()) {
+            return None;
+        }
+        self.ports.values().copied().find(|&port| {
+            std::net::TcpListener::bind(("127.0.0.1", port))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::AddrInUse)
+        })
+    }
+
     /// What the proxy of a delay variant saw and did so far.
     pub fn edge_stats(&self) -> Option<edge::EdgeStats> {
         self.edge.as_ref().map(edge::Edge::stats)

@@ -34,31 +34,32 @@ pub(super) fn start(
         protos: ctx.protos,
         cancel: ctx.cancel.clone(),
     };
-    let ticks0 = crate::sys::cpu_ticks();
-    let mut running = match contender::start(&launch) {
-        Ok(r) => r,
-        Err(e) => {
-            let run = &mut results.runs[idx];
-            // A setup command cut short by Ctrl-C is redone on --resume, not a failure.
-            run.status = if ctx.cancel.is_cancelled() {
-                Status::Interrupted
-            } else {
-                Status::Failed
-            };
-            run.error = Some(format!("did not start: {e}"));
-            rep.contender_failed(&c.name, &e.to_string());
-            let _ = std::fs::remove_dir_all(&state);
-            save(ctx.dir, results)?;
-            return Ok(None);
-        }
+    let mut ticks0 = crate::sys::cpu_ticks();
+    let Some(mut running) = launched(ctx, &launch, idx, results, rep)? else {
+        return Ok(None);
     };
+    let mut ready = running.wait_ready(ctx.rt);
+    // A member that exited before it was ready, leaving a port of its in another process's
+    // hands, lost the race for a port picked free: it is started once more on fresh ports.
+    let taken = match &ready {
+        Err((None, contender::ProbeError::Exited(_))) => running.port_taken(),
+        _ => None,
+    };
+    if let Some(port) = taken {
+        ticks0 = crate::sys::cpu_ticks();
+        let Some(again) = relaunched(ctx, &launch, running, port, idx, results, rep)? else {
+            return Ok(None);
+        };
+        running = again;
+        ready = running.wait_ready(ctx.rt);
+    }
     results.runs[idx].logs = running
         .logs
         .iter()
         .map(|l| l.strip_prefix(ctx.dir).unwrap_or(l).display().to_string())
         .collect();
     let mut endpoints = Vec::new();
-    match running.wait_ready(ctx.rt) {
+    match ready {
         Ok(s) => {
             let startup = startup_of(ctx, &s, &state, &ticks0, &running);
             rep.contender_ready(&c.name, &startup);
@@ -88,6 +89,59 @@ pub(super) fn start(
         leader: None,
         forcing,
     }))
+}
+
+/// The contender launched (not yet ready), or `None` when it did not start at all: its run
+/// recorded as failed (interrupted, if Ctrl-C cut a setup command short) and saved.
+fn launched(
+    ctx: &Ctx,
+    launch: &Launch,
+    idx: usize,
+    results: &mut Results,
+    rep: &mut dyn Reporter,
+) -> anyhow::Result<Option<contender::Running>> {
+    match contender::start(launch) {
+        Ok(r) => Ok(Some(r)),
+        Err(e) => {
+            let run = &mut results.runs[idx];
+            // A setup command cut short by Ctrl-C is redone on --resume, not a failure.
+            run.status = if ctx.cancel.is_cancelled() {
+                Status::Interrupted
+            } else {
+                Status::Failed
+            };
+            run.error = Some(format!("did not start: {e}"));
+            rep.contender_failed(&launch.contender.name, &e.to_string());
+            let _ = std::fs::remove_dir_all(&launch.state);
+            save(ctx.dir, results)?;
+            Ok(None)
+        }
+    }
+}
+
+/// The contender stopped and launched once more on fresh ports, its `port` having been taken
+/// by another process before the member bound it — said in a warning — or `None` as
+/// [`launched`].
+fn relaunched(
+    ctx: &Ctx,
+    launch: &Launch,
+    running: contender::Running,
+    port: u16,
+    idx: usize,
+    results: &mut Results,
+    rep: &mut dyn Reporter,
+) -> anyhow::Result<Option<contender::Running>> {
+    let problem = format!(
+        "port {port} was taken by another process before the contender bound it; started again on fresh ports"
+    );
+    rep.warning(&format!("{}: {problem}", launch.contender.name));
+    let run = results.runs[idx].id.clone();
+    results
+        .warnings
+        .push(results::Warning::Stop { run, problem });
+    let _ = running.stop();
+    let _ = std::fs::remove_dir_all(&launch.state);
+    launched(ctx, launch, idx, results, rep)
 }
 
 /// A what-if variant: the option forced on its listening sockets once it is ready (after
