@@ -68,7 +68,8 @@ def summary(read):
     z = math.log(1.05) / (nights * math.sqrt(1 + 1 / 4))
     print(f"{len(histories)} histories: within a night ±{within:.3f} (root mean square), so a "
           f"night's ratio ±{within / math.sqrt(reps):.3f}; the nights' ratios ±{nights:.3f}; "
-          f"+5 % found the night it lands at most {normal_cdf(z - 2.576):.0%} of the time; "
+          f"+5 % found the night it lands at most {normal_cdf(z - 2.576):.0%} of the time "
+          f"({normal_cdf(z - 2.326):.0%} watching regressions alone); "
           f"9 in 10 would take {((2.576 + 1.282) / z) ** 2:.1f}× the measuring")
 
 

@@ -194,6 +194,14 @@ fn a_stolen_round_is_run_again_up_to_a_limit() {
         .all(|x| x.steal_ticks == Some(1) && !x.stolen()));
 }
 
+/// A slice's length in milliseconds (0 for a count).
+fn ms(s: &Stop) -> u128 {
+    match s {
+        Stop::Duration(d) => d.as_millis(),
+        Stop::Count(_) => 0,
+    }
+}
+
 #[test]
 fn an_auto_slice_holds_enough_calls_of_the_slowest_contender() {
     let auto = |repetitions| {
@@ -211,10 +219,6 @@ fn an_auto_slice_holds_enough_calls_of_the_slowest_contender() {
     let clock = Default::default();
     let mut f = [Fake::new(&clock, &[10.0]), Fake::new(&clock, &[10.0])];
     let done = go(&mut f, auto(1));
-    let ms = |s: &Stop| match s {
-        Stop::Duration(d) => d.as_millis(),
-        Stop::Count(_) => 0,
-    };
     assert_eq!(ms(&f[0].stops[0]), 100, "the first round probes");
     assert!(
         f[0].stops[1..].iter().all(|s| ms(s) == 25),
@@ -262,10 +266,6 @@ fn an_auto_slice_holds_enough_calls_of_the_slowest_contender() {
 /// are held to the clock (a screen), 25 ms where they are not.
 #[test]
 fn an_auto_slice_held_to_the_clock_goes_down_to_12_ms() {
-    let ms = |s: &Stop| match s {
-        Stop::Duration(d) => d.as_millis(),
-        Stop::Count(_) => 0,
-    };
     let shortest = |rounds| {
         let paired = crate::plan::Paired {
             rounds,
